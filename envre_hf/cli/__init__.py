@@ -1,0 +1,1 @@
+"""The ``envre`` console command."""

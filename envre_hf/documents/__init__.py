@@ -1,0 +1,43 @@
+"""Stage 1 of the data's trip: typed DocRED documents, their file formats and validation."""
+
+from .errors import DocumentError
+from .formats import from_dict, from_docred, from_linked, to_docred, to_linked
+from .hf import DOCUMENT_FEATURES, dataset_to_documents, document_from_row, document_to_row, documents_to_dataset
+from .io import iter_documents, read_documents, write_documents
+from .relations import DOCRED_RELATIONS, NO_RELATION, RelationSchema, RelationType, docred_schema
+from .schema import ENTITY_TYPES, Document, Entity, Mention, Relation, Substitution
+from .validation import QuirkCounts, Quirks, count_quirks, document_quirks, validate_document, validate_documents
+
+__all__ = [
+    "DOCRED_RELATIONS",
+    "DOCUMENT_FEATURES",
+    "ENTITY_TYPES",
+    "NO_RELATION",
+    "Document",
+    "DocumentError",
+    "Entity",
+    "Mention",
+    "QuirkCounts",
+    "Quirks",
+    "Relation",
+    "RelationSchema",
+    "RelationType",
+    "Substitution",
+    "count_quirks",
+    "dataset_to_documents",
+    "docred_schema",
+    "document_from_row",
+    "document_quirks",
+    "document_to_row",
+    "documents_to_dataset",
+    "from_dict",
+    "from_docred",
+    "from_linked",
+    "iter_documents",
+    "read_documents",
+    "to_docred",
+    "to_linked",
+    "validate_document",
+    "validate_documents",
+    "write_documents",
+]

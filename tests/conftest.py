@@ -1,0 +1,47 @@
+"""Shared fixtures. Real data is read from ``../shared/data`` (override with ENVRE_SHARED_DATA)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("ENVRE_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+def _shared(relative: str) -> Path:
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.fail(f"real data missing: {path} (set ENVRE_SHARED_DATA to the folder holding redocred/ and docred/)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def redocred_dev_path() -> Path:
+    return _shared("redocred/dev_revised.json")
+
+
+@pytest.fixture(scope="session")
+def redocred_test_path() -> Path:
+    return _shared("redocred/test_revised.json")
+
+
+@pytest.fixture(scope="session")
+def rel_info_path() -> Path:
+    return _shared("docred/rel_info.json")
+
+
+@pytest.fixture(scope="session")
+def redocred_test(redocred_test_path):
+    from envre_hf.documents import read_documents
+
+    return read_documents(redocred_test_path)
+
+
+@pytest.fixture(scope="session")
+def redocred_dev(redocred_dev_path):
+    from envre_hf.documents import read_documents
+
+    return read_documents(redocred_dev_path)
