@@ -1,0 +1,94 @@
+"""Losses of the KD-DocRE and DocuNet heads, all with ATLOP's threshold-class semantics.
+
+Every loss here treats class 0 as a learned, per-pair threshold: relation ``r`` is predicted
+for a pair when ``logit_r > logit_0``. That keeps one decoding rule (and one
+``relation_probabilities``) for every model family of :mod:`envre_hf.models`.
+
+* :func:`adaptive_focal_loss` - KD-DocRE's AFL (Tan et al., Findings of ACL 2022): each positive
+  relation is ranked against the threshold class on its own (a two-way softmax), weighted
+  focal-style so that hard (low-probability) positives - mostly long-tail relations - count more;
+  the threshold is ranked above all negative relations with one softmax.
+* :func:`balanced_threshold_loss` - DocuNet's balanced loss (Zhang et al., IJCAI 2021), the
+  multi-label categorical cross-entropy that contrasts *all* positives against *all* negatives
+  through one pivot, here with the class-0 logit as the pivot instead of a fixed zero.
+* :func:`distillation_loss` - KD-DocRE's knowledge distillation term: mean squared error between
+  the student's logits and a teacher's logits (e.g. a teacher trained on the distantly supervised
+  DocRED data).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss", "threshold_margins"]
+
+_NEG_INF = -1e4  # large enough to vanish in a softmax, small enough to stay finite in fp16
+
+
+def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
+    if logits.dim() != 2 or logits.shape != labels.shape:
+        raise ValueError(
+            f"logits and labels must both be (pairs x classes); got {tuple(logits.shape)} and {tuple(labels.shape)}"
+        )
+    if logits.shape[1] < 2:
+        raise ValueError("need the threshold class 0 and at least one relation class")
+
+
+def threshold_margins(logits: torch.Tensor) -> torch.Tensor:
+    """``logit_r - logit_0`` for every relation ``r >= 1``: positive exactly where ``r`` is predicted."""
+    return logits[:, 1:] - logits[:, :1]
+
+
+def adaptive_focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 1.0) -> torch.Tensor:
+    """KD-DocRE's adaptive focal loss, averaged over pairs.
+
+    ``labels`` is multi-hot (pairs x classes) with class 0 set for pairs without relation
+    (class 0 is ignored: a pair with no positive relation only gets the negative part).
+
+    Positive part: for each positive relation, ``p = softmax([logit_r, logit_0])[0]`` and the term
+    ``-(1 - p) ** gamma * log p``; ``gamma = 0`` gives a plain per-class ranking against the
+    threshold. Negative part: ``-log softmax(logit_0 over {0} + negative relations)`` pushes the
+    threshold above every negative relation.
+    """
+    _check(logits, labels)
+    logits = logits.float()
+    positive = labels[:, 1:].float()
+    positive = (positive > 0).float()
+    # Two-way softmax of each relation against the threshold = sigmoid of the margin.
+    log_p = F.logsigmoid(threshold_margins(logits))
+    focal = (1.0 - log_p.exp()).pow(gamma) if gamma != 0 else torch.ones_like(log_p)
+    loss_pos = -(focal * log_p * positive).sum(dim=1)
+    # Threshold above negatives: positives are removed from the softmax.
+    mask = torch.cat([torch.zeros_like(positive[:, :1]), positive], dim=1)
+    neg_logits = logits.masked_fill(mask.bool(), _NEG_INF)
+    loss_neg = -F.log_softmax(neg_logits, dim=1)[:, 0]
+    return (loss_pos + loss_neg).mean() if logits.shape[0] else logits.sum() * 0.0
+
+
+def balanced_threshold_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """DocuNet's balanced multi-label loss with the class-0 logit as the pivot, averaged over pairs.
+
+    ``log(1 + sum_pos exp(logit_0 - logit_r)) + log(1 + sum_neg exp(logit_r - logit_0))``: one
+    term pulls every positive relation above the threshold, the other pushes every negative
+    relation below it, so the many negatives and few positives of a pair are balanced by
+    construction rather than by per-class weights.
+    """
+    _check(logits, labels)
+    margins = threshold_margins(logits.float())
+    positive = labels[:, 1:] > 0
+    zeros = margins.new_zeros(margins.shape[0], 1)
+    pos_terms = torch.cat([zeros, (-margins).masked_fill(~positive, _NEG_INF)], dim=1)
+    neg_terms = torch.cat([zeros, margins.masked_fill(positive, _NEG_INF)], dim=1)
+    loss = torch.logsumexp(pos_terms, dim=1) + torch.logsumexp(neg_terms, dim=1)
+    return loss.mean() if logits.shape[0] else logits.sum() * 0.0
+
+
+def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
+    """KD-DocRE's distillation term: mean squared error to the (detached) teacher logits."""
+    if student_logits.shape != teacher_logits.shape:
+        raise ValueError(
+            f"teacher_logits must match the student's logits (pairs x classes, in hts order): "
+            f"got {tuple(teacher_logits.shape)}, expected {tuple(student_logits.shape)}"
+        )
+    return F.mse_loss(student_logits.float(), teacher_logits.detach().to(student_logits.device).float())

@@ -1,0 +1,215 @@
+"""The entity-pair matrix shared by the KD-DocRE and DocuNet heads.
+
+Both heads reason over the ``n_e x n_e`` matrix of a document's entity pairs (row = head entity,
+column = tail entity) instead of over independent pairs. The batch of documents is padded to
+``B x N x N x C`` (``N`` = the largest entity count of the batch); every operation keeps the padded
+cells out of the real ones (attention masks, zeroed convolution inputs), so a document's logits do
+not depend on what it is batched with.
+
+* :class:`PairIndex` maps the flat pair list of a batch (the concatenated ``hts`` of its documents,
+  the order of ``logits``) to matrix cells and back, with pure indexing (no loops over pairs).
+* :class:`AxialTransformer` - KD-DocRE's two-hop reasoning: attention along each row and each column.
+* :class:`PairUNet` - DocuNet's U-shaped segmentation network over the matrix as an image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["AxialTransformer", "AxialTransformerLayer", "PairIndex", "PairUNet"]
+
+
+@dataclass
+class PairIndex:
+    """Where each pair of a batch sits in the padded ``B x N x N`` pair matrix.
+
+    ``batch``, ``head``, ``tail`` are LongTensors of length ``sum_pairs`` in ``hts`` order;
+    ``entity_mask`` (B x N, bool) marks real entities.
+    """
+
+    batch: torch.Tensor
+    head: torch.Tensor
+    tail: torch.Tensor
+    entity_mask: torch.Tensor
+
+    @classmethod
+    def build(
+        cls, hts: Sequence[Sequence[Sequence[int]]], num_entities: Sequence[int], device: torch.device | str = "cpu"
+    ) -> "PairIndex":
+        """Index the pairs ``hts`` (per document a list of ``[h, t]``) of documents with ``num_entities``."""
+        if len(hts) != len(num_entities):
+            raise ValueError(f"hts has {len(hts)} documents but entity_pos has {len(num_entities)}")
+        n_max = max([1, *num_entities])
+        parts, batch = [], []
+        for b, (doc_hts, n_e) in enumerate(zip(hts, num_entities)):
+            pairs = torch.as_tensor(doc_hts, dtype=torch.long).reshape(-1, 2)
+            if pairs.numel() and (int(pairs.min()) < 0 or int(pairs.max()) >= n_e):
+                raise ValueError(f"document {b} of the batch: hts refers to entity outside 0..{n_e - 1}")
+            parts.append(pairs)
+            batch.append(torch.full((pairs.shape[0],), b, dtype=torch.long))
+        pairs = torch.cat(parts) if parts else torch.zeros(0, 2, dtype=torch.long)
+        counts = torch.as_tensor(list(num_entities), dtype=torch.long)
+        entity_mask = torch.arange(n_max).unsqueeze(0) < counts.unsqueeze(1)
+        return cls(
+            batch=torch.cat(batch).to(device) if batch else torch.zeros(0, dtype=torch.long, device=device),
+            head=pairs[:, 0].to(device),
+            tail=pairs[:, 1].to(device),
+            entity_mask=entity_mask.to(device),
+        )
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(B, N)``: documents and padded entity count."""
+        return self.entity_mask.shape[0], self.entity_mask.shape[1]
+
+    def scatter(self, values: torch.Tensor) -> torch.Tensor:
+        """``sum_pairs x C`` values into a zero ``B x N x N x C`` matrix (unlisted cells stay 0)."""
+        b, n = self.size
+        out = values.new_zeros(b, n, n, values.shape[-1])
+        out[self.batch, self.head, self.tail] = values
+        return out
+
+    def gather(self, matrix: torch.Tensor) -> torch.Tensor:
+        """The ``B x N x N x C`` matrix's cells of the listed pairs, ``sum_pairs x C`` in ``hts`` order."""
+        return matrix[self.batch, self.head, self.tail]
+
+    def cell_mask(self) -> torch.Tensor:
+        """B x N x N bool: cells whose head and tail are both real entities and differ (the valid pairs)."""
+        m = self.entity_mask
+        n = m.shape[1]
+        eye = torch.eye(n, dtype=torch.bool, device=m.device)
+        return m.unsqueeze(2) & m.unsqueeze(1) & ~eye
+
+
+# ---------------------------------------------------------------------------------------------
+# KD-DocRE: axial attention over the pair matrix
+# ---------------------------------------------------------------------------------------------
+
+
+class _AxisAttention(nn.Module):
+    """Multi-head self-attention along one axis of a ``B x N x N x D`` matrix (the last N)."""
+
+    def __init__(self, dim: int, heads: int, dropout: float):
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"axial attention: dim {dim} is not divisible by {heads} heads")
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        # x: B x R x N x D, attention among the N cells of each of the R lines; key_mask: B x R x N.
+        b, r, n, d = x.shape
+        q, k, v = self.qkv(x).reshape(b * r, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        # A line without any valid cell (a padding line, a one-entity document) would make an all-masked
+        # softmax; let it attend everywhere - its outputs are zeroed by the caller and never gathered.
+        key_mask = key_mask | ~key_mask.any(dim=-1, keepdim=True)
+        mask = key_mask.reshape(b * r, 1, 1, n)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0)
+        return self.out(out.transpose(1, 2).reshape(b, r, n, d))
+
+
+class AxialTransformerLayer(nn.Module):
+    """One axial layer: row attention + column attention (summed, residual, LayerNorm), then an FFN.
+
+    Cell (h, t) attends to (h, k) along its row and (k, t) along its column, so stacking layers
+    composes h -> k -> t evidence: the two-hop reasoning of KD-DocRE.
+    """
+
+    def __init__(self, dim: int, heads: int, dropout: float = 0.1, ffn_mult: int = 2):
+        super().__init__()
+        self.rows = _AxisAttention(dim, heads, dropout)
+        self.cols = _AxisAttention(dim, heads, dropout)
+        self.norm1 = nn.LayerNorm(dim)
+        self.ffn = nn.Sequential(nn.Linear(dim, ffn_mult * dim), nn.GELU(), nn.Linear(ffn_mult * dim, dim))
+        self.norm2 = nn.LayerNorm(dim)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        # key_mask: B x N x N, True where a cell may be attended to (a valid pair).
+        rows = self.rows(x, key_mask)
+        cols = self.cols(x.transpose(1, 2), key_mask.transpose(1, 2)).transpose(1, 2)
+        x = self.norm1(x + self.drop(rows + cols))
+        return self.norm2(x + self.drop(self.ffn(x)))
+
+
+class AxialTransformer(nn.Module):
+    """A stack of :class:`AxialTransformerLayer` over the pair matrix, restricted to valid pairs."""
+
+    def __init__(self, dim: int, num_layers: int = 2, heads: int = 4, dropout: float = 0.1):
+        super().__init__()
+        self.layers = nn.ModuleList(AxialTransformerLayer(dim, heads, dropout) for _ in range(num_layers))
+
+    def forward(self, x: torch.Tensor, cell_mask: torch.Tensor) -> torch.Tensor:
+        """``x``: B x N x N x D; ``cell_mask``: B x N x N (valid pairs). Invalid cells are returned as 0."""
+        keep = cell_mask.unsqueeze(-1).to(x.dtype)
+        x = x * keep
+        for layer in self.layers:
+            x = layer(x, cell_mask) * keep
+        return x
+
+
+# ---------------------------------------------------------------------------------------------
+# DocuNet: U-shaped segmentation network over the pair matrix
+# ---------------------------------------------------------------------------------------------
+
+
+class _DoubleConv(nn.Module):
+    """Two 3x3 convolutions with ReLU; the input is re-masked before each so padding stays zero."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.conv1(x * mask))
+        return F.relu(self.conv2(x * mask)) * mask
+
+
+class PairUNet(nn.Module):
+    """A small U-Net over ``B x C_in x N x N`` maps: ``depth`` times (max-pool 2, double conv, channels x2),
+    then as many transposed-convolution upsamplings, each concatenated with the skip connection of its level.
+
+    Any ``N`` works (odd, 1, 2, ...): the map is zero-padded to a multiple of ``2 ** depth`` and the
+    entity mask, pooled alongside the map, zeroes the padded region at every level, so the output
+    for a document's real cells does not depend on the padding.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, base_channels: int = 64, depth: int = 2):
+        super().__init__()
+        if depth < 1:
+            raise ValueError("PairUNet depth must be >= 1")
+        self.depth = depth
+        widths = [base_channels * 2**i for i in range(depth + 1)]
+        self.inc = _DoubleConv(in_channels, widths[0])
+        self.downs = nn.ModuleList(_DoubleConv(widths[i], widths[i + 1]) for i in range(depth))
+        self.ups = nn.ModuleList(nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2) for i in reversed(range(depth)))
+        self.up_convs = nn.ModuleList(_DoubleConv(2 * widths[i], widths[i]) for i in reversed(range(depth)))
+        self.head = nn.Conv2d(widths[0], out_channels, 1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``x``: B x C_in x N x N; ``mask``: B x N x N (1 on real cells). Returns B x C_out x N x N."""
+        n = x.shape[-1]
+        step = 2**self.depth
+        padded = -(-n // step) * step
+        if padded != n:
+            x = F.pad(x, (0, padded - n, 0, padded - n))
+            mask = F.pad(mask, (0, padded - n, 0, padded - n))
+        masks = [mask.unsqueeze(1).to(x.dtype)]
+        for _ in range(self.depth):
+            masks.append(F.max_pool2d(masks[-1], 2))
+        skips = [self.inc(x, masks[0])]
+        for level, down in enumerate(self.downs, start=1):
+            skips.append(down(F.max_pool2d(skips[-1], 2), masks[level]))
+        y = skips.pop()
+        for level, (up, conv) in zip(reversed(range(self.depth)), zip(self.ups, self.up_convs)):
+            y = up(y) * masks[level]
+            y = conv(torch.cat([skips.pop(), y], dim=1), masks[level])
+        return (self.head(y) * masks[0])[..., :n, :n]
