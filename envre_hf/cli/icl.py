@@ -1,0 +1,60 @@
+"""``envre icl``: evaluate a chat LLM on DocRE with in-context learning (optionally DA and CG)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--test", required=True, help="test documents (DocRED JSON / JSONL / Linked-DocRED)")
+    parser.add_argument("--train", required=True, help="training documents: demonstrations, Ign F1, DA's corpus KB")
+    parser.add_argument("--backend", choices=("openai", "local"), required=True)
+    parser.add_argument("--model", required=True, help="model name at the endpoint, or a local model path/name")
+    parser.add_argument("--base-url", default="https://api.openai.com/v1", help="OpenAI-compatible API root")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    parser.add_argument("--k", type=int, choices=(0, 1, 2, 3), default=1, help="demonstrations per prompt (default 1)")
+    parser.add_argument("--da", action="store_true", help="demonstration augmentation: add each demo's renamed copy")
+    parser.add_argument("--cg", action="store_true", help="consistency guidance in the instruction")
+    parser.add_argument("--seed", type=int, default=0, help="demonstration draw and renaming seed (default 0)")
+    parser.add_argument("--max-docs", type=int, default=None, help="evaluate only the first N test documents")
+    parser.add_argument("--max-tokens", type=int, default=512, help="completion length limit (default 512)")
+    parser.add_argument("--cache", default=None, help="response cache (SQLite; default OUTPUT/responses.sqlite)")
+    parser.add_argument("--output", required=True, help="output directory")
+    parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..documents import read_documents
+    from ..icl import ICLRunError, LocalBackend, OpenAIChatBackend, PromptConfig, run_icl
+
+    out = Path(args.output)
+    cache = args.cache or str(out / "responses.sqlite")
+    test, train = read_documents(args.test), read_documents(args.train)
+    renamer = None
+    if args.da:
+        from ..kb.corpus import CorpusKB
+        from ..renaming import RenamingPipeline
+
+        renamer = RenamingPipeline(CorpusKB(train)).rename
+    if args.backend == "openai":
+        backend = OpenAIChatBackend(
+            args.model, base_url=args.base_url, api_key_env=args.api_key_env, max_tokens=args.max_tokens, cache_path=cache
+        )
+    else:
+        backend = LocalBackend.from_pretrained(args.model, max_new_tokens=args.max_tokens, cache_path=cache)
+    config = PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed)
+    try:
+        result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume)
+    except ICLRunError as err:
+        print(f"envre icl: {err}")
+        return 2
+    totals = result.parse_summary["totals"]
+    print(f"{result.documents} documents ({result.skipped} resumed), {len(result.predictions)} predictions")
+    print("parse: " + ", ".join(f"{k}={v}" for k, v in totals.items()))
+    if result.scores is not None:
+        head = {k: result.scores[k] for k in ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")}
+        print(json.dumps({k: (round(v * 100, 2) if v is not None else None) for k, v in head.items()}))
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,44 @@
+"""In-context learning for DocRE: prompts (with demonstration augmentation and consistency guidance),
+chat backends (OpenAI-compatible HTTP, local transformers), a tolerant triple parser and a resumable runner.
+"""
+
+from .backends import BackendError, ChatBackend, Completion, LocalBackend, OpenAIChatBackend, ResponseCache, cache_key
+from .parser import ParseReport, TripleParser, parse_triples
+from .prompt import (
+    CONSISTENCY_GUIDANCE,
+    Prompt,
+    PromptBuilder,
+    PromptConfig,
+    draw_demonstrations,
+    entity_list,
+    entity_numbering,
+    format_triples,
+    mark_mentions,
+)
+from .runner import ICLResult, ICLRunError, run_icl, summarize_parse_reports
+
+__all__ = [
+    "CONSISTENCY_GUIDANCE",
+    "BackendError",
+    "ChatBackend",
+    "Completion",
+    "ICLResult",
+    "ICLRunError",
+    "LocalBackend",
+    "OpenAIChatBackend",
+    "ParseReport",
+    "Prompt",
+    "PromptBuilder",
+    "PromptConfig",
+    "ResponseCache",
+    "TripleParser",
+    "cache_key",
+    "draw_demonstrations",
+    "entity_list",
+    "entity_numbering",
+    "format_triples",
+    "mark_mentions",
+    "parse_triples",
+    "run_icl",
+    "summarize_parse_reports",
+]

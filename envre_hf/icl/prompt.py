@@ -1,0 +1,213 @@
+"""Prompts for document-level relation extraction with a chat LLM (in-context learning).
+
+Layout of one prompt (a single user message):
+
+1. the task instruction with the 96 DocRED relation names (:func:`envre_hf.documents.docred_schema`);
+2. the output format: one triple a line, ``<subject entity number; relation type; object entity number>``;
+3. with consistency guidance (CG): why the renamed twin of each demonstration has the same output;
+4. ``k`` demonstrations (document, entity list, gold triples); with demonstration augmentation (DA)
+   each is followed by its renamed copy and the same triples;
+5. the test document and its entity list, ending with ``Triples:``.
+
+Entities are numbered 1..n in order of first mention (sentence, then token position; ties by
+``vertexSet`` index) and every mention is marked in the text as ``[N mention tokens]``, e.g.
+``[1 Skai TV] is a Greek free-to-air television network based in [2 Athens]``. Nested mentions
+are nested brackets; the rare crossing spans of two entities are marked as given (brackets then do
+not nest, the entity numbers still tell them apart).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..documents import Document, DocumentError, RelationSchema, docred_schema
+
+#: A renamer, e.g. ``RenamingPipeline(kb).rename``: (document, seed) -> renamed copy.
+Renamer = Callable[[Document, int], Document]
+
+INSTRUCTION = (
+    "Task: document-level relation extraction. Read the document and list every relation that holds "
+    "between two of its entities. The entities are numbered in order of first appearance, and every "
+    "mention of an entity is marked in the text as [N mention], where N is the entity number."
+)
+OUTPUT_FORMAT = (
+    "Output format: one triple a line, <subject entity number; relation type; object entity number>, "
+    "for example <1; country; 2>. Use only the relation types listed above and only the entity numbers "
+    "of the document. Write nothing else; if no relation holds, write None."
+)
+CONSISTENCY_GUIDANCE = (
+    "Each example document is followed by a renamed copy. The two documents differ only in the names "
+    "of the entities, so their outputs are identical. Relations must be inferred from the context of "
+    "the document, not from what you know about the entities themselves."
+)
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    """How prompts are built. ``k``: demonstrations per prompt (the study uses 1 or 3).
+
+    ``da``: add the renamed copy of each demonstration (needs a renamer). ``cg``: add the
+    consistency guidance. ``seed``: draws demonstrations (per test document, from ``seed`` and the
+    document key, so reruns and resumed runs see the same prompt) and seeds the renaming.
+    """
+
+    k: int = 1
+    da: bool = False
+    cg: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.k < 0:
+            raise ValueError(f"k must be >= 0, got {self.k}")
+
+
+@dataclass
+class Prompt:
+    """A built prompt and what the parser needs to map entity numbers back to ``vertexSet`` indices."""
+
+    messages: list[dict[str, str]]
+    #: ``numbering[N - 1]`` is the ``vertexSet`` index of entity number N in the test document.
+    numbering: list[int]
+    demonstrations: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages)
+
+
+def entity_numbering(doc: Document) -> list[int]:
+    """``vertexSet`` indices ordered by first mention (sentence, start token, then index)."""
+
+    def first(e: int) -> tuple[int, int, int]:
+        mentions = doc.entities[e].mentions
+        if not mentions:
+            raise DocumentError("the entity has no mentions", title=doc.title, entity=e, field="vertexSet")
+        sent_id, start = min((m.sent_id, m.start) for m in mentions)
+        return (sent_id, start, e)
+
+    return sorted(range(len(doc.entities)), key=first)
+
+
+def mark_mentions(doc: Document, numbering: Sequence[int] | None = None) -> str:
+    """The document text with every mention written as ``[N tokens]`` (N = entity number)."""
+    numbering = entity_numbering(doc) if numbering is None else numbering
+    number_of = {e: n + 1 for n, e in enumerate(numbering)}
+    opens: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    closes: dict[tuple[int, int], int] = {}
+    for e, entity in enumerate(doc.entities):
+        for m in entity.mentions:
+            if not (0 <= m.sent_id < len(doc.sents)) or not (0 <= m.start < m.end <= len(doc.sents[m.sent_id])):
+                raise DocumentError(
+                    f"mention span {list(m.pos)} in sentence {m.sent_id} is out of range", title=doc.title, entity=e, field="pos"
+                )
+            # Longer spans open first so that nested mentions nest.
+            opens.setdefault((m.sent_id, m.start), []).append((-m.end, number_of[e]))
+            closes[(m.sent_id, m.end - 1)] = closes.get((m.sent_id, m.end - 1), 0) + 1
+    sentences = []
+    for s, sent in enumerate(doc.sents):
+        out = []
+        for i, tok in enumerate(sent):
+            prefix = "".join(f"[{n} " for _, n in sorted(opens.get((s, i), [])))
+            out.append(prefix + tok + "]" * closes.get((s, i), 0))
+        sentences.append(" ".join(out))
+    return " ".join(sentences)
+
+
+def entity_list(doc: Document, numbering: Sequence[int]) -> str:
+    """One line per entity: ``N: first mention name (TYPE)``."""
+    lines = []
+    for n, e in enumerate(numbering, start=1):
+        entity = doc.entities[e]
+        first = min(entity.mentions, key=lambda m: (m.sent_id, m.start))
+        lines.append(f"{n}: {first.name} ({entity.type})")
+    return "\n".join(lines)
+
+
+def format_triples(doc: Document, numbering: Sequence[int], schema: RelationSchema | None = None) -> str:
+    """Gold triples of ``doc`` in the output format, sorted by subject, object and relation."""
+    schema = schema or docred_schema()
+    number_of = {e: n + 1 for n, e in enumerate(numbering)}
+    triples = sorted((number_of[r.h], number_of[r.t], r.r) for r in doc.relations)
+    if not triples:
+        return "None"
+    for _, _, rel in triples:
+        if rel not in schema.id2name:
+            raise DocumentError(f"unknown relation id {rel!r}", title=doc.title, field="r")
+    return "\n".join(f"<{h}; {schema.id2name[r]}; {t}>" for h, t, r in triples)
+
+
+def _block(
+    header: str, doc: Document, schema: RelationSchema, with_triples: bool, numbering: Sequence[int] | None = None
+) -> str:
+    numbering = entity_numbering(doc) if numbering is None else numbering
+    parts = [header, "Document:", mark_mentions(doc, numbering), "Entities:", entity_list(doc, numbering), "Triples:"]
+    if with_triples:
+        parts.append(format_triples(doc, numbering, schema))
+    return "\n".join(parts)
+
+
+def draw_demonstrations(train: Sequence[Document], k: int, seed: int, exclude_key: str | None = None) -> list[Document]:
+    """``k`` labelled training documents, drawn with ``random.Random(f"{seed}:{exclude_key}")``.
+
+    The test document's key is part of the seed so every test document gets its own, reproducible
+    draw; a training document with the test document's key or title is never drawn.
+    """
+    pool = [d for d in train if d.has_labels and d.key != exclude_key and d.title != exclude_key]
+    if k > len(pool):
+        raise ValueError(f"k={k} demonstrations requested but the training set has {len(pool)} labelled documents")
+    return random.Random(f"{seed}:{exclude_key}").sample(pool, k)
+
+
+class PromptBuilder:
+    """Builds the prompt of each test document from a training set, a :class:`PromptConfig` and a renamer."""
+
+    def __init__(
+        self,
+        train: Sequence[Document],
+        config: PromptConfig | None = None,
+        renamer: Renamer | None = None,
+        schema: RelationSchema | None = None,
+    ):
+        self.train = list(train)
+        self.config = config or PromptConfig()
+        self.schema = schema or docred_schema()
+        if self.config.da and renamer is None:
+            raise ValueError("demonstration augmentation (da=True) needs a renamer, e.g. RenamingPipeline(kb).rename")
+        self.renamer = renamer
+
+    def header(self) -> str:
+        relations = "\n".join(rel.name for rel in self.schema.relations)
+        parts = [INSTRUCTION, f"Relation types:\n{relations}", OUTPUT_FORMAT]
+        if self.config.cg:
+            parts.append(CONSISTENCY_GUIDANCE)
+        return "\n\n".join(parts)
+
+    def demonstrations(self, test_doc: Document) -> list[tuple[Document, Document | None]]:
+        """(demonstration, renamed copy or None) pairs for ``test_doc``."""
+        cfg = self.config
+        demos = draw_demonstrations(self.train, cfg.k, cfg.seed, test_doc.key)
+        pairs: list[tuple[Document, Document | None]] = []
+        for demo in demos:
+            renamed = self.renamer(demo, cfg.seed) if cfg.da and self.renamer is not None else None
+            pairs.append((demo, renamed))
+        return pairs
+
+    def build(self, test_doc: Document) -> Prompt:
+        """The prompt for ``test_doc``; raises :class:`DocumentError` on a malformed document."""
+        blocks = [self.header()]
+        keys = []
+        for i, (demo, renamed) in enumerate(self.demonstrations(test_doc), start=1):
+            keys.append(demo.key)
+            numbering = entity_numbering(demo)
+            blocks.append(_block(f"Example {i}", demo, self.schema, True, numbering))
+            if renamed is not None:
+                # The twin keeps the original's numbers, so its triples are literally the same lines.
+                blocks.append(_block(f"Example {i} (renamed copy)", renamed, self.schema, True, numbering))
+        blocks.append(_block("Test document", test_doc, self.schema, False))
+        return Prompt(
+            messages=[{"role": "user", "content": "\n\n".join(blocks)}],
+            numbering=entity_numbering(test_doc),
+            demonstrations=keys,
+        )

@@ -1,0 +1,169 @@
+"""A whole in-context-learning evaluation: prompt, query, parse and score each test document.
+
+Output directory:
+
+* ``results.jsonl`` - one line per finished document (key, response, predictions, parse report,
+  usage). A rerun with ``resume=True`` skips the documents listed there, so an interrupted run
+  loses at most the document in flight;
+* ``run_config.json`` - the settings; resuming with different settings is refused;
+* ``predictions.json`` - all predictions in the official flat format;
+* ``scores.json`` - :func:`envre_hf.metrics.score_predictions` on the evaluated documents;
+* ``parse_report.json`` - totals of the parser's findings and the documents with problems.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ..documents import Document, RelationSchema, docred_schema
+from .backends import ChatBackend
+from .parser import TripleParser
+from .prompt import PromptBuilder, PromptConfig, Renamer
+
+RESULTS = "results.jsonl"
+RUN_CONFIG = "run_config.json"
+PREDICTIONS = "predictions.json"
+SCORES = "scores.json"
+PARSE_REPORT = "parse_report.json"
+
+_REPORT_LISTS = ("unparsed_lines", "unknown_relations", "out_of_range", "self_pairs", "duplicates")
+
+
+class ICLRunError(RuntimeError):
+    """The output directory cannot be used as asked (existing run without resume, changed settings)."""
+
+
+@dataclass
+class ICLResult:
+    """What a run produced (also written to the output directory)."""
+
+    predictions: list[dict[str, Any]]
+    scores: dict[str, Any] | None
+    parse_summary: dict[str, Any]
+    documents: int
+    skipped: int = 0
+    output_dir: Path | None = None
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+
+def _load_results(path: Path) -> list[dict[str, Any]]:
+    """Finished records; a torn last line (crash mid-write) is cut off so appending stays valid JSONL."""
+    if not path.exists():
+        return []
+    records, good_bytes = [], 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                records.append(json.loads(raw))
+            except json.JSONDecodeError:
+                break
+            good_bytes += len(raw)
+    if good_bytes != path.stat().st_size:
+        with open(path, "r+b") as fh:
+            fh.truncate(good_bytes)
+    return records
+
+
+def summarize_parse_reports(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over documents plus, per document with problems, what was dropped."""
+    totals = {"documents": len(records), "lines": 0, "parsed": 0, **{k: 0 for k in _REPORT_LISTS}}
+    problems = []
+    for rec in records:
+        rep = rec["parse"]
+        totals["lines"] += rep["lines"]
+        totals["parsed"] += rep["parsed"]
+        for k in _REPORT_LISTS:
+            totals[k] += len(rep[k])
+        if any(rep[k] for k in _REPORT_LISTS):
+            problems.append({"doc": rec["doc"], **{k: rep[k] for k in _REPORT_LISTS if rep[k]}})
+    return {"totals": totals, "documents_with_problems": problems}
+
+
+def run_icl(
+    test: Sequence[Document],
+    train: Sequence[Document],
+    backend: ChatBackend,
+    output_dir: str | os.PathLike,
+    config: PromptConfig | None = None,
+    renamer: Renamer | None = None,
+    max_docs: int | None = None,
+    resume: bool = False,
+    schema: RelationSchema | None = None,
+    progress: bool = True,
+) -> ICLResult:
+    """Evaluate ``backend`` on the first ``max_docs`` test documents and write the run's files.
+
+    Scores use ``train`` for Ign F1 and are skipped (``None``) when the test documents have no labels.
+    """
+    from ..metrics import score_predictions
+
+    config = config or PromptConfig()
+    schema = schema or docred_schema()
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    docs = list(test)[: max_docs if max_docs is not None else None]
+    run_config = {"model": backend.model, "prompt": asdict(config)}
+    results_path, config_path = out / RESULTS, out / RUN_CONFIG
+    if results_path.exists() and results_path.stat().st_size and not resume:
+        raise ICLRunError(f"{results_path} already holds results: pass resume=True (--resume) or use a new directory")
+    if resume and config_path.exists():
+        old = json.loads(config_path.read_text("utf-8"))
+        for key in ("model", "prompt"):
+            if old.get(key) != run_config[key]:
+                raise ICLRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
+    config_path.write_text(json.dumps(run_config, indent=2), "utf-8")
+
+    records = {rec["doc"]: rec for rec in (_load_results(results_path) if resume else [])}
+    keys = [d.key for d in docs]
+    if len(set(keys)) != len(keys):
+        raise ICLRunError("test documents must have distinct keys (doc_id or title)")
+    builder = PromptBuilder(train, config, renamer=renamer, schema=schema)
+    parser = TripleParser(schema)
+    todo = [d for d in docs if d.key not in records]
+    with open(results_path, "a", encoding="utf-8") as fh:
+        for doc in tqdm(todo, desc=f"ICL {backend.model}", unit="doc", disable=not progress):
+            prompt = builder.build(doc)
+            completion = backend.complete(prompt.messages)
+            preds, report = parser.parse(completion.text, doc, prompt.numbering)
+            rec = {
+                "doc": doc.key,
+                "title": doc.title,
+                "demonstrations": prompt.demonstrations,
+                "response": completion.text,
+                "predictions": preds,
+                "parse": report.to_dict(),
+                "usage": completion.usage,
+                "cached": completion.cached,
+            }
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.flush()
+            records[doc.key] = rec
+
+    ordered = [records[k] for k in keys if k in records]
+    predictions = [p for rec in ordered for p in rec["predictions"]]
+    summary = summarize_parse_reports(ordered)
+    scores = None
+    if docs and all(d.has_labels for d in docs):
+        scores = score_predictions(predictions, docs, train=[d for d in train if d.has_labels] or None).to_dict()
+    (out / PREDICTIONS).write_text(json.dumps(predictions, ensure_ascii=False), "utf-8")
+    (out / PARSE_REPORT).write_text(json.dumps(summary, indent=2, ensure_ascii=False), "utf-8")
+    if scores is not None:
+        (out / SCORES).write_text(json.dumps(scores, indent=2), "utf-8")
+    return ICLResult(
+        predictions=predictions,
+        scores=scores,
+        parse_summary=summary,
+        documents=len(ordered),
+        skipped=len(docs) - len(todo),
+        output_dir=out,
+        records=ordered,
+    )

