@@ -1,0 +1,42 @@
+"""Entity-variation robust training (EVRT): paired twins, consistency losses and the EVRT trainer."""
+
+from .arguments import EVRT_LOSSES, TWIN_SOURCES, EVRTTrainingArguments
+from .losses import prediction_consistency_loss, representation_consistency_loss, symmetric_bernoulli_kl
+from .pairing import (
+    DocumentFeaturesDataset,
+    EVRTPairCollator,
+    EVRTPairDataset,
+    OnTheFlyTwins,
+    PrebuiltTwins,
+    TwinSource,
+    assert_aligned,
+    check_document_alignment,
+    check_name_isolation,
+    load_excluded_names,
+    original_key,
+    split_pair_batch,
+)
+from .trainer import EVRTTrainer, TwinEpochCallback
+
+__all__ = [
+    "EVRT_LOSSES",
+    "TWIN_SOURCES",
+    "DocumentFeaturesDataset",
+    "EVRTPairCollator",
+    "EVRTPairDataset",
+    "EVRTTrainer",
+    "EVRTTrainingArguments",
+    "OnTheFlyTwins",
+    "PrebuiltTwins",
+    "TwinEpochCallback",
+    "TwinSource",
+    "assert_aligned",
+    "check_document_alignment",
+    "check_name_isolation",
+    "load_excluded_names",
+    "original_key",
+    "prediction_consistency_loss",
+    "representation_consistency_loss",
+    "split_pair_batch",
+    "symmetric_bernoulli_kl",
+]

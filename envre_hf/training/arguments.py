@@ -1,0 +1,102 @@
+"""``EVRTTrainingArguments``: ``TrainingArguments`` plus the switches of entity-variation robust training.
+
+The objective (see :class:`envre_hf.training.trainer.EVRTTrainer`) is
+``L = L_clo + L_clp + evrt_alpha * L_rcr + evrt_beta * L_pcr``; ``evrt_losses`` picks which of the three
+EVRT terms are on (any subset of ``clp``, ``rcr``, ``pcr``), so every row of the paper's ablation
+(Table 8) is one command line. ``L_clo`` (the model's loss on the originals) is always on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transformers import TrainingArguments
+
+#: The EVRT loss terms that can be switched on or off.
+EVRT_LOSSES = ("clp", "rcr", "pcr")
+#: Where the renamed twin of each training document comes from.
+TWIN_SOURCES = ("on_the_fly", "prebuilt")
+
+
+@dataclass
+class EVRTTrainingArguments(TrainingArguments):
+    """Training arguments for DocRE models with optional EVRT.
+
+    With ``evrt=False`` the trainer is a plain DocRE trainer (the vanilla baseline). Defaults
+    differing from ``TrainingArguments``: ``remove_unused_columns=False`` (paired examples are nested
+    dicts the column filter would drop).
+    """
+
+    evrt: bool = field(
+        default=False,
+        metadata={"help": "Train with entity-variation robust training (each document paired with a renamed twin)."},
+    )
+    evrt_alpha: float = field(
+        default=0.1,
+        metadata={"help": "Weight of the representation consistency loss L_rcr (squared L2 between pair representations)."},
+    )
+    evrt_beta: float = field(
+        default=1.0,
+        metadata={"help": "Weight of the prediction consistency loss L_pcr (symmetric KL of per-relation Bernoullis)."},
+    )
+    evrt_losses: list[str] = field(
+        default_factory=lambda: list(EVRT_LOSSES),
+        metadata={"help": "EVRT terms to use, any subset of clp rcr pcr (the ablation switches).", "nargs": "*"},
+    )
+    twin_source: str = field(
+        default="on_the_fly",
+        metadata={
+            "help": "on_the_fly: rename each training document through the renaming pipeline with a fresh seed "
+            "per epoch (rename_seed + epoch); prebuilt: take twins from --twin_file, matched by doc_id.",
+            "choices": list(TWIN_SOURCES),
+        },
+    )
+    twin_file: str | None = field(
+        default=None,
+        metadata={"help": "Pre-built renamed training set (DocRED JSON/JSONL or a saved dataset) for twin_source=prebuilt."},
+    )
+    rename_kb_pool: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "DocRED-format files whose entities form the corpus KB used for on-the-fly renaming "
+            "(default: the training file itself).",
+            "nargs": "*",
+        },
+    )
+    exclude_names_from: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Name isolation: names files (one name a line, .txt) or renamed evaluation benchmarks "
+            "(JSON/JSONL) whose new names training renames must never use.",
+            "nargs": "*",
+        },
+    )
+    rename_seed: int = field(
+        default=0,
+        metadata={"help": "Base seed of the training renames; epoch e uses rename_seed + e."},
+    )
+    remove_unused_columns: bool = field(
+        default=False,
+        metadata={"help": "Kept False: EVRT examples are nested {original, twin} dicts."},
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.evrt_losses, str):  # "clp,rcr" from a config file
+            self.evrt_losses = [part for part in self.evrt_losses.replace(",", " ").split() if part]
+        unknown = sorted(set(self.evrt_losses) - set(EVRT_LOSSES))
+        if unknown:
+            raise ValueError(f"evrt_losses: unknown term(s) {unknown}; choose from {list(EVRT_LOSSES)}")
+        self.evrt_losses = [name for name in EVRT_LOSSES if name in self.evrt_losses]
+        if self.twin_source not in TWIN_SOURCES:
+            raise ValueError(f"twin_source must be one of {list(TWIN_SOURCES)}, got {self.twin_source!r}")
+        if self.evrt and self.twin_source == "prebuilt" and not self.twin_file:
+            raise ValueError("twin_source=prebuilt needs --twin_file (a renamed copy of the training set)")
+        if self.evrt_alpha < 0 or self.evrt_beta < 0:
+            raise ValueError(f"evrt_alpha and evrt_beta must be >= 0, got {self.evrt_alpha} and {self.evrt_beta}")
+
+    def uses(self, term: str) -> bool:
+        """True when EVRT is on and the loss term ``term`` (clp, rcr or pcr) is switched on."""
+        if term not in EVRT_LOSSES:
+            raise ValueError(f"unknown EVRT term {term!r}; choose from {list(EVRT_LOSSES)}")
+        return bool(self.evrt) and term in self.evrt_losses

@@ -1,0 +1,350 @@
+"""Training documents paired with renamed twins, and the collator that batches them together.
+
+EVRT compares each entity pair of a training document with the same pair in a renamed copy, so
+both copies must travel together and their pairs must line up. Renaming keeps the entity order
+and the labels, hence the featurized pair lists (``hts``) of a document and its twin are identical;
+:func:`assert_aligned` checks it for every example instead of trusting it.
+
+Twins come from one of two sources:
+
+* :class:`PrebuiltTwins`: a renamed copy of the training set, matched to the originals by key
+  (a twin's ``doc_id`` is ``<original key>#<seed>``; ``orig_title`` is the fallback). When a document
+  has several twins (several seeds), each epoch draws one with a seeded choice.
+* :class:`OnTheFlyTwins`: renaming through a :class:`~envre_hf.renaming.RenamingPipeline` with a fresh
+  seed per epoch (``base_seed + epoch``), so the model sees new names every epoch.
+
+Name isolation: training renames must never use the names of the evaluation benchmarks, or the
+robustness measured on those benchmarks would be inflated. :func:`load_excluded_names` collects those
+names (for ``RenamingConfig.exclude_names``) and :func:`check_name_isolation` verifies pre-built twins.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..documents import Document, DocumentError, read_documents
+
+Features = dict[str, Any]
+Featurizer = Callable[[Document], Features]
+
+
+# --------------------------------------------------------------------------- keys and checks
+
+
+def original_key(twin: Document) -> str:
+    """The key of the original document a renamed ``twin`` was made from.
+
+    ``doc_id`` ``"<key>#<seed>"`` gives ``<key>``; without such a ``doc_id`` the twin's ``orig_title``
+    is used (the original's title is its key when it has no ``doc_id``).
+    """
+    if twin.doc_id is not None and "#" in twin.doc_id:
+        return twin.doc_id.rsplit("#", 1)[0]
+    if twin.orig_title is not None:
+        return twin.orig_title
+    raise DocumentError(
+        "a renamed twin needs doc_id '<original key>#<seed>' or orig_title to find its original",
+        title=twin.title,
+        field="doc_id",
+    )
+
+
+def check_document_alignment(original: Document, twin: Document) -> None:
+    """Raise :class:`DocumentError` unless ``twin`` keeps ``original``'s entity order and labels."""
+    if len(original.entities) != len(twin.entities):
+        raise DocumentError(
+            f"twin {twin.key!r} has {len(twin.entities)} entities, the original has {len(original.entities)}",
+            title=original.key,
+            field="vertexSet",
+        )
+    for e, (a, b) in enumerate(zip(original.entities, twin.entities)):
+        if len(a.mentions) != len(b.mentions) or a.type != b.type:
+            raise DocumentError(
+                f"twin {twin.key!r} changes the entity (mention count or type): entity order must be kept",
+                title=original.key,
+                entity=e,
+                field="vertexSet",
+            )
+    labels_a = sorted((r.h, r.t, r.r) for r in original.relations)
+    labels_b = sorted((r.h, r.t, r.r) for r in twin.relations)
+    if labels_a != labels_b:
+        raise DocumentError(f"twin {twin.key!r} has different relation labels", title=original.key, field="labels")
+
+
+def assert_aligned(original: Features, twin: Features) -> None:
+    """Raise ``ValueError`` unless the featurized ``twin`` has the same entity pairs, in the same order.
+
+    The consistency losses compare row ``i`` of the original with row ``i`` of the twin, so a
+    misaligned pair list would silently pull unrelated pairs together.
+    """
+    key = original.get("doc_key", "?")
+    if len(original["entity_pos"]) != len(twin["entity_pos"]):
+        raise ValueError(
+            f"document {key!r}: twin {twin.get('doc_key', '?')!r} has {len(twin['entity_pos'])} entities, "
+            f"the original {len(original['entity_pos'])}"
+        )
+    hts_a, hts_b = _as_pairs(original["hts"]), _as_pairs(twin["hts"])
+    if hts_a != hts_b:
+        raise ValueError(f"document {key!r}: the twin's entity pairs (hts) are not in the original's order")
+    if "labels" in original and "labels" in twin and original["labels"] is not None and twin["labels"] is not None:
+        if _as_rows(original["labels"]) != _as_rows(twin["labels"]):
+            raise ValueError(f"document {key!r}: the twin's pair labels differ from the original's")
+
+
+def _as_pairs(hts: Any) -> list[tuple[int, int]]:
+    if isinstance(hts, torch.Tensor):
+        hts = hts.tolist()
+    return [(int(h), int(t)) for h, t in hts]
+
+
+def _as_rows(labels: Any) -> list[tuple]:
+    if isinstance(labels, torch.Tensor):
+        labels = labels.tolist()
+    return [tuple(float(v) for v in row) for row in labels]
+
+
+# --------------------------------------------------------------------------- name isolation
+
+
+def load_excluded_names(paths: Iterable[str | Path]) -> frozenset[str]:
+    """Names training renames must not use, from names files and renamed benchmarks.
+
+    * ``*.txt``: one name a line (blank lines ignored).
+    * a directory: a dataset saved with ``datasets.save_to_disk`` holding renamed documents.
+    * anything else: a renamed DocRED JSON / JSONL file.
+
+    For renamed documents the new names of their substitutions are taken
+    (:func:`envre_hf.renaming.used_names`).
+    """
+    names: set[str] = set()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise FileNotFoundError(f"exclude_names_from: {path} does not exist")
+        if path.suffix == ".txt":
+            with open(path, encoding="utf-8") as fh:
+                names.update(line.strip() for line in fh if line.strip())
+            continue
+        docs = _read_any(path)
+        from ..renaming import used_names
+
+        names.update(used_names(docs))
+    return frozenset(names)
+
+
+def _read_any(path: Path) -> list[Document]:
+    if path.is_dir():
+        from datasets import load_from_disk
+
+        from ..documents import dataset_to_documents
+
+        return dataset_to_documents(load_from_disk(str(path)))
+    return read_documents(path)
+
+
+def check_name_isolation(twins: Iterable[Document], excluded: frozenset[str]) -> None:
+    """Raise ``ValueError`` when a twin's substitution uses an excluded (evaluation) name."""
+    if not excluded:
+        return
+    for twin in twins:
+        for sub in twin.substitutions or []:
+            if sub.new_name in excluded:
+                raise ValueError(
+                    f"name isolation broken: training twin {twin.key!r} (entity {sub.entity}) uses "
+                    f"{sub.new_name!r}, a name of the evaluation benchmarks"
+                )
+
+
+# --------------------------------------------------------------------------- twin sources
+
+
+class TwinSource(ABC):
+    """Gives the renamed twin of a training document for an epoch (deterministic in (document, epoch))."""
+
+    @abstractmethod
+    def twin(self, doc: Document, epoch: int) -> Document:
+        """The twin of ``doc`` used during ``epoch``."""
+
+    def cacheable(self) -> bool:
+        """True when a twin can be reused across epochs (its features are then cached)."""
+        return False
+
+
+class PrebuiltTwins(TwinSource):
+    """Twins read from a pre-built renamed training set, matched to the originals by key.
+
+    Every original must have at least one twin; with several (one per seed) epoch ``e`` draws one
+    with ``random.Random(f"{base_seed + e}:{key}")``, identical on every process.
+    """
+
+    def __init__(self, originals: Sequence[Document], renamed: Iterable[Document], base_seed: int = 0):
+        self.base_seed = base_seed
+        by_key: dict[str, list[Document]] = {}
+        for twin in renamed:
+            by_key.setdefault(original_key(twin), []).append(twin)
+        for twins in by_key.values():
+            twins.sort(key=lambda d: (d.seed if d.seed is not None else -1, d.key))
+        missing = [doc.key for doc in originals if doc.key not in by_key]
+        if missing:
+            raise DocumentError(
+                f"{len(missing)} training document(s) have no renamed twin in the pre-built set "
+                f"(first: {missing[:3]}); twins are matched by doc_id '<key>#<seed>' or orig_title",
+                title=missing[0],
+                field="doc_id",
+            )
+        for doc in originals:
+            for twin in by_key[doc.key]:
+                check_document_alignment(doc, twin)
+        self.by_key = by_key
+
+    def twin(self, doc: Document, epoch: int) -> Document:
+        twins = self.by_key[doc.key]
+        if len(twins) == 1:
+            return twins[0]
+        return twins[random.Random(f"{self.base_seed + epoch}:{doc.key}").randrange(len(twins))]
+
+    def cacheable(self) -> bool:
+        return True
+
+    def all_twins(self) -> list[Document]:
+        return [twin for twins in self.by_key.values() for twin in twins]
+
+
+class OnTheFlyTwins(TwinSource):
+    """Twins renamed through ``pipeline`` at seed ``base_seed + epoch`` (a fresh renaming every epoch).
+
+    The pipeline should be built with ``RenamingConfig(exclude_names=...)`` holding the evaluation
+    benchmarks' names (see :func:`load_excluded_names`).
+    """
+
+    def __init__(self, pipeline: Any, base_seed: int = 0):
+        self.pipeline = pipeline
+        self.base_seed = base_seed
+
+    def twin(self, doc: Document, epoch: int) -> Document:
+        twin = self.pipeline.rename(doc, seed=self.base_seed + epoch)
+        check_document_alignment(doc, twin)
+        return twin
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+class DocumentFeaturesDataset(torch.utils.data.Dataset):
+    """Featurized documents (no twins): the vanilla training set and any plain evaluation set."""
+
+    def __init__(self, documents: Sequence[Document], featurize: Featurizer):
+        self.documents = list(documents)
+        self.featurize = featurize
+        self._cache: dict[int, Features] = {}
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def __getitem__(self, index: int) -> Features:
+        if index not in self._cache:
+            self._cache[index] = self.featurize(self.documents[index])
+        return self._cache[index]
+
+
+class EVRTPairDataset(DocumentFeaturesDataset):
+    """Each item is ``{"original": features, "twin": features}`` with aligned entity pairs.
+
+    ``set_epoch`` selects the twins of an epoch (called by :class:`~envre_hf.training.trainer.EVRTTrainer`
+    at the start of each epoch, also after resuming). Original features are cached; twin features
+    are cached only for pre-built twins (on-the-fly twins change every epoch).
+    """
+
+    def __init__(self, documents: Sequence[Document], featurize: Featurizer, twins: TwinSource, epoch: int = 0):
+        super().__init__(documents, featurize)
+        self.twins = twins
+        self.epoch = epoch
+        self._twin_cache: dict[str, Features] = {}
+
+    def set_epoch(self, epoch: int | float) -> None:
+        epoch = int(math.floor(float(epoch) + 1e-6))
+        if epoch != self.epoch and not self.twins.cacheable():
+            self._twin_cache.clear()
+        self.epoch = epoch
+
+    def twin_document(self, index: int) -> Document:
+        """The twin of document ``index`` in the current epoch."""
+        return self.twins.twin(self.documents[index], self.epoch)
+
+    def __getitem__(self, index: int) -> dict[str, Features]:
+        original = super().__getitem__(index)
+        twin_doc = self.twin_document(index)
+        cache_key = f"{index}\x00{twin_doc.key}"
+        if cache_key not in self._twin_cache:
+            twin = self.featurize(twin_doc)
+            assert_aligned(original, twin)
+            self._twin_cache[cache_key] = twin
+        return {"original": original, "twin": self._twin_cache[cache_key]}
+
+
+# --------------------------------------------------------------------------- collator
+
+
+class EVRTPairCollator:
+    """Batches paired examples: originals first, then their twins in the same order, in ONE batch.
+
+    The output is the base collator's batch of ``originals + twins`` plus ``num_originals`` (B), so
+    documents ``i`` and ``B + i`` are a pair, and pair rows ``k`` and ``P + k`` (P = number of pairs
+    of the originals) are the same entity pair. Plain (unpaired) examples are passed to the base
+    collator unchanged, so the same collator serves evaluation sets.
+    """
+
+    def __init__(self, base_collator: Callable[[list[Features]], dict[str, Any]]):
+        self.base_collator = base_collator
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        if not examples or "original" not in examples[0]:
+            return self.base_collator(examples)
+        originals = [ex["original"] for ex in examples]
+        twins = [ex["twin"] for ex in examples]
+        for original, twin in zip(originals, twins):
+            assert_aligned(original, twin)
+        batch = self.base_collator(originals + twins)
+        batch["num_originals"] = len(examples)
+        return batch
+
+
+def split_pair_batch(batch: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a batch of :class:`EVRTPairCollator` into the originals' batch and the twins' batch.
+
+    Per-document entries (tensors or lists with 2B rows) are split at B, ``labels`` (one row per
+    entity pair) at the originals' pair count; right padding shared by the halves is trimmed.
+    """
+    n = int(batch["num_originals"])
+    hts = batch["hts"]
+    if len(hts) != 2 * n:
+        raise ValueError(f"a paired batch needs 2 x {n} documents, got {len(hts)}")
+    n_pairs = sum(len(doc_hts) for doc_hts in hts[:n])
+    halves: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+    for key, value in batch.items():
+        if key == "num_originals":
+            continue
+        if key == "labels":
+            if value is not None and value.shape[0] != 2 * n_pairs:
+                raise ValueError(f"labels have {value.shape[0]} rows, expected 2 x {n_pairs} entity pairs")
+            halves[0][key] = None if value is None else value[:n_pairs]
+            halves[1][key] = None if value is None else value[n_pairs:]
+        elif isinstance(value, (torch.Tensor, list, tuple)) and len(value) == 2 * n:
+            halves[0][key], halves[1][key] = value[:n], value[n:]
+        else:
+            halves[0][key] = halves[1][key] = value
+    for half in halves:
+        mask = half.get("attention_mask")
+        if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[1] > 0:
+            used = mask.any(dim=0).nonzero()
+            length = int(used.max()) + 1 if used.numel() else mask.shape[1]
+            for key in ("input_ids", "attention_mask", "token_type_ids"):
+                if isinstance(half.get(key), torch.Tensor) and half[key].dim() == 2:
+                    half[key] = half[key][:, :length]
+    return halves

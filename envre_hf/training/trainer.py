@@ -1,0 +1,207 @@
+"""``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training.
+
+For a paired batch (originals + renamed twins, see :mod:`envre_hf.training.pairing`) the loss is
+
+    L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr
+
+* ``L_clo`` / ``L_clp``: the model's own classification loss on the originals / on the twins;
+* ``L_rcr``: squared L2 distance between the pair representations of a pair and of its twin;
+* ``L_pcr``: symmetric KL between the per-relation Bernoulli distributions of a pair and its twin.
+
+Originals and twins go through the model in two forward calls (each with its own padding), so each
+classification loss is exactly the model's loss on that half whatever the model family's loss
+normalisation is. Every component is logged (``loss_clo``, ``loss_clp``, ``loss_rcr``, ``loss_pcr``,
+unweighted, averaged over the micro-batches and processes since the last log).
+
+Evaluation scores predictions on whole documents with the DocRED metric: pass
+``eval_documents={"dev": docs, "dev_renamed": renamed_docs}`` and the metrics are
+``eval_dev_f1``, ``eval_dev_renamed_ign_f1``, ... so ``metric_for_best_model="dev_f1"`` selects the
+best checkpoint by dev F1.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from transformers import Trainer, TrainerCallback
+
+from ..documents import Document
+from .arguments import EVRTTrainingArguments
+from .losses import prediction_consistency_loss, representation_consistency_loss
+from .pairing import split_pair_batch
+
+#: DocREScores attributes reported by evaluation, in this order.
+EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
+#: Batch keys that are bookkeeping, never model inputs.
+_NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key")
+
+
+class TwinEpochCallback(TrainerCallback):
+    """Tells the paired training set which epoch starts, so it serves that epoch's twins.
+
+    Uses ``state.epoch`` (restored from the checkpoint on resume), so a resumed run sees the same
+    twins as an uninterrupted one.
+    """
+
+    def __init__(self, dataset: Any):
+        self.dataset = dataset
+
+    def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        self.dataset.set_epoch(state.epoch or 0.0)
+
+
+class EVRTTrainer(Trainer):
+    """Trainer with the EVRT objective, per-component loss logging and DocRED-F1 evaluation."""
+
+    # compute_loss returns a per-micro-batch mean: let Trainer divide it by the accumulation steps.
+    loss_is_scaled_for_ga = False
+
+    def __init__(
+        self,
+        *args: Any,
+        eval_documents: dict[str, Sequence[Document]] | None = None,
+        train_documents_for_ign: Sequence[Document] | None = None,
+        eval_batch_size_docs: int | None = None,
+        **kwargs: Any,
+    ):
+        self.eval_documents = dict(eval_documents or {})
+        self.train_documents_for_ign = list(train_documents_for_ign) if train_documents_for_ign else None
+        self.eval_batch_size_docs = eval_batch_size_docs
+        if self.eval_documents and kwargs.get("eval_dataset") is None:
+            # Trainer insists on an eval_dataset when eval_strategy != "no"; documents are evaluated instead.
+            kwargs["eval_dataset"] = self.eval_documents
+        super().__init__(*args, **kwargs)
+        if not isinstance(self.args, EVRTTrainingArguments):
+            raise TypeError("EVRTTrainer needs EVRTTrainingArguments (the EVRT switches live there)")
+        if self.train_dataset is not None and hasattr(self.train_dataset, "set_epoch"):
+            self.add_callback(TwinEpochCallback(self.train_dataset))
+        self._loss_sums: dict[str, torch.Tensor] = {}
+        self._loss_counts: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ loss
+
+    def _forward_inputs(self, model: torch.nn.Module, batch: dict[str, Any]) -> dict[str, Any]:
+        """The entries of ``batch`` the model's forward accepts (bookkeeping keys dropped)."""
+        target = self.accelerator.unwrap_model(model)
+        params = inspect.signature(target.forward).parameters
+        takes_kwargs = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
+        return {
+            k: v
+            for k, v in batch.items()
+            if k not in _NON_MODEL_KEYS and (takes_kwargs or k in params) and not (k == "labels" and v is None)
+        }
+
+    def _record(self, name: str, value: torch.Tensor) -> None:
+        if not self.model.training:
+            return
+        value = value.detach().float()
+        self._loss_sums[name] = self._loss_sums.get(name, torch.zeros((), device=value.device)) + value
+        self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
+
+    def compute_loss(
+        self,
+        model: torch.nn.Module,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ):
+        args: EVRTTrainingArguments = self.args
+        paired = "num_originals" in inputs
+        if paired:
+            original, twin = split_pair_batch(inputs)
+        else:
+            original, twin = inputs, None
+        outputs = model(**self._forward_inputs(model, original))
+        if outputs.loss is None:
+            raise ValueError("the model returned no loss: training batches need labels")
+        loss = outputs.loss.float()
+        self._record("clo", loss)
+
+        use = {term: paired and args.uses(term) for term in ("clp", "rcr", "pcr")}
+        if any(use.values()):
+            twin_inputs = self._forward_inputs(model, twin)
+            if not use["clp"]:
+                twin_inputs.pop("labels", None)
+            twin_out = model(**twin_inputs)
+            if use["clp"]:
+                clp = twin_out.loss.float()
+                self._record("clp", clp)
+                loss = loss + clp
+            if use["rcr"]:
+                rcr = representation_consistency_loss(outputs.pair_representations, twin_out.pair_representations)
+                self._record("rcr", rcr)
+                loss = loss + args.evrt_alpha * rcr
+            if use["pcr"]:
+                probs = self.accelerator.unwrap_model(model).relation_probabilities
+                pcr = prediction_consistency_loss(probs(outputs.logits.float()), probs(twin_out.logits.float()))
+                self._record("pcr", pcr)
+                loss = loss + args.evrt_beta * pcr
+        return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Adds the loss components (``loss_clo``, ``loss_clp``, ...) to the training logs."""
+        if "loss" in logs and self._loss_sums:
+            names = sorted(self._loss_sums)
+            means = torch.stack([self._loss_sums[n] / self._loss_counts[n] for n in names]).to(self.args.device)
+            if self.accelerator.num_processes > 1:
+                means = self.accelerator.reduce(means, reduction="mean")
+            for name, value in zip(names, means.tolist()):
+                logs[f"loss_{name}"] = round(value, 6)
+            self._loss_sums, self._loss_counts = {}, {}
+        super().log(logs, start_time)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def predict_documents(self, documents: Sequence[Document]) -> list[dict]:
+        """Official-format predictions for ``documents``, sharded over processes and gathered."""
+        from accelerate.utils import gather_object
+
+        from ..models.prediction import predict
+
+        model = self.accelerator.unwrap_model(self.model)
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        shard = list(documents)[rank::world]
+        was_training = model.training
+        batch_size = self.eval_batch_size_docs or self.args.per_device_eval_batch_size
+        try:
+            preds = predict(model, shard, self.processing_class, batch_size=batch_size)
+        finally:
+            model.train(was_training)
+        return gather_object(preds) if world > 1 else preds
+
+    def evaluate(
+        self,
+        eval_dataset: Any = None,
+        ignore_keys: list[str] | None = None,
+        metric_key_prefix: str = "eval",
+    ) -> dict[str, float]:
+        """DocRED scores on each evaluation document set (``eval_<name>_f1``, ``eval_<name>_ign_f1``, ...).
+
+        Without ``eval_documents`` (and with a dataset argument) this is ``Trainer.evaluate``.
+        """
+        documents = eval_dataset if eval_dataset is not None else self.eval_documents
+        if not documents or not isinstance(documents, dict) or not all(
+            isinstance(v, (list, tuple)) and (not v or isinstance(v[0], Document)) for v in documents.values()
+        ):
+            return super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        from ..metrics import score_predictions
+
+        start = time.time()
+        metrics: dict[str, float] = {}
+        for name, docs in documents.items():
+            preds = self.predict_documents(docs)
+            scores = score_predictions(preds, list(docs), train=self.train_documents_for_ign)
+            for attr in EVAL_SCORES:
+                value = getattr(scores, attr)
+                if value is not None:
+                    metrics[f"{metric_key_prefix}_{name}_{attr}"] = round(float(value), 6)
+        metrics[f"{metric_key_prefix}_runtime"] = round(time.time() - start, 4)
+        if self.state.epoch is not None:
+            metrics["epoch"] = self.state.epoch
+        self.log(metrics)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics

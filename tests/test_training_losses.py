@@ -1,0 +1,215 @@
+"""EVRT losses against hand computations, the objective's composition and the ablation switches."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from envre_hf.training import (
+    EVRTPairCollator,
+    EVRTTrainer,
+    EVRTTrainingArguments,
+    prediction_consistency_loss,
+    representation_consistency_loss,
+    split_pair_batch,
+    symmetric_bernoulli_kl,
+)
+
+
+def _kl_bernoulli(p: float, q: float) -> float:
+    return p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
+
+
+def test_representation_consistency_is_mean_squared_distance():
+    z = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
+    z_twin = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    # pair 0: 1 + 4 = 5; pair 1: 9 + 16 = 25; mean 15
+    assert representation_consistency_loss(z, z_twin).item() == pytest.approx(15.0)
+    assert representation_consistency_loss(z, z).item() == 0.0
+
+
+def test_prediction_consistency_is_summed_symmetric_kl_averaged_over_pairs():
+    p = torch.tensor([[0.5, 0.9], [0.2, 0.3]])
+    q = torch.tensor([[0.5, 0.6], [0.4, 0.3]])
+    pair0 = 0.0 + _kl_bernoulli(0.9, 0.6) + _kl_bernoulli(0.6, 0.9)
+    pair1 = _kl_bernoulli(0.2, 0.4) + _kl_bernoulli(0.4, 0.2) + 0.0
+    assert pair0 == pytest.approx(0.537528, abs=1e-6)
+    expected = (pair0 + pair1) / 2
+    assert prediction_consistency_loss(p, q).item() == pytest.approx(expected, rel=1e-5)
+    assert prediction_consistency_loss(q, p).item() == pytest.approx(expected, rel=1e-5)
+    assert prediction_consistency_loss(p, p).item() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_symmetric_kl_stays_finite_on_saturated_probabilities():
+    value = symmetric_bernoulli_kl(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))
+    assert torch.isfinite(value).all() and (value > 20).all()
+
+
+def test_misaligned_tensors_are_rejected():
+    with pytest.raises(ValueError, match="row-aligned"):
+        representation_consistency_loss(torch.zeros(3, 2), torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="row-aligned"):
+        prediction_consistency_loss(torch.zeros(3, 4), torch.zeros(3, 5))
+
+
+def test_empty_pair_sets_give_zero_with_gradient():
+    z = torch.zeros(0, 4, requires_grad=True)
+    loss = representation_consistency_loss(z, z.detach()) + prediction_consistency_loss(z, z.detach())
+    assert loss.item() == 0.0 and loss.requires_grad
+
+
+def test_arguments_validate_and_order_the_ablation_switches(tmp_path):
+    args = EVRTTrainingArguments(output_dir=str(tmp_path), evrt=True, evrt_losses=["pcr", "clp"])
+    assert args.evrt_losses == ["clp", "pcr"] and args.uses("pcr") and not args.uses("rcr")
+    assert EVRTTrainingArguments(output_dir=str(tmp_path), evrt_losses="rcr,pcr").evrt_losses == ["rcr", "pcr"]
+    assert not EVRTTrainingArguments(output_dir=str(tmp_path)).uses("clp")  # evrt off: no EVRT term
+    with pytest.raises(ValueError, match="unknown term"):
+        EVRTTrainingArguments(output_dir=str(tmp_path), evrt_losses=["kl"])
+    with pytest.raises(ValueError, match="twin_file"):
+        EVRTTrainingArguments(output_dir=str(tmp_path), evrt=True, twin_source="prebuilt")
+
+
+# --------------------------------------------------------------------------- objective composition
+
+
+@dataclass
+class _Output:
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+    pair_representations: torch.Tensor
+
+
+class _PairModel(torch.nn.Module):
+    """A minimal DocRE-shaped model: pair representation = [mean emb(h tokens); mean emb(t tokens)]."""
+
+    def __init__(self, vocab: int = 50, dim: int = 4, labels: int = 5):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = torch.nn.Embedding(vocab, dim)
+        self.head = torch.nn.Linear(2 * dim, labels)
+
+    def forward(self, input_ids, attention_mask, entity_pos, hts, labels=None):
+        reps = []
+        for b, (doc_pos, doc_hts) in enumerate(zip(entity_pos, hts)):
+            ents = [torch.stack([self.emb(input_ids[b, s:e]).mean(0) for s, e in spans]).mean(0) for spans in doc_pos]
+            reps.extend(torch.cat([ents[h], ents[t]]) for h, t in doc_hts)
+        z = torch.stack(reps)
+        logits = self.head(z)
+        loss = None if labels is None else torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+        return _Output(loss, logits, z)
+
+    def relation_probabilities(self, logits):
+        return torch.sigmoid(logits[:, 1:])
+
+
+def _features(ids: list[int], spans: list[list[tuple[int, int]]], key: str) -> dict:
+    n = len(spans)
+    hts = [[h, t] for h in range(n) for t in range(n) if h != t]
+    labels = [[0.0] * 5 for _ in hts]
+    labels[0][2] = 1.0
+    for row in labels[1:]:
+        row[0] = 1.0
+    return {"input_ids": ids, "entity_pos": spans, "hts": hts, "labels": labels, "doc_key": key}
+
+
+def _base_collator(features: list[dict]) -> dict:
+    width = max(len(f["input_ids"]) for f in features)
+    ids = torch.zeros(len(features), width, dtype=torch.long)
+    mask = torch.zeros(len(features), width, dtype=torch.long)
+    for i, f in enumerate(features):
+        ids[i, : len(f["input_ids"])] = torch.tensor(f["input_ids"])
+        mask[i, : len(f["input_ids"])] = 1
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "entity_pos": [f["entity_pos"] for f in features],
+        "hts": [f["hts"] for f in features],
+        "labels": torch.tensor([row for f in features for row in f["labels"]]),
+        "doc_keys": [f["doc_key"] for f in features],
+    }
+
+
+def _paired_batch() -> dict:
+    spans_a = [[(1, 2)], [(3, 5)], [(6, 7)]]
+    spans_b = [[(1, 3)], [(4, 5)]]
+    examples = [
+        {"original": _features([1, 2, 3, 4, 5, 6, 7, 8], spans_a, "a"), "twin": _features([1, 9, 9, 4, 5, 6, 7, 8], spans_a, "a#1")},
+        {"original": _features([1, 10, 11, 12, 13], spans_b, "b"), "twin": _features([1, 20, 21, 22, 23, 24], [[(1, 4)], [(5, 6)]], "b#1")},
+    ]
+    return EVRTPairCollator(_base_collator)(examples)
+
+
+def test_collator_keeps_pairs_aligned_and_split_recovers_each_half():
+    batch = _paired_batch()
+    assert batch["num_originals"] == 2 and batch["input_ids"].shape[0] == 4
+    assert batch["hts"][:2] == batch["hts"][2:]
+    original, twin = split_pair_batch(dict(batch))
+    assert original["doc_keys"] == ["a", "b"] and twin["doc_keys"] == ["a#1", "b#1"]
+    assert original["labels"].shape[0] == twin["labels"].shape[0] == 6 + 2
+    assert original["input_ids"].shape[1] == 8 and twin["input_ids"].shape[1] == 8  # shared padding trimmed
+    assert torch.equal(original["labels"], twin["labels"])
+
+
+def test_collator_rejects_a_twin_with_other_pairs():
+    a = _features([1, 2, 3, 4], [[(1, 2)], [(2, 3)]], "a")
+    b = _features([1, 2, 3, 4], [[(1, 2)], [(2, 3)], [(3, 4)]], "a#1")
+    with pytest.raises(ValueError, match="'a'.*entities"):
+        EVRTPairCollator(_base_collator)([{"original": a, "twin": b}])
+    b = dict(a, hts=[[1, 0], [0, 1]], doc_key="a#1")
+    with pytest.raises(ValueError, match="hts"):
+        EVRTPairCollator(_base_collator)([{"original": a, "twin": b}])
+
+
+def _trainer(tmp_path, **kwargs) -> EVRTTrainer:
+    args = EVRTTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, **kwargs)
+    return EVRTTrainer(model=_PairModel(), args=args, data_collator=EVRTPairCollator(_base_collator))
+
+
+@pytest.mark.parametrize(
+    "losses", [["clp", "rcr", "pcr"], ["clp"], ["rcr"], ["pcr"], ["rcr", "pcr"], []], ids=lambda x: "+".join(x) or "none"
+)
+def test_objective_is_the_weighted_sum_of_the_switched_on_terms(tmp_path, losses):
+    trainer = _trainer(tmp_path, evrt=True, evrt_alpha=0.3, evrt_beta=2.0, evrt_losses=losses)
+    model = trainer.model
+    batch = _paired_batch()
+    loss = trainer.compute_loss(model, dict(batch))
+    # Hand composition from the two halves.
+    original, twin = split_pair_batch(dict(batch))
+    keep = ("input_ids", "attention_mask", "entity_pos", "hts", "labels")
+    out_o = model(**{k: original[k] for k in keep})
+    out_t = model(**{k: twin[k] for k in keep})
+    expected = out_o.loss
+    parts = {"clo": out_o.loss.item()}
+    if "clp" in losses:
+        expected = expected + out_t.loss
+        parts["clp"] = out_t.loss.item()
+    diff = out_o.pair_representations - out_t.pair_representations
+    rcr = (diff**2).sum(-1).mean()
+    p, q = torch.sigmoid(out_o.logits[:, 1:]), torch.sigmoid(out_t.logits[:, 1:])
+    pcr = ((p * (p / q).log() + (1 - p) * ((1 - p) / (1 - q)).log()) + (q * (q / p).log() + (1 - q) * ((1 - q) / (1 - p)).log())).sum(-1).mean()
+    if "rcr" in losses:
+        expected = expected + 0.3 * rcr
+        parts["rcr"] = rcr.item()
+    if "pcr" in losses:
+        expected = expected + 2.0 * pcr
+        parts["pcr"] = pcr.item()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert rcr.item() > 0 and pcr.item() > 0  # the twins really differ
+    recorded = {name: (trainer._loss_sums[name] / trainer._loss_counts[name]).item() for name in trainer._loss_sums}
+    assert recorded == pytest.approx(parts, rel=1e-5)
+    logs = {"loss": loss.item()}
+    trainer.log(logs)
+    assert {k for k in logs if k.startswith("loss_")} == {f"loss_{n}" for n in parts}
+
+
+def test_without_evrt_only_the_originals_are_trained_on(tmp_path):
+    trainer = _trainer(tmp_path, evrt=False)
+    batch = _paired_batch()
+    original, _ = split_pair_batch(dict(batch))
+    keep = ("input_ids", "attention_mask", "entity_pos", "hts", "labels")
+    expected = trainer.model(**{k: original[k] for k in keep}).loss
+    assert trainer.compute_loss(trainer.model, dict(batch)).item() == pytest.approx(expected.item(), rel=1e-6)
+    assert set(trainer._loss_sums) == {"clo"}
