@@ -1,0 +1,87 @@
+"""Step 1 from links a dataset already carries, plus the linking conventions the KB backends share.
+
+Linked-(Re-)DocRED gives each entity its Wikidata item (``entity_linking.wikidata_resource``),
+read into :attr:`Entity.wikidata_id`. :class:`PrecomputedLinks` trusts those links and asks the
+wrapped knowledge base only for entities without one; everything else is delegated.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..documents import Document, Entity
+from .base import Candidate, KnowledgeBase
+
+#: Coarse types whose replacements are rule-based (new numbers/dates), never linked to items.
+RULE_BASED_TYPES = frozenset({"NUM", "TIME"})
+
+_QID = re.compile(r"^(?:https?://www\.wikidata\.org/(?:entity|wiki)/)?(Q[1-9][0-9]*)$")
+
+
+def normalize_item_id(value: str | None) -> str | None:
+    """``"Q42"`` from ``"Q42"`` or an entity URI (``http://www.wikidata.org/entity/Q42``); else ``None``."""
+    if not isinstance(value, str):
+        return None
+    match = _QID.match(value.strip())
+    return match.group(1) if match else None
+
+
+def names_by_frequency(entity: Entity) -> list[str]:
+    """The entity's distinct mention names, most frequent first (first appearance breaks ties).
+
+    The name backends search for, in this order, when linking an entity by name.
+    """
+    counts: dict[str, int] = {}
+    for mention in entity.mentions:
+        name = mention.name.strip()
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    order = {name: i for i, name in enumerate(counts)}
+    return sorted(counts, key=lambda n: (-counts[n], order[n]))
+
+
+def is_rule_based(entity: Entity) -> bool:
+    """True for NUM/TIME entities (not linked: their new values come from rules)."""
+    return entity.type in RULE_BASED_TYPES
+
+
+class PrecomputedLinks(KnowledgeBase):
+    """Use ``Entity.wikidata_id`` for step 1, fall back to ``kb.link``; delegate everything else.
+
+    ``fallback=False`` leaves entities without a precomputed link unlinked (``None``), which keeps a
+    build fully offline apart from steps 2-4.
+    """
+
+    def __init__(self, kb: KnowledgeBase, *, fallback: bool = True):
+        self.kb = kb
+        self.fallback = fallback
+        self.name = f"precomputed+{kb.name}"
+        #: How step 1 was answered: ``precomputed``, ``fallback`` (by ``kb.link``) or ``unlinked``.
+        self.link_counts: dict[str, int] = {"precomputed": 0, "fallback": 0, "unlinked": 0}
+
+    def link(self, doc: Document, entity_index: int) -> str | None:
+        item = normalize_item_id(doc.entities[entity_index].wikidata_id)
+        if item is not None:
+            self.link_counts["precomputed"] += 1
+            return item
+        item = self.kb.link(doc, entity_index) if self.fallback else None
+        self.link_counts["fallback" if item is not None else "unlinked"] += 1
+        return item
+
+    def types(self, item_id: str) -> list[str]:
+        return self.kb.types(item_id)
+
+    def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
+        return self.kb.candidates(type_id, min_names, exclude)
+
+    def names(self, item_id: str) -> list[str]:
+        return self.kb.names(item_id)
+
+    def popularity(self, item_id: str) -> int | None:
+        return self.kb.popularity(item_id)
+
+    def snapshot_id(self) -> str:
+        return f"precomputed+{self.kb.snapshot_id()}"
+
+    def close(self) -> None:
+        self.kb.close()

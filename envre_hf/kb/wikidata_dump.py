@@ -1,0 +1,455 @@
+"""A Wikidata JSON dump streamed into an SQLite index, and the knowledge base that reads it.
+
+The dump format (``latest-all.json[.gz|.bz2]``): a line ``[``, then one entity JSON object per line
+followed by ``,`` (the last one without), then ``]``. :func:`index_dump` reads it line by line in
+constant memory and keeps, per item: the English label and aliases, the P31 types and its
+popularity, defined as the number of statements the item takes part in: its own statements plus
+the statements of other items whose main value is the item (qualifiers and references are not
+counted). Rows are written in batches; each batch commits together with the dump offset it
+reached, so an interrupted run resumed with ``resume=True`` continues after the last committed
+batch and ends with exactly the index an uninterrupted run builds.
+
+:class:`WikidataDumpKB` answers the four renaming steps from the index, offline and deterministically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from tqdm.auto import tqdm
+
+from ..documents import Document
+from .base import Candidate, KnowledgeBase, KnowledgeBaseError
+from .linked import is_rule_based, names_by_frequency, normalize_item_id
+from .wikidata_json import item_number, parse_entity
+
+try:  # optional: 2-3x faster parsing of entity lines; the standard library is the fallback
+    import orjson as _orjson
+
+    _loads = _orjson.loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _loads = json.loads
+
+#: Bumped when the index layout changes (an index of another version must be rebuilt).
+INDEX_FORMAT_VERSION = "1"
+
+#: Entities per committed batch: bounds memory and the work lost to an interruption.
+DEFAULT_BATCH_SIZE = 5000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,          -- numeric part of the Q-id
+    label TEXT,                      -- English label (NULL when none)
+    n_names INTEGER NOT NULL,        -- distinct English names (label + aliases)
+    statements INTEGER NOT NULL,     -- the item's own statements
+    popularity INTEGER               -- statements + incoming statements (set when the index completes)
+);
+CREATE TABLE IF NOT EXISTS names (
+    item INTEGER NOT NULL, ord INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (item, ord)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS types (
+    item INTEGER NOT NULL, ord INTEGER NOT NULL, type INTEGER NOT NULL, PRIMARY KEY (item, ord)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS incoming (id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+"""
+
+_FINALIZE = (
+    "CREATE INDEX IF NOT EXISTS names_by_name ON names (name)",
+    "CREATE INDEX IF NOT EXISTS types_by_type ON types (type, item)",
+    "UPDATE items SET popularity = statements + COALESCE((SELECT n FROM incoming WHERE incoming.id = items.id), 0)",
+    "INSERT OR REPLACE INTO meta VALUES ('complete', '1')",
+)
+
+
+@dataclass
+class IndexStats:
+    """The state of an index after :func:`index_dump` (totals are over all runs, timings of this run)."""
+
+    dump_path: str
+    index_path: str
+    complete: bool
+    items: int
+    entities: int
+    lines: int
+    offset: int
+    resumed_from_line: int
+    items_this_run: int
+    seconds: float
+
+    @property
+    def items_per_second(self) -> float:
+        return self.items_this_run / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "items_per_second": self.items_per_second}
+
+
+def dump_fingerprint(path: str | os.PathLike[str]) -> str:
+    """Size plus a hash of the first MiB: tells one dump file from another without reading it all."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        digest.update(fh.read(1 << 20))
+    return f"{path.stat().st_size}-{digest.hexdigest()[:16]}"
+
+
+def _open_dump(raw: IO[bytes], name: str) -> IO[bytes]:
+    if name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if name.endswith(".bz2"):
+        return bz2.BZ2File(raw, mode="rb")
+    if name.endswith(".json") or name.endswith(".jsonl"):
+        return raw
+    raise KnowledgeBaseError(f"{name}: unknown dump compression (expected .json, .json.gz or .json.bz2)")
+
+
+def _remove_index(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _read_meta(conn: sqlite3.Connection) -> dict[str, str]:
+    try:
+        return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError:
+        return {}
+
+
+class _Batch:
+    """Rows of up to ``batch_size`` entities, written in one transaction with the offset they reach."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple] = []
+        self.names: list[tuple] = []
+        self.types: list[tuple] = []
+        self.incoming: Counter = Counter()
+        self.entities = 0
+
+    def add(self, record) -> None:  # record: EntityRecord
+        number = item_number(record.item_id)
+        self.items.append((number, record.label, len(record.names), record.statements))
+        self.names.extend((number, i, name) for i, name in enumerate(record.names))
+        self.types.extend((number, i, item_number(t)) for i, t in enumerate(record.types))
+        self.incoming.update(item_number(v) for v in record.item_values)
+
+    def commit(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("INSERT INTO items (id, label, n_names, statements) VALUES (?, ?, ?, ?)", self.items)
+            conn.executemany("INSERT INTO names VALUES (?, ?, ?)", self.names)
+            conn.executemany("INSERT INTO types VALUES (?, ?, ?)", self.types)
+            conn.executemany(
+                "INSERT INTO incoming (id, n) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET n = n + excluded.n",
+                sorted(self.incoming.items()),
+            )
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in meta.items()])
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        self.__init__()
+
+
+def index_dump(
+    dump_path: str | os.PathLike[str],
+    index_path: str | os.PathLike[str],
+    resume: bool = True,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_items: int | None = None,
+    language: str = "en",
+    progress: bool = True,
+) -> IndexStats:
+    """Stream a Wikidata JSON dump into the SQLite index at ``index_path``.
+
+    Args:
+        dump_path: ``.json``, ``.json.gz`` or ``.json.bz2`` dump in Wikidata's format.
+        index_path: the SQLite file to create or continue.
+        resume: continue an interrupted index of the same dump (a complete one is returned as is);
+            ``False`` deletes ``index_path`` and starts over.
+        batch_size: entities per transaction.
+        max_items: stop (resumably) after this many items in this run - for partial or staged builds.
+        language: language of the names kept.
+        progress: show a tqdm bar over the compressed bytes read.
+
+    Raises:
+        KnowledgeBaseError: unreadable dump line (naming file and line), an index built from another
+            dump or with another language/format version.
+    """
+    dump_path, index_path = Path(dump_path), Path(index_path)
+    if not dump_path.is_file():
+        raise KnowledgeBaseError(f"no dump file at {dump_path}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    fingerprint = dump_fingerprint(dump_path)
+    expected = {"format_version": INDEX_FORMAT_VERSION, "dump_fingerprint": fingerprint, "language": language}
+    if not resume:
+        _remove_index(index_path)
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    existed = index_path.exists()
+    conn = sqlite3.connect(index_path, isolation_level=None)
+    started = time.perf_counter()
+    try:
+        meta = _read_meta(conn)
+        if existed and not meta:
+            raise KnowledgeBaseError(f"{index_path} exists but is not a dump index; remove it or choose another path")
+        for key, value in expected.items():
+            if meta and meta.get(key) != value:
+                raise KnowledgeBaseError(
+                    f"{index_path} was built with {key}={meta.get(key)!r}, not {value!r} (dump {dump_path}); "
+                    "pass resume=False to rebuild it"
+                )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        if not meta:
+            meta = {**expected, "dump_name": dump_path.name, "offset": "0", "line": "0", "entities": "0",
+                    "items": "0", "complete": "0"}
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+        state = {k: int(meta[k]) for k in ("offset", "line", "entities", "items")}
+        resumed_from = state["line"]
+        items_this_run = 0
+        if meta.get("complete") != "1":
+            items_this_run = _stream(conn, dump_path, state, batch_size, max_items, language, progress)
+        meta = _read_meta(conn)
+    finally:
+        conn.close()
+    return IndexStats(
+        dump_path=str(dump_path),
+        index_path=str(index_path),
+        complete=meta.get("complete") == "1",
+        items=int(meta["items"]),
+        entities=int(meta["entities"]),
+        lines=int(meta["line"]),
+        offset=int(meta["offset"]),
+        resumed_from_line=resumed_from,
+        items_this_run=items_this_run,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _stream(
+    conn: sqlite3.Connection,
+    dump_path: Path,
+    state: dict[str, int],
+    batch_size: int,
+    max_items: int | None,
+    language: str,
+    progress: bool,
+) -> int:
+    """Read entity lines from ``state['offset']`` on and commit them batch by batch; returns items read."""
+    total = dump_path.stat().st_size
+    items_this_run = 0
+    with open(dump_path, "rb") as raw:
+        stream = _open_dump(raw, dump_path.name)
+        offset, line_no = state["offset"], state["line"]
+        if offset:
+            stream.seek(offset)  # gzip/bz2 streams seek forward by decompressing
+        batch = _Batch()
+        bar = tqdm(total=total, initial=raw.tell(), unit="B", unit_scale=True, unit_divisor=1024,
+                   desc=f"indexing {dump_path.name}", disable=not progress)
+
+        def commit() -> None:
+            state["offset"], state["line"] = offset, line_no
+            batch.commit(conn, state)
+            bar.update(raw.tell() - bar.n)
+
+        stopped = False
+        with bar:
+            for line in stream:
+                offset += len(line)
+                line_no += 1
+                text = line.strip()
+                if text in (b"[", b"]", b""):
+                    continue
+                if text.endswith(b","):
+                    text = text[:-1]
+                try:
+                    entity = _loads(text)
+                except ValueError as exc:
+                    raise KnowledgeBaseError(
+                        f"{dump_path}: line {line_no}: not an entity JSON object ({exc}): {text[:80]!r}"
+                    ) from exc
+                if not isinstance(entity, dict):
+                    raise KnowledgeBaseError(f"{dump_path}: line {line_no}: expected a JSON object")
+                record = parse_entity(entity, language)
+                state["entities"] += 1
+                batch.entities += 1
+                if record is not None:
+                    batch.add(record)
+                    state["items"] += 1
+                    items_this_run += 1
+                if max_items is not None and items_this_run >= max_items:
+                    stopped = True
+                    break
+                if batch.entities >= batch_size:
+                    commit()
+            commit()
+            if not stopped:
+                _finalize(conn)
+    return items_this_run
+
+
+def _finalize(conn: sqlite3.Connection) -> None:
+    """Lookup indexes and popularity, then mark the index complete - one transaction, safe to redo."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _FINALIZE:
+            conn.execute(statement)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, readable in read-only mode
+
+
+class WikidataDumpKB(KnowledgeBase):
+    """The :class:`KnowledgeBase` over an index built by :func:`index_dump` (read-only, offline).
+
+    * link: exact match of a mention name (most frequent first) with an English label or alias;
+      among several items with that name the most popular wins, then the smallest id.
+    * types: P31 values, preferred rank first.
+    * candidates: items with the type among their P31 values and >= ``min_names`` English names,
+      ordered by numeric id.
+    """
+
+    name = "wikidata-dump"
+
+    def __init__(self, index_path: str | os.PathLike[str]):
+        self.index_path = Path(index_path)
+        if not self.index_path.is_file():
+            raise KnowledgeBaseError(f"no dump index at {self.index_path}; build it with index_dump(dump, index)")
+        self._conn: sqlite3.Connection | None = None
+        self._pid: int | None = None
+        self._candidates: dict[tuple[int, int], list[Candidate]] = {}
+        meta = _read_meta(self._connection())
+        if meta.get("format_version") != INDEX_FORMAT_VERSION:
+            raise KnowledgeBaseError(
+                f"{self.index_path} is not a dump index of format {INDEX_FORMAT_VERSION} "
+                f"(found {meta.get('format_version')!r}); rebuild it with index_dump(..., resume=False)"
+            )
+        if meta.get("complete") != "1":
+            raise KnowledgeBaseError(
+                f"{self.index_path} is incomplete (stopped at line {meta.get('line')}); "
+                "finish it with index_dump(dump, index, resume=True)"
+            )
+        self.meta = meta
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():  # never share a handle across a fork
+            uri = self.index_path.resolve().as_uri() + "?mode=ro"
+            self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._pid = os.getpid()
+        return self._conn
+
+    def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        try:
+            return self._connection().execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeBaseError(f"{self.index_path}: {exc} (query {sql.split()[0]}... {params!r:.80})") from exc
+
+    def item_for_name(self, name: str) -> str | None:
+        """The item with English label/alias ``name`` (most popular, then smallest id), or ``None``."""
+        rows = self._query(
+            "SELECT n.item FROM names n JOIN items i ON i.id = n.item WHERE n.name = ? "
+            "ORDER BY i.popularity DESC, n.item ASC LIMIT 1",
+            (name.strip(),),
+        )
+        return f"Q{rows[0][0]}" if rows else None
+
+    def link(self, doc: Document, entity_index: int) -> str | None:
+        entity = doc.entities[entity_index]
+        if is_rule_based(entity):
+            return None
+        for name in names_by_frequency(entity):
+            item = self.item_for_name(name)
+            if item is not None:
+                return item
+        return None
+
+    @staticmethod
+    def _number(item_id: str) -> int | None:
+        item = normalize_item_id(item_id)
+        return item_number(item) if item else None
+
+    def types(self, item_id: str) -> list[str]:
+        number = self._number(item_id)
+        if number is None:
+            return []
+        return [f"Q{t}" for (t,) in self._query("SELECT type FROM types WHERE item = ? ORDER BY ord", (number,))]
+
+    def names(self, item_id: str) -> list[str]:
+        number = self._number(item_id)
+        if number is None:
+            return []
+        return [n for (n,) in self._query("SELECT name FROM names WHERE item = ? ORDER BY ord", (number,))]
+
+    def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
+        number = self._number(type_id)
+        if number is None:
+            return []
+        key = (number, int(min_names))
+        if key not in self._candidates:
+            rows = self._query(
+                "SELECT t.item FROM types t JOIN items i ON i.id = t.item "
+                "WHERE t.type = ? AND i.n_names >= ? ORDER BY t.item",
+                key,
+            )
+            self._candidates[key] = [Candidate(f"Q{item}") for (item,) in rows]
+        cached = self._candidates[key]
+        return [c for c in cached if c.item_id not in exclude] if exclude else list(cached)
+
+    def popularity(self, item_id: str) -> int | None:
+        number = self._number(item_id)
+        if number is None:
+            return None
+        rows = self._query("SELECT popularity FROM items WHERE id = ?", (number,))
+        return rows[0][0] if rows else None
+
+    def __len__(self) -> int:
+        return int(self.meta["items"])
+
+    def snapshot_id(self) -> str:
+        return f"{self.name}:{self.meta.get('dump_name')}:{self.meta.get('dump_fingerprint')}"
+
+    def close(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._conn = None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_conn"], state["_pid"] = None, None
+        return state
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m envre_hf.kb.wikidata_dump DUMP INDEX``: build or resume an index, print its stats."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dump", help="Wikidata JSON dump (.json, .json.gz, .json.bz2)")
+    parser.add_argument("index", help="SQLite index to create or resume")
+    parser.add_argument("--no-resume", action="store_true", help="delete the index and start over")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--max-items", type=int, default=None, help="stop (resumably) after this many items")
+    parser.add_argument("--language", default="en")
+    args = parser.parse_args(argv)
+    stats = index_dump(args.dump, args.index, resume=not args.no_resume, batch_size=args.batch_size,
+                       max_items=args.max_items, language=args.language)
+    print(json.dumps(stats.to_dict(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

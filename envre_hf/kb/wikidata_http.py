@@ -1,0 +1,302 @@
+"""Wikidata over HTTP: the action API for linking and entity data, the query service for step 3.
+
+* step 1 :meth:`WikidataHTTPKB.link` - ``wbsearchentities`` (English, items) for the entity's
+  mention names, most frequent first; the first hit wins. NUM/TIME entities are not linked.
+* step 2 :meth:`~WikidataHTTPKB.types` and :meth:`~WikidataHTTPKB.names` - ``wbgetentities``
+  (labels, aliases, claims in English), at most 50 ids per request (:meth:`~WikidataHTTPKB.prefetch`
+  batches many items).
+* step 3 :meth:`~WikidataHTTPKB.candidates` - a SPARQL query: items ``?x wdt:P31 wd:<type>`` with at
+  least N distinct English names (label + aliases), ordered by item URI and fetched page by page
+  (LIMIT/OFFSET); the client then orders them by numeric id, like the dump backend.
+* :meth:`~WikidataHTTPKB.popularity` - the number of statements of the item (its claims); with
+  ``count_incoming=True`` plus the statements of *other* items whose main value is the item
+  (one extra SPARQL query per item), which is what the dump backend counts.
+
+Every request goes through :class:`~envre_hf.kb.http.CachedJSONClient` (User-Agent, ``maxlag``,
+retries with backoff, ``Retry-After``, SQLite cache): with the same ``cache_dir`` a rebuild sends
+no request at all, which also freezes the snapshot of a live, changing Wikidata.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ..documents import Document
+from .base import Candidate, KnowledgeBase, KnowledgeBaseError
+from .http import CachedJSONClient
+from .linked import is_rule_based, names_by_frequency, normalize_item_id
+from .wikidata_json import EntityRecord, is_item_id, item_number, parse_entity
+
+WIKIDATA_API_URL = "https://www.wikidata.org/w/api.php"
+WIKIDATA_SPARQL_URL = "https://query.wikidata.org/sparql"
+
+#: The action API accepts at most 50 ids per ``wbgetentities`` call for ordinary clients.
+MAX_IDS_PER_REQUEST = 50
+
+SPARQL_ACCEPT = "application/sparql-results+json"
+
+#: Declared explicitly so the queries also run on mirrors that do not predefine Wikidata's prefixes.
+SPARQL_PREFIXES = (
+    "PREFIX wd: <http://www.wikidata.org/entity/>\n"
+    "PREFIX wdt: <http://www.wikidata.org/prop/direct/>\n"
+    "PREFIX wikibase: <http://wikiba.se/ontology#>\n"
+    "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n"
+    "PREFIX skos: <http://www.w3.org/2004/02/skos/core#>\n"
+)
+
+#: Queries longer than this go by POST (URLs of many kilobytes are refused by some proxies).
+_MAX_GET_QUERY = 1500
+
+
+def _action_api_busy(payload: Any) -> str | None:
+    """``"maxlag"`` when the action API asks the client to wait (an error reply with HTTP 200)."""
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        if payload["error"].get("code") == "maxlag":
+            return f"maxlag: {payload['error'].get('info', 'replication lag')}"
+    return None
+
+
+def _action_api_error(payload: Any) -> str | None:
+    """A description of any other action API error reply (permanent: bad parameters, unknown ids)."""
+    if not isinstance(payload, dict):
+        return f"unexpected reply of type {type(payload).__name__}"
+    error = payload.get("error")
+    if isinstance(error, dict) and error.get("code") != "maxlag":
+        return f"{error.get('code')}: {error.get('info', '')}"
+    return None
+
+
+def _sparql_error(payload: Any) -> str | None:
+    if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
+        return "not a SPARQL JSON results document (no 'results')"
+    if not isinstance(payload["results"].get("bindings"), list):
+        return "SPARQL results without a 'bindings' list"
+    return None
+
+
+def candidates_query(type_id: str, min_names: int, language: str, limit: int, offset: int) -> str:
+    """The SPARQL text of one page of step 3 (items of ``type_id`` with >= ``min_names`` names)."""
+    if not is_item_id(type_id):
+        raise ValueError(f"not a Wikidata item id: {type_id!r}")
+    return (
+        SPARQL_PREFIXES
+        + "SELECT ?item (COUNT(DISTINCT ?name) AS ?names) WHERE {\n"
+        + f"  ?item wdt:P31 wd:{type_id} .\n"
+        + "  { ?item rdfs:label ?name } UNION { ?item skos:altLabel ?name }\n"
+        + f'  FILTER(LANG(?name) = "{language}")\n'
+        + "}\n"
+        + "GROUP BY ?item\n"
+        + f"HAVING (COUNT(DISTINCT ?name) >= {int(min_names)})\n"
+        + "ORDER BY ?item\n"
+        + f"LIMIT {int(limit)} OFFSET {int(offset)}\n"
+    )
+
+
+def incoming_query(item_id: str) -> str:
+    """SPARQL counting the statements of other items whose main value is ``item_id``."""
+    if not is_item_id(item_id):
+        raise ValueError(f"not a Wikidata item id: {item_id!r}")
+    return (
+        SPARQL_PREFIXES
+        + "SELECT (COUNT(?statement) AS ?n) WHERE {\n"
+        + f"  ?statement ?ps wd:{item_id} .\n"
+        + "  ?property wikibase:statementProperty ?ps .\n"
+        + "  ?subject ?p ?statement .\n"
+        + "  ?property wikibase:claim ?p .\n"
+        + f"  FILTER(?subject != wd:{item_id})\n"
+        + "}\n"
+    )
+
+
+class WikidataHTTPKB(KnowledgeBase):
+    """The :class:`KnowledgeBase` on Wikidata's public endpoints (or a mirror at other base URLs).
+
+    Args:
+        cache_dir: folder of the persistent reply cache (``None``: no cache, not recommended).
+        api_url: the MediaWiki action API (``.../w/api.php``).
+        sparql_url: the SPARQL endpoint.
+        user_agent: identifies the tool and its operator (default: ``$ENVRE_USER_AGENT`` or the package's).
+        timeout: seconds per connection/read before a retry.
+        max_retries: retries per request after the first attempt.
+        backoff_factor: exponential backoff base in seconds.
+        maxlag: the action API's ``maxlag`` parameter (Wikimedia asks non-interactive tools for 5).
+        language: language of names (default English).
+        search_limit: hits asked from ``wbsearchentities`` per name (only the first is used).
+        sparql_page_size: rows per SPARQL page in step 3.
+        max_candidates: at most this many candidates per (type, min_names) are fetched.
+        count_incoming: add incoming statements to popularity (one SPARQL query per item).
+    """
+
+    name = "wikidata-http"
+
+    def __init__(
+        self,
+        cache_dir: str | os.PathLike[str] | None,
+        api_url: str = WIKIDATA_API_URL,
+        sparql_url: str = WIKIDATA_SPARQL_URL,
+        user_agent: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        *,
+        backoff_factor: float = 1.0,
+        maxlag: int | None = 5,
+        language: str = "en",
+        search_limit: int = 1,
+        sparql_page_size: int = 1000,
+        max_candidates: int = 10_000,
+        count_incoming: bool = False,
+        client: CachedJSONClient | None = None,
+    ):
+        self.api_url = api_url
+        self.sparql_url = sparql_url
+        self.maxlag = maxlag
+        self.language = language
+        self.search_limit = max(1, int(search_limit))
+        self.sparql_page_size = max(1, int(sparql_page_size))
+        self.max_candidates = max(0, int(max_candidates))
+        self.count_incoming = count_incoming
+        self.client = client or CachedJSONClient(
+            cache_dir, user_agent=user_agent, timeout=timeout, max_retries=max_retries, backoff_factor=backoff_factor
+        )
+        self._entities: dict[str, EntityRecord | None] = {}
+        self._candidates: dict[tuple[str, int], list[str]] = {}
+        self._incoming: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ requests
+
+    def _action(self, params: dict[str, Any]) -> Any:
+        params = {**params, "format": "json"}
+        if self.maxlag is not None:
+            params["maxlag"] = self.maxlag
+        return self.client.get_json(
+            self.api_url, params, retry_payload=_action_api_busy, error_payload=_action_api_error
+        )
+
+    def sparql(self, query: str) -> list[dict[str, Any]]:
+        """The ``results.bindings`` of a SELECT query (GET, or POST for long queries)."""
+        method = "GET" if len(query) <= _MAX_GET_QUERY else "POST"
+        payload = self.client.get_json(
+            self.sparql_url,
+            {"query": query, "format": "json"},
+            method=method,
+            headers={"Accept": SPARQL_ACCEPT},
+            error_payload=_sparql_error,
+        )
+        return payload["results"]["bindings"]
+
+    def search(self, name: str) -> list[str]:
+        """Item ids ``wbsearchentities`` returns for ``name`` (English, items), best first."""
+        payload = self._action(
+            {
+                "action": "wbsearchentities",
+                "search": name,
+                "language": self.language,
+                "uselang": self.language,
+                "type": "item",
+                "limit": self.search_limit,
+            }
+        )
+        hits = payload.get("search")
+        if not isinstance(hits, list):
+            raise KnowledgeBaseError(f"wbsearchentities reply for {name!r} at {self.api_url} has no 'search' list")
+        return [hit["id"] for hit in hits if isinstance(hit, dict) and is_item_id(hit.get("id"))]
+
+    def prefetch(self, item_ids: Iterable[str]) -> None:
+        """Fetch the entity data of all ``item_ids`` not yet known, at most 50 ids per request."""
+        wanted = sorted({i for i in item_ids if is_item_id(i) and i not in self._entities}, key=item_number)
+        for start in range(0, len(wanted), MAX_IDS_PER_REQUEST):
+            batch = wanted[start : start + MAX_IDS_PER_REQUEST]
+            payload = self._action(
+                {
+                    "action": "wbgetentities",
+                    "ids": "|".join(batch),
+                    "props": "labels|aliases|claims",
+                    "languages": self.language,
+                }
+            )
+            entities = payload.get("entities")
+            if not isinstance(entities, dict):
+                raise KnowledgeBaseError(
+                    f"wbgetentities reply for {batch[0]}..{batch[-1]} at {self.api_url} has no 'entities' object"
+                )
+            for key, entity in entities.items():
+                if not isinstance(entity, dict):
+                    continue
+                record = parse_entity(entity, self.language)
+                self._entities[key] = record
+                redirect = entity.get("redirects")
+                if isinstance(redirect, dict) and is_item_id(redirect.get("from")):
+                    self._entities[redirect["from"]] = record
+            for item in batch:  # ids the reply did not mention are unknown
+                self._entities.setdefault(item, None)
+
+    def entity(self, item_id: str) -> EntityRecord | None:
+        """The item's record, or ``None`` when the item does not exist (or is not an item id)."""
+        item = normalize_item_id(item_id)
+        if item is None:
+            return None
+        if item not in self._entities:
+            self.prefetch([item])
+        return self._entities.get(item)
+
+    # ------------------------------------------------------------------ KnowledgeBase
+
+    def link(self, doc: Document, entity_index: int) -> str | None:
+        entity = doc.entities[entity_index]
+        if is_rule_based(entity):
+            return None
+        for name in names_by_frequency(entity):
+            hits = self.search(name)
+            if hits:
+                return hits[0]
+        return None
+
+    def types(self, item_id: str) -> list[str]:
+        record = self.entity(item_id)
+        return list(record.types) if record else []
+
+    def names(self, item_id: str) -> list[str]:
+        record = self.entity(item_id)
+        return list(record.names) if record else []
+
+    def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
+        key = (type_id, int(min_names))
+        if key not in self._candidates:
+            items: set[str] = set()
+            offset = 0
+            while len(items) < self.max_candidates:
+                page = min(self.sparql_page_size, self.max_candidates - len(items))
+                rows = self.sparql(candidates_query(type_id, min_names, self.language, page, offset))
+                for row in rows:
+                    item = normalize_item_id((row.get("item") or {}).get("value"))
+                    if item is not None:
+                        items.add(item)
+                if len(rows) < page:
+                    break
+                offset += len(rows)
+            self._candidates[key] = sorted(items, key=item_number)
+        return [Candidate(item) for item in self._candidates[key] if item not in exclude]
+
+    def popularity(self, item_id: str) -> int | None:
+        record = self.entity(item_id)
+        if record is None:
+            return None
+        if not self.count_incoming:
+            return record.statements
+        if record.item_id not in self._incoming:
+            rows = self.sparql(incoming_query(record.item_id))
+            try:
+                self._incoming[record.item_id] = int(rows[0]["n"]["value"]) if rows else 0
+            except (KeyError, TypeError, ValueError) as exc:
+                raise KnowledgeBaseError(
+                    f"incoming-statement count for {record.item_id} at {self.sparql_url}: unexpected reply {rows!r:.200}"
+                ) from exc
+        return record.statements + self._incoming[record.item_id]
+
+    def snapshot_id(self) -> str:
+        return f"{self.name}:{self.api_url}|{self.sparql_url}|{self.language}"
+
+    def close(self) -> None:
+        self.client.close()

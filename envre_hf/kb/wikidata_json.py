@@ -1,0 +1,112 @@
+"""Reading Wikidata's entity JSON (the one format shared by ``wbgetentities`` and the JSON dumps).
+
+Both backends reduce an entity to an :class:`EntityRecord`: English names, P31 types and the
+counts behind popularity. Keeping this in one place makes the HTTP and the dump backends agree
+on the same item.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .base import distinct_names
+
+#: "instance of": the property whose values are an item's fine-grained types.
+INSTANCE_OF = "P31"
+
+_ITEM_ID = re.compile(r"^Q[1-9][0-9]*$")
+
+_RANK_ORDER = {"preferred": 0, "normal": 1}
+
+
+def is_item_id(value: object) -> bool:
+    """True for an item id such as ``"Q42"``."""
+    return isinstance(value, str) and _ITEM_ID.match(value) is not None
+
+
+def item_number(item_id: str) -> int:
+    """``42`` for ``"Q42"`` (the integer key of the SQLite index)."""
+    if not is_item_id(item_id):
+        raise ValueError(f"not a Wikidata item id: {item_id!r}")
+    return int(item_id[1:])
+
+
+def snak_item_value(snak: Any) -> str | None:
+    """The item id a ``wikibase-item`` snak points to, or ``None`` (other datatypes, somevalue/novalue)."""
+    if not isinstance(snak, dict) or snak.get("snaktype") != "value":
+        return None
+    datavalue = snak.get("datavalue")
+    if not isinstance(datavalue, dict) or datavalue.get("type") != "wikibase-entityid":
+        return None
+    value = datavalue.get("value")
+    if not isinstance(value, dict):
+        return None
+    item = value.get("id")
+    if item is None and value.get("entity-type") == "item" and isinstance(value.get("numeric-id"), int):
+        item = f"Q{value['numeric-id']}"  # old dumps carry only the numeric id
+    return item if is_item_id(item) else None
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    """What the knowledge bases keep of one item.
+
+    ``statements`` counts the item's own statements (all properties, all ranks); ``item_values``
+    lists the items its statements' main values point to (qualifiers and references excluded,
+    self-references dropped) - the other half of popularity, counted on the target's side.
+    """
+
+    item_id: str
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    statements: int
+    item_values: tuple[str, ...]
+
+    @property
+    def label(self) -> str | None:
+        return self.names[0] if self.names else None
+
+
+def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
+    """Reduce one entity JSON object to an :class:`EntityRecord`; ``None`` for non-items/missing entities.
+
+    Types are the P31 values, preferred rank first, deprecated statements and duplicates dropped,
+    otherwise in the order Wikidata lists them.
+    """
+    item_id = entity.get("id")
+    if not is_item_id(item_id) or entity.get("type", "item") != "item" or "missing" in entity:
+        return None
+    labels = entity.get("labels") or {}
+    label_obj = labels.get(language) if isinstance(labels, dict) else None
+    label = label_obj.get("value") if isinstance(label_obj, dict) else None
+    aliases_obj = entity.get("aliases") or {}
+    alias_list = aliases_obj.get(language, []) if isinstance(aliases_obj, dict) else []
+    aliases = [a["value"] for a in alias_list if isinstance(a, dict) and isinstance(a.get("value"), str)]
+    names = distinct_names(label if isinstance(label, str) else None, aliases)
+
+    claims = entity.get("claims") or {}
+    if not isinstance(claims, dict):  # empty claims are serialised as [] in dumps
+        claims = {}
+    statements = 0
+    values: list[str] = []
+    for statement_list in claims.values():
+        if not isinstance(statement_list, list):
+            continue
+        statements += len(statement_list)
+        for statement in statement_list:
+            target = snak_item_value(statement.get("mainsnak")) if isinstance(statement, dict) else None
+            if target is not None and target != item_id:
+                values.append(target)
+
+    typed = []
+    for statement in claims.get(INSTANCE_OF, []) or []:
+        if not isinstance(statement, dict):
+            continue
+        rank = statement.get("rank", "normal")
+        target = snak_item_value(statement.get("mainsnak"))
+        if target is not None and rank in _RANK_ORDER:
+            typed.append((_RANK_ORDER[rank], len(typed), target))
+    types = tuple(dict.fromkeys(t for _, _, t in sorted(typed)))
+    return EntityRecord(item_id, tuple(names), types, statements, tuple(values))
