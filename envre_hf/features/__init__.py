@@ -1,0 +1,29 @@
+"""Stage 2: documents -> encoder inputs (entity markers, pairs, multi-hot labels) and batching."""
+
+from .collator import DocRECollator
+from .featurize import (
+    DEFAULT_MARKER,
+    FEATURE_COLUMNS,
+    FeaturizeStats,
+    entity_pairs,
+    featurize_dataset,
+    featurize_document,
+    featurize_documents,
+    featurize_stats,
+    multi_hot_labels,
+    pair_index,
+)
+
+__all__ = [
+    "DEFAULT_MARKER",
+    "FEATURE_COLUMNS",
+    "DocRECollator",
+    "FeaturizeStats",
+    "entity_pairs",
+    "featurize_dataset",
+    "featurize_document",
+    "featurize_documents",
+    "featurize_stats",
+    "multi_hot_labels",
+    "pair_index",
+]

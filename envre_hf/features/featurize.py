@@ -1,0 +1,247 @@
+"""DocRED documents -> encoder inputs with entity markers (the ATLOP scheme).
+
+Every mention is wrapped in marker words (``*`` by default) before tokenization; a mention's
+position is its start marker, whose contextual embedding stands for the mention. The words are
+tokenized in one call (``is_split_into_words``) and mapped back with ``word_ids()``, so any fast
+tokenizer works and its own special tokens ([CLS]/[SEP], <s>/</s>, ...) are used as they are.
+
+Overlapping or nested mentions are fine: one marker is inserted per distinct start token and one
+per distinct end token (mentions sharing a start share its marker), so every mention keeps a well
+defined span. Nothing is truncated by default: models encode long inputs in overlapping windows.
+With ``max_seq_length`` set, mentions past the cap are dropped and counted, and a warning names
+the document and the counts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from datasets import Dataset, Features, List, Value
+
+from ..documents.errors import DocumentError
+from ..documents.hf import DOCUMENT_FEATURES, document_from_row, documents_to_dataset
+from ..documents.relations import RelationSchema, docred_schema
+from ..documents.schema import Document
+
+logger = logging.getLogger(__name__)
+
+#: The marker word placed before and after every mention (ATLOP uses "*").
+DEFAULT_MARKER = "*"
+
+FEATURE_COLUMNS = Features(
+    {
+        "doc_key": Value("string"),
+        "input_ids": List(Value("int32")),
+        "entity_pos": List(List(List(Value("int32"), length=2))),
+        "hts": List(List(Value("int32"), length=2)),
+        "labels": List(List(Value("int8"))),
+        "dropped_mentions": Value("int32"),
+    }
+)
+
+
+@dataclass
+class FeaturizeStats:
+    """What truncation (``max_seq_length``) cost: mentions and entities that could not be placed."""
+
+    documents: int = 0
+    mentions: int = 0
+    dropped_mentions: int = 0
+    documents_with_drops: int = 0
+
+
+def pair_index(h: int, t: int, n_entities: int) -> int:
+    """Row of the ordered pair (h, t) in ``hts`` (all pairs h != t, row-major)."""
+    return h * (n_entities - 1) + (t if t < h else t - 1)
+
+
+def entity_pairs(n_entities: int) -> list[list[int]]:
+    """All ordered pairs ``[h, t]`` with h != t, row-major (the order of ``hts`` and ``labels``)."""
+    return [[h, t] for h in range(n_entities) for t in range(n_entities) if h != t]
+
+
+def multi_hot_labels(doc: Document, schema: RelationSchema) -> list[list[int]]:
+    """n_pairs x num_labels multi-hot labels; a pair without relation gets class 0."""
+    n = doc.num_entities
+    rows = [[0] * schema.num_labels for _ in range(n * (n - 1))]
+    for i, rel in enumerate(doc.relations):
+        if rel.r not in schema.rel2index or rel.r == "Na":
+            raise DocumentError(f"unknown relation id {rel.r!r}", title=doc.title, label=i, field="r")
+        if not (0 <= rel.h < n and 0 <= rel.t < n) or rel.h == rel.t:
+            raise DocumentError(f"bad pair ({rel.h}, {rel.t}) for {n} entities", title=doc.title, label=i, field="h")
+        rows[pair_index(rel.h, rel.t, n)][schema.rel2index[rel.r]] = 1
+    for row in rows:
+        if not any(row):
+            row[0] = 1
+    return rows
+
+
+def _marked_words(doc: Document, marker: str) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    """Document words with markers, and per mention (start marker word, end marker word)."""
+    offsets = doc.sentence_offsets()
+    starts: set[int] = set()
+    ends: set[int] = set()
+    spans: list[list[tuple[int, int]]] = []
+    for e, entity in enumerate(doc.entities):
+        ent_spans = []
+        for m, mention in enumerate(entity.mentions):
+            if not 0 <= mention.sent_id < len(doc.sents):
+                raise DocumentError("sent_id out of range", title=doc.title, entity=e, mention=m, field="sent_id")
+            s, t = mention.pos
+            if not 0 <= s < t <= len(doc.sents[mention.sent_id]):
+                raise DocumentError(f"bad span {list(mention.pos)}", title=doc.title, entity=e, mention=m, field="pos")
+            g = offsets[mention.sent_id]
+            ent_spans.append((g + s, g + t - 1))
+            starts.add(g + s)
+            ends.add(g + t - 1)
+        spans.append(ent_spans)
+    words: list[str] = []
+    start_word: dict[int, int] = {}
+    end_word: dict[int, int] = {}
+    i = 0
+    for sent in doc.sents:
+        for token in sent:
+            if i in starts:
+                start_word[i] = len(words)
+                words.append(marker)
+            words.append(token)
+            if i in ends:
+                end_word[i] = len(words)
+                words.append(marker)
+            i += 1
+    return words, [[(start_word[s], end_word[t]) for s, t in ent] for ent in spans]
+
+
+def featurize_document(
+    doc: Document,
+    tokenizer: Any,
+    schema: RelationSchema | None = None,
+    max_seq_length: int | None = None,
+    marker: str = DEFAULT_MARKER,
+) -> dict[str, Any]:
+    """Encoder inputs of one document.
+
+    Returns ``input_ids`` (special tokens included), ``entity_pos`` (per entity a list of
+    ``(start, end)`` positions in ``input_ids``: ``start`` = the start marker, ``end`` = one past the
+    end marker), ``hts`` (all ordered pairs, row-major), ``labels`` (n_pairs x num_labels multi-hot,
+    class 0 = none; ``None`` for unlabelled documents), ``doc_key`` and ``dropped_mentions`` (mentions
+    lost to ``max_seq_length``; always 0 without a cap).
+    """
+    schema = schema if schema is not None else docred_schema()
+    if doc.num_entities < 1:
+        logger.warning("document %r has no entities: it yields no entity pairs", doc.key)
+    words, word_spans = _marked_words(doc, marker)
+    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False)
+    input_ids = list(encoding["input_ids"])
+    word_ids = encoding.word_ids()
+    first_piece: dict[int, int] = {}
+    last_piece: dict[int, int] = {}
+    for pos, w in enumerate(word_ids):
+        if w is not None:
+            first_piece.setdefault(w, pos)
+            last_piece[w] = pos
+    missing = [w for span in word_spans for pair in span for w in pair if w not in first_piece]
+    if missing:
+        raise DocumentError(
+            f"the tokenizer produced no pieces for the marker {marker!r}; choose another marker",
+            title=doc.title,
+            field="sents",
+        )
+    entity_pos = [[(first_piece[s], last_piece[t] + 1) for s, t in span] for span in word_spans]
+    dropped = 0
+    if max_seq_length is not None and len(input_ids) > max_seq_length:
+        n_special_end = len(word_ids) - 1 - max(i for i, w in enumerate(word_ids) if w is not None)
+        keep = max_seq_length - n_special_end
+        input_ids = input_ids[:keep] + input_ids[len(input_ids) - n_special_end :]
+        kept = [[(s, t) for s, t in span if t <= keep] for span in entity_pos]
+        dropped = sum(len(a) - len(b) for a, b in zip(entity_pos, kept))
+        lost = sum(1 for span in kept if not span)
+        entity_pos = kept
+        if dropped:
+            logger.warning(
+                "document %r: max_seq_length=%d dropped %d of %d mentions (%d entities lost all mentions)",
+                doc.key,
+                max_seq_length,
+                dropped,
+                sum(len(span) for span in word_spans),
+                lost,
+            )
+    return {
+        "doc_key": doc.key,
+        "input_ids": input_ids,
+        "entity_pos": [[list(p) for p in span] for span in entity_pos],
+        "hts": entity_pairs(doc.num_entities),
+        "labels": multi_hot_labels(doc, schema) if doc.has_labels else None,
+        "dropped_mentions": dropped,
+    }
+
+
+def featurize_documents(
+    docs: Iterable[Document],
+    tokenizer: Any,
+    schema: RelationSchema | None = None,
+    max_seq_length: int | None = None,
+    marker: str = DEFAULT_MARKER,
+) -> list[dict[str, Any]]:
+    """:func:`featurize_document` over a list, in memory (for prediction and tests)."""
+    return [featurize_document(doc, tokenizer, schema, max_seq_length, marker) for doc in docs]
+
+
+def featurize_dataset(
+    data: Dataset | Iterable[Document],
+    tokenizer: Any,
+    schema: RelationSchema | None = None,
+    max_seq_length: int | None = None,
+    marker: str = DEFAULT_MARKER,
+    num_proc: int | None = None,
+    load_from_cache_file: bool | None = None,
+    keep_columns: bool = False,
+) -> Dataset:
+    """Featurize a document dataset (``DOCUMENT_FEATURES`` rows, or a list of Documents) with ``datasets.map``.
+
+    The result is cached by ``datasets`` like any map (keyed on the function, tokenizer and
+    arguments) and can run on ``num_proc`` processes. Columns: :data:`FEATURE_COLUMNS` (plus the
+    document columns when ``keep_columns``). Warns with totals when ``max_seq_length`` dropped mentions.
+    """
+    dataset = data if isinstance(data, Dataset) else documents_to_dataset(data)
+    schema = schema if schema is not None else docred_schema()
+
+    def _map(row: dict[str, Any]) -> dict[str, Any]:
+        return featurize_document(document_from_row(row), tokenizer, schema, max_seq_length, marker)
+
+    features = Features({**(dataset.features if keep_columns else {}), **FEATURE_COLUMNS})
+    remove = [] if keep_columns else [c for c in dataset.column_names if c in DOCUMENT_FEATURES or c in FEATURE_COLUMNS]
+    out = dataset.map(
+        _map,
+        features=features,
+        remove_columns=remove,
+        num_proc=num_proc,
+        load_from_cache_file=load_from_cache_file,
+        desc="Featurizing documents",
+    )
+    if max_seq_length is not None:
+        stats = featurize_stats(out)
+        if stats.dropped_mentions:
+            logger.warning(
+                "max_seq_length=%d dropped %d mentions in %d of %d documents",
+                max_seq_length,
+                stats.dropped_mentions,
+                stats.documents_with_drops,
+                stats.documents,
+            )
+    return out
+
+
+def featurize_stats(features: Dataset | list[dict[str, Any]]) -> FeaturizeStats:
+    """Totals over featurized documents: documents, placed mentions, dropped mentions."""
+    rows = features.select_columns(["entity_pos", "dropped_mentions"]) if isinstance(features, Dataset) else features
+    stats = FeaturizeStats()
+    for row in rows:
+        stats.documents += 1
+        stats.mentions += sum(len(span) for span in row["entity_pos"])
+        stats.dropped_mentions += row["dropped_mentions"]
+        stats.documents_with_drops += bool(row["dropped_mentions"])
+    return stats

@@ -1,0 +1,78 @@
+"""``DocREConfig``: one configuration class for every DocRE model family of envre-hf.
+
+The encoder's own configuration is kept whole as the ``encoder`` sub-config (transformers'
+``sub_configs_defaults`` mechanism), so a saved model directory rebuilds its encoder without
+downloading anything. ``head_type`` selects the family (``atlop``, ``ncrl``, ``kd_docre``,
+``docunet``); ``AutoModel.from_pretrained`` dispatches on it (see ``envre_hf.models``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import AutoConfig, PretrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+from ..documents.relations import docred_schema
+
+#: Encoder families whose position ids start after the padding index (``padding_idx + 1``), so
+#: ``max_position_embeddings`` overstates the usable window by ``pad_token_id + 1``.
+_OFFSET_POSITION_MODELS = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "bart", "mbart", "data2vec-text"})
+
+#: Head types known to the library (families register classes for them in ``modeling_docre.DOCRE_HEADS``).
+HEAD_TYPES = ("atlop", "ncrl", "kd_docre", "docunet")
+
+
+def encoder_window(encoder_config: PretrainedConfig) -> int:
+    """Longest token sequence (special tokens included) the encoder can read in one pass."""
+    window = int(getattr(encoder_config, "max_position_embeddings", 512) or 512)
+    if getattr(encoder_config, "model_type", "") in _OFFSET_POSITION_MODELS:
+        window -= int(getattr(encoder_config, "pad_token_id", 1) or 1) + 1
+    return window
+
+
+class DocREConfig(PretrainedConfig):
+    """Encoder sub-config + head settings of a DocRE model.
+
+    Defaults follow ATLOP (``emb_size=768``, ``block_size=64``, 97 classes with class 0 = no
+    relation / threshold, ``id2label`` from :func:`docred_schema`). ``window`` is the encoder
+    window used for long inputs (``None``: derived from the encoder's ``max_position_embeddings``).
+    NCRL settings: ``ncrl_margin`` (margin shifting: the probability of a negative relation is
+    lowered by this much before its loss, 0.05 as in the NCRL paper's experiments) and
+    ``ncrl_none_weight`` (weight of the none-class term). ``top_k`` caps relations per pair at
+    decoding (4 as in ATLOP's DocRED runs; ``None``: no cap). ``extra_head`` holds family-specific settings (KD-DocRE, DocuNet).
+    ``encoder_name_or_path`` records where the encoder weights came from (for the model card).
+    """
+
+    model_type = "docre"
+    sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+
+    encoder: PretrainedConfig | dict | None = None
+    head_type: str = "atlop"
+    emb_size: int = 768
+    block_size: int = 64
+    window: int | None = None
+    top_k: int | None = 4
+    ncrl_margin: float = 0.05
+    ncrl_none_weight: float = 1.0
+    extra_head: dict | None = None
+    encoder_name_or_path: str | None = None
+
+    def __post_init__(self, **kwargs: Any):
+        if self.id2label is None and "num_labels" not in kwargs:
+            self.id2label = dict(docred_schema().index2rel)
+        super().__post_init__(**kwargs)
+        if self.head_type not in HEAD_TYPES:
+            raise ValueError(f"head_type {self.head_type!r} is not one of {HEAD_TYPES}")
+        if self.emb_size % self.block_size:
+            raise ValueError(f"emb_size ({self.emb_size}) must be a multiple of block_size ({self.block_size})")
+        if self.window is None and isinstance(self.encoder, PretrainedConfig):
+            self.window = encoder_window(self.encoder)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.encoder.hidden_size)
+
+    @property
+    def num_attention_heads(self) -> int:
+        return int(self.encoder.num_attention_heads)

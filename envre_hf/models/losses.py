@@ -1,0 +1,66 @@
+"""Pair classification losses with a learned threshold / none class (class 0).
+
+Both losses score every relation against class 0 of the same pair, so one model decodes with
+"r holds when logit_r > logit_0" whichever loss trained it.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+_NEG = -1e30
+
+
+def adaptive_thresholding_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """ATLOP's adaptive-thresholding loss (mean over pairs).
+
+    Two softmax cross-entropies per pair: over {positive relations, threshold} it pushes every
+    positive above the threshold class; over {threshold, negative relations} it pushes the
+    threshold above every negative. ``labels`` is multi-hot (pairs x classes); its column 0 is ignored.
+    """
+    logits = logits.float()
+    positives = labels.float().clone()
+    positives[:, 0] = 0.0
+    threshold = torch.zeros_like(positives)
+    threshold[:, 0] = 1.0
+    # classes allowed in each softmax: positives + threshold, then negatives + threshold
+    pos_logits = logits.masked_fill((positives + threshold) == 0, _NEG)
+    loss_pos = -(F.log_softmax(pos_logits, dim=-1) * positives).sum(-1)
+    neg_logits = logits.masked_fill(positives == 1, _NEG)
+    loss_neg = -F.log_softmax(neg_logits, dim=-1)[:, 0]
+    return (loss_pos + loss_neg).mean()
+
+
+def _binary_log_terms(margin: torch.Tensor, target: torch.Tensor, shift: float, eps: float) -> torch.Tensor:
+    """Per-element -[y log p + (1-y) log(1 - max(p - shift, 0))] with p = sigmoid(margin)."""
+    p = torch.sigmoid(margin)
+    p_neg = (1.0 - p + shift).clamp(max=1.0) if shift > 0 else 1.0 - p
+    return -(target * torch.log(p.clamp(min=eps)) + (1.0 - target) * torch.log(p_neg.clamp(min=eps)))
+
+
+def none_class_ranking_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    margin_shift: float = 0.05,
+    none_weight: float = 1.0,
+    eps: float = 1e-8,
+) -> torch.Tensor:
+    """NCRL (Zhou & Lee, IJCAI 2022), summed over classes and averaged over pairs.
+
+    Each relation r is ranked against the none class through the margin ``logit_r - logit_0``:
+    a binary log-loss on ``sigmoid(margin)`` with target "r holds". Margin shifting lowers the
+    probability of negatives by ``margin_shift`` before their loss, so confidently rejected
+    negatives stop contributing (an answer to the heavy class imbalance of DocRED pairs).
+    The none class is regularised the same way: its margin over the mean relation logit,
+    ``logit_0 - mean_r logit_r``, is pushed up for no-relation pairs and down otherwise, with the
+    same shift (weight ``none_weight``).
+    """
+    logits = logits.float()
+    labels = labels.float()
+    rel_margin = logits[:, 1:] - logits[:, :1]
+    loss = _binary_log_terms(rel_margin, labels[:, 1:], margin_shift, eps).sum()
+    none_margin = logits[:, 0] - logits[:, 1:].mean(-1)
+    none_target = (labels[:, 1:].sum(-1) == 0).float()
+    loss = loss + none_weight * _binary_log_terms(none_margin, none_target, margin_shift, eps).sum()
+    return loss / max(labels.size(0), 1)

@@ -1,0 +1,71 @@
+"""ATLOP (Zhou et al., AAAI 2021) and NCRL (Zhou & Lee, IJCAI 2022) as one transformers model.
+
+Both share the architecture: logsumexp mention pooling, localized context pooling from the
+encoder's last-layer attention, head/tail extractors ``tanh(W [e; c])`` and a group bilinear
+classifier; they differ only in the loss (``head_type`` ``"atlop"``: adaptive thresholding,
+``"ncrl"``: none-class ranking). ``pair_representations`` is the group-bilinear feature vector
+the classifier consumes (emb_size * block_size per pair).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from .configuration_docre import DocREConfig
+from .losses import adaptive_thresholding_loss, none_class_ranking_loss
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, register_head
+
+
+@register_head("atlop", "ncrl")
+class ATLOPModel(DocREPreTrainedModel):
+    """ATLOP / NCRL. ``ATLOPModel.from_encoder_pretrained(path, head_type="ncrl")`` for NCRL."""
+
+    default_head_type = "atlop"
+
+    def __init__(self, config: DocREConfig):
+        super().__init__(config)
+        hidden = config.hidden_size
+        self.head_extractor = nn.Linear(2 * hidden, config.emb_size)
+        self.tail_extractor = nn.Linear(2 * hidden, config.emb_size)
+        self.bilinear = nn.Linear(config.emb_size * config.block_size, config.num_labels)
+        self.post_init()
+
+    def group_bilinear(self, zh: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
+        """Outer products within each of the emb_size / block_size groups, flattened (pairs x emb*block)."""
+        groups, block = self.config.emb_size // self.config.block_size, self.config.block_size
+        b1 = zh.view(-1, groups, block, 1)
+        b2 = zt.view(-1, groups, 1, block)
+        return (b1 * b2).reshape(-1, self.config.emb_size * block)
+
+    def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if self.config.head_type == "ncrl":
+            return none_class_ranking_loss(
+                logits, labels, margin_shift=self.config.ncrl_margin, none_weight=self.config.ncrl_none_weight
+            )
+        return adaptive_thresholding_loss(logits, labels)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        entity_pos: Sequence[Any],
+        hts: Sequence[Any],
+        labels: torch.Tensor | None = None,
+        **unused: Any,
+    ) -> DocREModelOutput:
+        """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
+        collator extras such as ``doc_keys``."""
+        sequence_output, attention = self.encode(input_ids, attention_mask)
+        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
+        zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))
+        zt = torch.tanh(self.tail_extractor(torch.cat([ts, rs], dim=-1)))
+        features = self.group_bilinear(zh, zt)
+        logits = self.bilinear(features)
+        loss = None
+        if labels is not None:
+            loss = self.loss_function(logits, labels.to(logits.device))
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features)
