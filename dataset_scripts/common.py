@@ -1,0 +1,106 @@
+"""What the four builders share: the envre-hf document schema, file resolution and row reading.
+
+Every split is read from files found, in this order of precedence, in
+
+1. ``data_files`` (``{"test": "path/or/url", ...}``) given to the builder,
+2. ``data_dir``: a local folder laid out like the source (the original file names, or ``data/<split>-*.parquet``
+   for a folder written by ``envre build``),
+3. ``urls``: a builder-config mapping split -> URL, defaulting to the builder's ``URLS`` (the public source).
+
+Rows use :data:`envre_hf.documents.DOCUMENT_FEATURES` whatever the source format: DocRED / Re-DocRED /
+Linked-DocRED JSON or JSON Lines are converted with :func:`envre_hf.documents.document_to_row`, parquet written by
+``envre build`` is passed through.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import datasets
+from datasets.builder import Key
+
+from envre_hf.documents import DOCUMENT_FEATURES, document_to_row, iter_documents
+
+
+class DocREBuilderConfig(datasets.BuilderConfig):
+    """A builder config with overridable source URLs (``urls={"test": "file:///..." or "https://..."}``)."""
+
+    def __init__(self, *args: Any, urls: dict[str, str] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.urls = urls
+
+
+def read_rows(path: str) -> Iterator[dict[str, Any]]:
+    """Rows of one source file: parquet rows as they are, JSON / JSON Lines documents converted."""
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
+            yield from batch.to_pylist()
+        return
+    for doc in iter_documents(path):
+        yield document_to_row(doc)
+
+
+class DocREBuilder(datasets.GeneratorBasedBuilder):
+    """Base builder: subclasses set ``URLS``, ``SPLIT_PATTERNS`` and the card texts."""
+
+    BUILDER_CONFIG_CLASS = DocREBuilderConfig
+    BUILDER_CONFIGS = [DocREBuilderConfig(name="default", version=datasets.Version("1.0.0"))]
+    DEFAULT_CONFIG_NAME = "default"
+    #: split -> public URL of its file (empty when the source needs a manual download).
+    URLS: dict[str, str] = {}
+    #: split -> glob pattern inside ``data_dir``.
+    SPLIT_PATTERNS: dict[str, str] = {}
+    #: How to get the files when there is no public URL to download them from.
+    MANUAL_DOWNLOAD = ""
+    DESCRIPTION = ""
+    CITATION = ""
+    HOMEPAGE = ""
+    LICENSE = "mit"
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description=self.DESCRIPTION,
+            features=DOCUMENT_FEATURES,
+            homepage=self.HOMEPAGE,
+            license=self.LICENSE,
+            citation=self.CITATION,
+        )
+
+    def _split_files(self, dl_manager: datasets.DownloadManager) -> dict[str, list[str]]:
+        if self.config.data_files:
+            return {split: [str(f) for f in files] for split, files in self.config.data_files.items()}
+        data_dir = self.config.data_dir
+        if data_dir:
+            data_dir = os.path.abspath(os.path.expanduser(data_dir))
+            found = {
+                split: sorted(glob.glob(os.path.join(data_dir, pattern)))
+                for split, pattern in self.SPLIT_PATTERNS.items()
+            }
+            found = {split: files for split, files in found.items() if files}
+            if not found:
+                expected = ", ".join(self.SPLIT_PATTERNS.values())
+                raise FileNotFoundError(f"{data_dir} holds none of the expected files ({expected})")
+            return found
+        urls = self.config.urls or self.URLS
+        if not urls:
+            raise FileNotFoundError(
+                f"{type(self).__name__} needs data_dir=... or data_files=...: {self.MANUAL_DOWNLOAD}"
+            )
+        paths = dl_manager.download(dict(urls))
+        return {split: [path] for split, path in paths.items()}
+
+    def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"paths": paths})
+            for split, paths in self._split_files(dl_manager).items()
+        ]
+
+    def _generate_examples(self, paths: list[str]) -> Iterator[tuple[Key, dict[str, Any]]]:
+        for file_index, path in enumerate(paths):
+            for row_index, row in enumerate(read_rows(path)):
+                yield Key(file_index, row_index), row

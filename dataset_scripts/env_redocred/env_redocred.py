@@ -1,0 +1,30 @@
+"""Env-Re-DocRED: Re-DocRED's validation and test documents renamed five times (seeds 0-4) by envre-hf.
+
+Reads the parquet files of a dataset folder written by ``envre build`` (``data_dir``), or of the published Hub
+repository ``envre/env_redocred`` (default ``urls``); ``data_files`` may also name DocRED JSON written with
+``envre build --export-json``. See ``dataset_scripts/README.md``.
+"""
+
+from __future__ import annotations
+
+from dataset_scripts.common import DocREBuilder
+from envre_hf.renaming.card import ENV_CITATION, REDOCRED_CITATION
+
+_BASE_URL = "https://huggingface.co/datasets/envre/env_redocred/resolve/main/data/"
+
+
+class EnvReDocRED(DocREBuilder):
+    """Renamed Re-DocRED copies with provenance (``orig_title``, ``seed``, ``substitutions``)."""
+
+    URLS = {
+        "validation": _BASE_URL + "validation-00000-of-00001.parquet",
+        "test": _BASE_URL + "test-00000-of-00001.parquet",
+    }
+    SPLIT_PATTERNS = {"validation": "data/validation-*.parquet", "test": "data/test-*.parquet"}
+    DESCRIPTION = (
+        "Env-Re-DocRED: every Re-DocRED validation/test document renamed once per seed with entities of the same "
+        "fine-grained type; labels, types, evidence and coreference unchanged. Measures robustness of "
+        "document-level relation extraction to entity name variations."
+    )
+    HOMEPAGE = "https://huggingface.co/datasets/envre/env_redocred"
+    CITATION = ENV_CITATION + "\n\n" + REDOCRED_CITATION

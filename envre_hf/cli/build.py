@@ -1,0 +1,154 @@
+"""``envre build``: rename a DocRED-format split with a knowledge base into a dataset folder (or Hub repo).
+
+Example (offline, the README's main job)::
+
+    envre build --input ../shared/data/redocred/test_revised.json --kb corpus \\
+        --kb-pool ../shared/data/redocred/dev_revised.json --seeds 5 --output env_redocred
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "wikidata"
+_SPLIT_NAMES = ("train", "dev", "validation", "test")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", required=True, type=Path, help="DocRED / Re-DocRED / Linked-DocRED JSON or .jsonl")
+    parser.add_argument(
+        "--kb",
+        required=True,
+        choices=("wikidata", "dump", "corpus"),
+        help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
+        "corpus: offline KB drawn from the documents of --kb-pool",
+    )
+    parser.add_argument("--kb-pool", type=Path, help="corpus KB: DocRED-format file whose entities are the KB")
+    parser.add_argument("--kb-index", type=Path, help="dump KB: the SQLite index of a Wikidata JSON dump")
+    parser.add_argument(
+        "--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--exclude-names-from",
+        nargs="+",
+        action="extend",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="never use these names: another build's names_used.json (or its folder) or a DocRED file "
+        "(e.g. the training split)",
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="renamed copies per document, seeds 0..N-1 (default 5)")
+    parser.add_argument("--output", required=True, type=Path, help="dataset folder to write (one split per run)")
+    parser.add_argument(
+        "--split", help="split name in the dataset (default: from the input file name, e.g. test_revised.json -> test)"
+    )
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted build of this split")
+    parser.add_argument(
+        "--on-error",
+        choices=("fail", "skip"),
+        default="fail",
+        help="fail: stop at the first bad document; skip: list it in errors/<split>.jsonl (default: fail)",
+    )
+    parser.add_argument("--fix-leaks", action="store_true", help="renaming: also replace leaked original names")
+    parser.add_argument("--num-proc", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--export-json", action="store_true", help="also write json/<split>.json in DocRED JSON")
+    parser.add_argument("--pretty-name", help="dataset card title (default: Env-Re-DocRED or Env-DocRED from the input)")
+    parser.add_argument("--license", default="mit", help="dataset card license (default: mit, as DocRED and Re-DocRED)")
+    parser.add_argument(
+        "--push-to-hub",
+        metavar="REPO",
+        help="publish the folder as this dataset repo (e.g. envre/env_redocred); HF_ENDPOINT and HF_TOKEN apply",
+    )
+    parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def split_name(input_path: Path, explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    for part in input_path.name.lower().replace(".", "_").split("_"):
+        if part in _SPLIT_NAMES:
+            return part
+    raise SystemExit(f"envre build: cannot tell the split from {input_path.name!r}; pass --split NAME")
+
+
+def make_kb(args: argparse.Namespace):
+    """The knowledge base the options select."""
+    if args.kb == "corpus":
+        if args.kb_pool is None:
+            raise SystemExit("envre build: --kb corpus needs --kb-pool FILE (a DocRED-format file)")
+        from ..documents import read_documents
+        from ..kb.corpus import CorpusKB
+
+        return CorpusKB(read_documents(args.kb_pool))
+    from ..kb.linked import PrecomputedLinks
+
+    if args.kb == "dump":
+        if args.kb_index is None:
+            raise SystemExit("envre build: --kb dump needs --kb-index FILE (see envre_hf.kb.wikidata_dump.index_dump)")
+        from ..kb.wikidata_dump import WikidataDumpKB
+
+        return PrecomputedLinks(WikidataDumpKB(args.kb_index))
+    from ..kb.wikidata_http import WikidataHTTPKB
+
+    return PrecomputedLinks(WikidataHTTPKB(args.kb_cache))
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..documents import DocumentError
+    from ..renaming import RenamingConfig, RenamingPipeline
+    from ..renaming.build import BuildConfig, BuildError, build_split, load_excluded_names, push_to_hub
+    from ..renaming.card import default_pretty_name, statistics_markdown
+
+    if args.seeds < 1:
+        raise SystemExit("envre build: --seeds must be >= 1")
+    split = split_name(args.input, args.split)
+    exclude: set[str] = set()
+    for path in args.exclude_names_from:
+        exclude |= load_excluded_names(path)
+    renaming_config = RenamingConfig(exclude_names=frozenset(exclude), fix_leaks=args.fix_leaks)
+    config = BuildConfig(
+        output_dir=args.output,
+        split=split,
+        seeds=tuple(range(args.seeds)),
+        on_error=args.on_error,
+        resume=args.resume,
+        export_json=args.export_json,
+        num_proc=args.num_proc,
+        progress=not args.no_progress,
+    )
+    card = {
+        "pretty_name": args.pretty_name or default_pretty_name(args.input),
+        "license": args.license,
+        "repo_id": args.push_to_hub,
+    }
+    with make_kb(args) as kb:
+        pipeline = RenamingPipeline(kb, renaming_config)
+        try:
+            result = build_split(
+                pipeline,
+                args.input,
+                config,
+                kb_name=kb.name,
+                kb_snapshot=kb.snapshot_id(),
+                renaming_config=renaming_config,
+                card=card,
+            )
+        except (BuildError, DocumentError) as err:
+            print(f"envre build: {err}", file=sys.stderr)
+            return 1
+    n_done = result.statistics["renamed_documents"]
+    rate = (n_done - result.resumed) / result.seconds if result.seconds else 0.0
+    print(f"\nBuilt split {split!r} of {result.output_dir}: {n_done} renamed documents in {result.seconds:.1f}s "
+          f"({rate:.0f} docs/s{f', {result.resumed} resumed' if result.resumed else ''}).")
+    print("\n".join(statistics_markdown(split, result.statistics)))
+    if result.failures:
+        print(f"{len(result.failures)} (document, seed) pairs not renamed: see {result.output_dir}/errors/{split}.jsonl")
+    if args.push_to_hub:
+        info = push_to_hub(result.output_dir, args.push_to_hub, private=args.private)
+        print(f"Pushed to {getattr(info, 'commit_url', None) or args.push_to_hub}")
+    return 0

@@ -1,0 +1,201 @@
+"""The dataset card (``README.md``) of a built benchmark folder.
+
+The YAML header is what the Hub and ``datasets.load_dataset(folder)`` read: ``configs`` (the parquet files
+of each split), ``dataset_info`` (the :data:`~envre_hf.documents.DOCUMENT_FEATURES` schema and split sizes),
+license, task categories, pretty name. The body is written from ``statistics.json`` (see
+:mod:`envre_hf.renaming.build`), so the card always describes the splits actually in the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..documents import DOCUMENT_FEATURES, ENTITY_TYPES
+
+ENV_CITATION = """\
+@inproceedings{meng-etal-2024-robustness,
+    title = "On the Robustness of Document-Level Relation Extraction Models to Entity Name Variations",
+    author = "Meng, Shiao and Hu, Xuming and Liu, Aiwei and Ma, Fukun and Yang, Yawen and Li, Shuang and Wen, Lijie",
+    booktitle = "Findings of the Association for Computational Linguistics: ACL 2024",
+    year = "2024",
+}"""
+DOCRED_CITATION = """\
+@inproceedings{yao-etal-2019-docred,
+    title = "{D}oc{RED}: A Large-Scale Document-Level Relation Extraction Dataset",
+    author = "Yao, Yuan and Ye, Deming and Li, Peng and Han, Xu and Lin, Yankai and Liu, Zhenghao and Liu, Zhiyuan and Huang, Lixin and Zhou, Jie and Sun, Maosong",
+    booktitle = "Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics",
+    year = "2019",
+}"""
+REDOCRED_CITATION = """\
+@inproceedings{tan-etal-2022-revisiting,
+    title = "Revisiting {D}oc{RED} - Addressing the False Negative Problem in Relation Extraction",
+    author = "Tan, Qingyu and Xu, Lu and Bing, Lidong and Ng, Hwee Tou and Aljunied, Sharifah Mahani",
+    booktitle = "Proceedings of the 2022 Conference on Empirical Methods in Natural Language Processing",
+    year = "2022",
+}"""
+#: What a card built on DocRED / Re-DocRED cites.
+CITATION = "\n\n".join((ENV_CITATION, DOCRED_CITATION, REDOCRED_CITATION))
+
+
+def default_pretty_name(input_path: str | os.PathLike) -> str:
+    """Env-Re-DocRED for Re-DocRED inputs (``*_revised.json``), Env-DocRED otherwise."""
+    name = Path(input_path).name.lower()
+    return "Env-Re-DocRED" if "revised" in name or "redocred" in name else "Env-DocRED"
+
+
+def card_metadata(statistics: dict[str, dict[str, Any]], *, pretty_name: str, license: str) -> dict[str, Any]:
+    """The YAML header as a dict (``configs`` + ``dataset_info`` in the form ``datasets`` writes them)."""
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    card_data = DatasetCardData(
+        license=license,
+        pretty_name=pretty_name,
+        language=["en"],
+        task_categories=["text-classification"],
+        tags=["relation-extraction", "document-level-relation-extraction", "robustness", "docred"],
+        size_categories=[_size_category(sum(s["renamed_documents"] for s in statistics.values()))],
+    )
+    MetadataConfigs(
+        {
+            "default": {
+                "data_files": [{"split": split, "path": f"data/{split}-*"} for split in statistics],
+            }
+        }
+    ).to_dataset_card_data(card_data)
+    splits = SplitDict()
+    for split, stats in statistics.items():
+        splits.add(SplitInfo(name=split, num_bytes=stats.get("num_bytes", 0), num_examples=stats["renamed_documents"]))
+    DatasetInfosDict({"default": DatasetInfo(features=DOCUMENT_FEATURES, splits=splits)}).to_dataset_card_data(
+        card_data
+    )
+    return card_data.to_dict()
+
+
+def _size_category(rows: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if rows < limit:
+            return label
+    return "1M<n<10M"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
+    """One split's construction statistics as Markdown lines (the card's section, also printed by the CLI)."""
+    rates = stats["substitution_rates"]
+    matches = stats["type_matches"]
+    lines = [
+        f"### `{split}`",
+        "",
+        f"{stats['source_documents']} source documents x seeds {stats['seeds']} = "
+        f"{stats['renamed_documents']} renamed documents; {stats['failed']} (document, seed) pairs not renamed "
+        f"({stats['failed_documents']} documents{', see `errors/' + split + '.jsonl`' if stats['failed'] else ''}).",
+        f"Knowledge base: `{stats['kb']['name']}`, snapshot `{stats['kb']['snapshot']}`. "
+        f"Input: `{stats['input']['path']}` (sha256 `{stats['input']['sha256'][:16]}...`).",
+        "",
+        "| type | entities | substituted | rate | exact type | relaxed type | rule |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    order = [t for t in (*ENTITY_TYPES, "ALL") if t in rates] + sorted(set(rates) - {*ENTITY_TYPES, "ALL"})
+    for etype in order:
+        row = rates[etype]
+        kinds = matches.get(etype, {})
+        lines.append(
+            f"| {etype} | {row['entities']} | {row['substituted']} | {_pct(row.get('rate'))} | "
+            f"{kinds.get('exact', 0)} | {kinds.get('relaxed', 0)} | {kinds.get('rule', 0)} |"
+        )
+    leaks = ", ".join(f"{k}: {v}" for k, v in stats["leaks"].items())
+    lines += ["", f"Leaks (original names still in the renamed text): {leaks}. New names used: {stats['names_used']}.", ""]
+    return lines
+
+
+def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_id: str | None) -> str:
+    where = repo_id or "path/to/this/folder"
+    lines = [
+        f"# {pretty_name}",
+        "",
+        f"{pretty_name} tests how document-level relation extraction models cope with entity name variations: "
+        "each source document is renamed once per seed by the envre-hf renaming pipeline, which links every "
+        "entity to a knowledge-base item, takes its fine-grained type, draws another item of that type with enough "
+        "names and substitutes all mentions alias-wise (NUM and TIME get rule-based new values). Relation labels, "
+        "entity types, evidence and coreference are unchanged, so scores on the renamed copies are directly "
+        "comparable with scores on the source documents.",
+        "",
+        "## Splits",
+        "",
+        "| split | rows | source documents | seeds |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    for split, stats in statistics.items():
+        lines.append(
+            f"| {split} | {stats['renamed_documents']} | {stats['source_documents']} | "
+            f"{', '.join(map(str, stats['seeds']))} |"
+        )
+    lines += [
+        "",
+        "Rows follow the source order, document by document, one row per seed. `doc_id` is `<source key>#<seed>`, "
+        "`orig_title` and `seed` give the provenance and `substitutions` lists every renamed entity "
+        "(`item_id`, `fine_type`, `original_name`, `new_name`, `match`: `exact`, `relaxed:<how>` or `rule`).",
+        "",
+        "## Construction statistics",
+        "",
+    ]
+    for split, stats in statistics.items():
+        lines += statistics_markdown(split, stats)
+    lines += [
+        "`names_used.json` lists the new names of each split: pass it to `envre build --exclude-names-from` so "
+        "another build (e.g. a renamed training set) never reuses them.",
+        "",
+        "## How to load",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "from envre_hf.documents import dataset_to_documents",
+        "",
+        f'ds = load_dataset("{where}")',
+        f'seed0 = ds["{next(iter(statistics))}"].filter(lambda row: row["seed"] == 0)',
+        "docs = dataset_to_documents(seed0)   # typed envre_hf Documents, DocRED JSON via envre_hf.documents.to_docred",
+        "```",
+        "",
+        "## Citation",
+        "",
+        "```bibtex",
+        CITATION,
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_dataset_card(
+    output_dir: str | os.PathLike,
+    *,
+    pretty_name: str = "Env-Re-DocRED",
+    license: str = "mit",
+    repo_id: str | None = None,
+) -> Path:
+    """(Re)write ``output_dir/README.md`` from ``output_dir/statistics.json`` and the parquet sizes."""
+    from huggingface_hub import DatasetCard
+
+    from .build import STATISTICS_FILE
+
+    folder = Path(output_dir)
+    statistics = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))
+    for stats in statistics.values():
+        stats["num_bytes"] = sum((folder / f).stat().st_size for f in stats["data_files"])
+    metadata = card_metadata(statistics, pretty_name=pretty_name, license=license)
+    import yaml
+
+    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
+    card = DatasetCard(f"---\n{header}---\n\n{card_body(statistics, pretty_name=pretty_name, repo_id=repo_id)}")
+    path = folder / "README.md"
+    path.write_text(str(card), encoding="utf-8")
+    return path
