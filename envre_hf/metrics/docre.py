@@ -1,0 +1,484 @@
+"""DocRED scoring with the official semantics (the core of the ``docre_f1`` metric).
+
+The rules follow the scorer that DocRED-family papers report (the official DocRED ``evaluation.py``
+as adapted by ATLOP and Re-DocRED, ``official_evaluate``):
+
+* predictions are de-duplicated on ``(document, h_idx, t_idx, r)``; the first occurrence in input
+  order is kept (the official code sorts stably, then drops repeats), so its ``evidence`` is the one scored;
+* a prediction is correct when the gold document has a label ``(h, t, r)``; the recall denominator is the
+  number of distinct gold ``(document, h, t, r)`` labels;
+* **Ign** ("ignore train annotated"): a correct prediction is *in train* when some (head mention name,
+  tail mention name, r) of it is a fact of the training documents, the fact set holding every
+  mention-name pair of every training label. ``ign_precision = (correct - in_train) /
+  (predictions - in_train + 1e-5)`` and ``ign_f1`` combines it with the ordinary recall;
+* **evidence**: predicted sentence ids are taken as a set; precision over all predicted evidence
+  sentences of de-duplicated predictions, recall over the total length of the gold evidence lists
+  (ATLOP's count, starting at 0; Re-DocRED's copy starts at 1);
+* **intra / inter** (Re-DocRED's benchmark scorer): a pair is intra when a mention of the head and a
+  mention of the tail share a sentence (:meth:`Document.is_intra`), inter otherwise; each side is
+  scored on its own predictions and gold labels.
+
+Divisions whose denominator is zero give 0 (the official code returns zeros for an empty submission).
+Every float is computed with the same expression, in the same order, as the official code, so the
+numbers agree to the last digit.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, product
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+from ..documents import Document, DocumentError, docred_schema
+
+#: Added to the Ign precision denominator by the official scorer (keeps an all-in-train submission finite).
+IGN_EPSILON = 1e-5
+
+
+class PredictionError(ValueError):
+    """A prediction is malformed or points at an unknown document / entity. Names index, document and field."""
+
+    def __init__(self, message: str, *, index: int | None = None, doc: str | None = None, field: str | None = None):
+        self.index, self.doc, self.field, self.reason = index, doc, field, message
+        where = []
+        if index is not None:
+            where.append(f"prediction {index}")
+        if doc is not None:
+            where.append(f"(document {doc!r})")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{' '.join(where)}: {message}" if where else message)
+
+
+# --------------------------------------------------------------------------- training facts
+
+
+@dataclass(frozen=True)
+class TrainFacts:
+    """The official "train annotated" fact set: (head mention name, tail mention name, relation).
+
+    Also indexed by relation (``r -> {(head name, tail name)}``) so a correct prediction is checked with
+    one C-level ``isdisjoint`` over the product of its entities' names.
+    """
+
+    facts: frozenset[tuple[str, str, str]]
+    num_documents: int = 0
+    by_relation: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.by_relation and self.facts:
+            grouped: dict[str, set[tuple[str, str]]] = {}
+            for n1, n2, r in self.facts:
+                grouped.setdefault(r, set()).add((n1, n2))
+            object.__setattr__(self, "by_relation", {r: frozenset(v) for r, v in grouped.items()})
+
+    @classmethod
+    def from_documents(cls, docs: Iterable[Document]) -> "TrainFacts":
+        """Every (mention name of h, mention name of t, r) of every label of ``docs``."""
+        grouped: dict[str, set[tuple[str, str]]] = {}
+        n = 0
+        for n, doc in enumerate(docs, 1):
+            names = [entity.names for entity in doc.entities]
+            for rel in doc.relations:
+                pairs = grouped.get(rel.r)
+                if pairs is None:
+                    pairs = grouped[rel.r] = set()
+                pairs.update(product(names[rel.h], names[rel.t]))
+        facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
+        return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def __contains__(self, fact: object) -> bool:
+        return fact in self.facts
+
+    def any_in_train(self, head_names: Iterable[str], tail_names: Iterable[str], r: str) -> bool:
+        """True when some (head name, tail name, r) is a training fact (the official Ign test)."""
+        pairs = self.by_relation.get(r)
+        return pairs is not None and not pairs.isdisjoint(product(head_names, tail_names))
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def _prf(correct: int, predicted: int, gold: int) -> tuple[float, float, float]:
+    """Precision, recall, F1 with the official expressions (0 for empty denominators)."""
+    p = 1.0 * correct / predicted if predicted > 0 else 0.0
+    r = 1.0 * correct / gold if gold > 0 else 0.0
+    f1 = 0.0 if p + r == 0 else 2.0 * p * r / (p + r)
+    return p, r, f1
+
+
+def _f1(p: float, r: float) -> float:
+    return 0.0 if p + r == 0 else 2.0 * p * r / (p + r)
+
+
+@dataclass
+class DocREScores:
+    """Scores of one submission. Fractions in [0, 1], like the official scorer's return values."""
+
+    precision: float
+    recall: float
+    f1: float
+    #: Ign scores; None when no training documents were given.
+    ign_precision: float | None
+    ign_f1: float | None
+    #: Evidence scores; None when no prediction carries an ``evidence`` field.
+    evidence_precision: float | None
+    evidence_recall: float | None
+    evidence_f1: float | None
+    intra_precision: float
+    intra_recall: float
+    intra_f1: float
+    inter_precision: float
+    inter_recall: float
+    inter_f1: float
+    #: relation id -> {precision, recall, f1, gold, predicted, correct}
+    per_relation: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    #: number of entities of a document -> {precision, recall, f1, documents, gold, predicted, correct}
+    by_entity_count: dict[int, dict[str, float | int]] = field(default_factory=dict)
+    num_documents: int = 0
+    num_gold: int = 0
+    #: De-duplicated predictions (the precision denominator) and how many repeats were dropped.
+    num_predictions: int = 0
+    num_duplicates: int = 0
+    num_correct: int = 0
+    num_correct_in_train: int = 0
+    #: Predictions for documents absent from the gold set (only with ``allow_unknown_documents``).
+    num_unknown_document_predictions: int = 0
+    num_gold_evidence: int = 0
+    num_predicted_evidence: int = 0
+    num_correct_evidence: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (entity-count keys stay ints; ``json.dumps`` writes them as strings)."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("per_relation", "by_entity_count")}
+        out["per_relation"] = {r: dict(v) for r, v in self.per_relation.items()}
+        out["by_entity_count"] = {n: dict(v) for n, v in self.by_entity_count.items()}
+        return out
+
+    def headline(self) -> dict[str, float | None]:
+        """The numbers papers report, in percent rounded to 2 decimals (None stays None)."""
+        keys = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1", "evidence_f1")
+        return {k: None if getattr(self, k) is None else round(100 * getattr(self, k), 2) for k in keys}
+
+
+# --------------------------------------------------------------------------- gold index
+
+
+class GoldIndex:
+    """Gold documents prepared for scoring (build once to score several submissions against one gold set)."""
+
+    def __init__(self, gold: Sequence[Document]):
+        self.docs: dict[str, Document] = {}
+        self.num_entities: dict[str, int] = {}
+        #: key -> per entity, the set of sentences its mentions occur in (intra = the sets meet)
+        self.entity_sents: dict[str, list[frozenset[int]]] = {}
+        #: title -> keys, to resolve predictions that carry only a title
+        self.titles: dict[str, list[str]] = {}
+        #: (key, h, t, r) -> gold evidence list; duplicate gold labels: the last one wins, as officially
+        self.labels: dict[tuple[str, int, int, str], list[int]] = {}
+        self.num_gold_evidence = 0
+        self._names: dict[str, list[list[str]]] = {}
+        labels = self.labels
+        for i, doc in enumerate(gold):
+            if not isinstance(doc, Document):
+                raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
+            key = doc.key
+            if key in self.docs:
+                raise DocumentError(
+                    f"duplicate document key {key!r} in the gold set (give copies distinct doc_id values)",
+                    doc_index=i,
+                    title=doc.title,
+                    field="doc_id",
+                )
+            if not doc.has_labels:
+                raise DocumentError(
+                    "gold document has no labels (an unlabelled split)", doc_index=i, title=doc.title, field="labels"
+                )
+            self.docs[key] = doc
+            n_ent = self.num_entities[key] = len(doc.entities)
+            self.entity_sents[key] = [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities]
+            self.titles.setdefault(doc.title, []).append(key)
+            for j, rel in enumerate(doc.relations):
+                h, t = rel.h, rel.t
+                if not (0 <= h < n_ent and 0 <= t < n_ent):
+                    raise DocumentError(
+                        f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=doc.title, label=j, field="h/t"
+                    )
+                labels[(key, h, t, rel.r)] = rel.evidence
+                self.num_gold_evidence += len(rel.evidence)
+        self.gold_by_relation: Counter[str] = Counter(map(itemgetter(3), labels))
+        self.gold_by_count: Counter[int] = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
+        self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
+        ent_sents = self.entity_sents
+        intra = 0
+        for key, h, t, _ in labels:
+            es = ent_sents[key]
+            if not es[h].isdisjoint(es[t]):
+                intra += 1
+        self.num_gold_intra = intra
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def names(self, key: str) -> list[list[str]]:
+        """Distinct mention names of every entity of a document (computed on first use)."""
+        names = self._names.get(key)
+        if names is None:
+            names = self._names[key] = [e.names for e in self.docs[key].entities]
+        return names
+
+    def resolve(self, doc_id: Any, title: Any) -> str | None:
+        """The gold key of a prediction (``doc_id`` first, then ``title``), or None when unknown."""
+        if doc_id is not None:
+            return doc_id if doc_id in self.docs else None
+        if title in self.docs:
+            return title
+        keys = self.titles.get(title)
+        if keys is None:
+            return None
+        if len(keys) > 1:
+            raise PredictionError(
+                f"title {title!r} names {len(keys)} gold documents; give the prediction a doc_id", field="title"
+            )
+        return keys[0]
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def _index(value: Any, i: int, doc: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise PredictionError(f"expected an integer, got {value!r}", index=i, doc=doc, field=name)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise PredictionError(f"expected an integer, got {value!r}", index=i, doc=doc, field=name) from None
+
+
+def _evidence(value: Any, i: int, doc: Any) -> list[int]:
+    """``value`` as a list of sentence ids."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise PredictionError(f"expected a list of sentence ids, got {value!r}", index=i, doc=doc, field="evidence")
+    return [_index(v, i, doc, "evidence") for v in value]
+
+
+def score_predictions(
+    predictions: Sequence[Mapping[str, Any]],
+    gold: Sequence[Document] | GoldIndex,
+    train: Sequence[Document] | TrainFacts | None = None,
+    *,
+    allow_unknown_documents: bool = False,
+) -> DocREScores:
+    """Score official-format predictions against gold documents, exactly as the official DocRED scorer.
+
+    ``predictions``: dicts ``{"doc_id" | "title", "h_idx", "t_idx", "r", "evidence"?}``; ``doc_id`` is matched
+    to :attr:`Document.key` (preferred), a bare ``title`` to the key or the unique gold document of that title.
+    ``gold``: the gold documents, or a prebuilt :class:`GoldIndex` of them.
+    ``train``: training documents (or prebuilt :class:`TrainFacts`) for Ign; without them the Ign scores are None.
+    ``allow_unknown_documents``: count predictions for documents outside the gold set as wrong (the official
+    behaviour) instead of raising :class:`PredictionError` (the default, since it usually means mismatched files).
+    Relation ids are not checked against the DocRED inventory: an unknown id simply never matches.
+    Raises :class:`PredictionError` naming the prediction index, document and field of a bad prediction.
+    """
+    index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold)
+    facts = train if isinstance(train, TrainFacts) or train is None else TrainFacts.from_documents(train)
+    num_entities = index.num_entities
+
+    # ---- validate, resolve and de-duplicate (the first occurrence wins, as after the official stable sort)
+    kept: dict[tuple[str, int, int, str], Any] = {}
+    unknown: set[tuple[Any, ...]] = set()
+    resolved: dict[tuple[Any, Any], str | None] = {}
+    evidence_lists: list[tuple[int, Any, list]] = []
+    total = 0
+    for i, pred in enumerate(predictions):
+        total += 1
+        if type(pred) is not dict and not isinstance(pred, Mapping):
+            raise PredictionError(f"expected an object, got {type(pred).__name__}", index=i)
+        doc_id = pred.get("doc_id")
+        if doc_id is not None and doc_id in num_entities:
+            key = name = doc_id
+        else:
+            ref = (doc_id, pred.get("title"))
+            name = ref[0] if ref[0] is not None else ref[1]
+            if ref in resolved:
+                key = resolved[ref]
+            else:
+                if name is None:
+                    raise PredictionError("a prediction needs a doc_id or a title", index=i, field="doc_id")
+                try:
+                    key = resolved[ref] = index.resolve(*ref)
+                except PredictionError as err:
+                    raise PredictionError(err.reason, index=i, doc=name, field=err.field) from None
+        try:
+            h, t, r = pred["h_idx"], pred["t_idx"], pred["r"]
+        except KeyError as err:
+            raise PredictionError("missing", index=i, doc=name, field=err.args[0]) from None
+        if type(h) is not int:
+            h = _index(h, i, name, "h_idx")
+        if type(t) is not int:
+            t = _index(t, i, name, "t_idx")
+        if type(r) is not str:
+            raise PredictionError(f"expected a relation id string, got {r!r}", index=i, doc=name, field="r")
+        if key is None:
+            if not allow_unknown_documents:
+                raise PredictionError(
+                    "no gold document has this key (pass allow_unknown_documents=True to count it as wrong)",
+                    index=i,
+                    doc=name,
+                    field="doc_id" if doc_id is not None else "title",
+                )
+            unknown.add((name, h, t, r))
+            continue
+        n_ent = num_entities[key]
+        if not 0 <= h < n_ent:
+            raise PredictionError(f"h_idx {h} is out of range (the document has {n_ent} entities)", index=i, doc=name, field="h_idx")
+        if not 0 <= t < n_ent:
+            raise PredictionError(f"t_idx {t} is out of range (the document has {n_ent} entities)", index=i, doc=name, field="t_idx")
+        k = (key, h, t, r)
+        if k not in kept:
+            evi = pred.get("evidence")
+            if evi is not None:
+                if type(evi) is list:
+                    evidence_lists.append((i, name, evi))
+                else:
+                    evi = _evidence(evi, i, name)
+            kept[k] = evi
+    # plain evidence lists are type-checked in bulk (C-level); the slow path names the culprit
+    if evidence_lists and set(map(type, chain.from_iterable(e for _, _, e in evidence_lists))) - {int}:
+        for i, name, evi in evidence_lists:
+            _evidence(evi, i, name)
+
+    # ---- count
+    labels = index.labels
+    ent_sents = index.entity_sents
+    check_train = facts is not None and len(facts) > 0
+    any_evidence = False
+    correct_keys = []
+    correct_in_train = correct_evidence = predicted_evidence = 0
+    pred_intra = correct_intra = 0
+    for k, evi in kept.items():
+        key, h, t, r = k
+        es = ent_sents[key]
+        intra = not es[h].isdisjoint(es[t])
+        if intra:
+            pred_intra += 1
+        if evi is not None:
+            any_evidence = True
+            evi = set(evi)
+            predicted_evidence += len(evi)
+        gold_evi = labels.get(k)
+        if gold_evi is None:
+            continue
+        correct_keys.append(k)
+        if intra:
+            correct_intra += 1
+        if evi:
+            correct_evidence += len(evi.intersection(gold_evi))
+        if check_train:
+            names = index.names(key)
+            if facts.any_in_train(names[h], names[t], r):
+                correct_in_train += 1
+
+    correct = len(correct_keys)
+    n_pred = len(kept) + len(unknown)
+    n_gold = len(labels)
+    p, rc, f1 = _prf(correct, n_pred, n_gold)
+    if facts is not None:
+        ign_p: float | None = 1.0 * (correct - correct_in_train) / (n_pred - correct_in_train + IGN_EPSILON)
+        ign_f1: float | None = _f1(ign_p, rc)
+    else:
+        ign_p = ign_f1 = None
+    if any_evidence:
+        evi_p, evi_r, evi_f1 = _prf(correct_evidence, predicted_evidence, index.num_gold_evidence)
+    else:
+        evi_p = evi_r = evi_f1 = None
+    intra = _prf(correct_intra, pred_intra, index.num_gold_intra)
+    inter = _prf(correct - correct_intra, len(kept) - pred_intra, n_gold - index.num_gold_intra)
+
+    relation_of, doc_of = itemgetter(3), itemgetter(0)
+    pred_by_relation = Counter(map(relation_of, kept))
+    correct_by_relation = Counter(map(relation_of, correct_keys))
+    pred_by_count = Counter(map(num_entities.__getitem__, map(doc_of, kept)))
+    correct_by_count = Counter(map(num_entities.__getitem__, map(doc_of, correct_keys)))
+    order = {rid: i for i, rid in enumerate(docred_schema().ids())}
+    per_relation = {}
+    for r in sorted(index.gold_by_relation.keys() | pred_by_relation.keys(), key=lambda r: (order.get(r, len(order)), r)):
+        g, n, c = index.gold_by_relation[r], pred_by_relation[r], correct_by_relation[r]
+        rp, rr, rf = _prf(c, n, g)
+        per_relation[r] = {"precision": rp, "recall": rr, "f1": rf, "gold": g, "predicted": n, "correct": c}
+    by_count = {}
+    for n_ent in sorted(index.docs_by_count):
+        g, n, c = index.gold_by_count[n_ent], pred_by_count[n_ent], correct_by_count[n_ent]
+        cp, cr, cf = _prf(c, n, g)
+        by_count[n_ent] = {
+            "precision": cp,
+            "recall": cr,
+            "f1": cf,
+            "documents": index.docs_by_count[n_ent],
+            "gold": g,
+            "predicted": n,
+            "correct": c,
+        }
+    return DocREScores(
+        precision=p,
+        recall=rc,
+        f1=f1,
+        ign_precision=ign_p,
+        ign_f1=ign_f1,
+        evidence_precision=evi_p,
+        evidence_recall=evi_r,
+        evidence_f1=evi_f1,
+        intra_precision=intra[0],
+        intra_recall=intra[1],
+        intra_f1=intra[2],
+        inter_precision=inter[0],
+        inter_recall=inter[1],
+        inter_f1=inter[2],
+        per_relation=per_relation,
+        by_entity_count=by_count,
+        num_documents=len(index),
+        num_gold=n_gold,
+        num_predictions=n_pred,
+        num_duplicates=total - n_pred,
+        num_correct=correct,
+        num_correct_in_train=correct_in_train,
+        num_unknown_document_predictions=len(unknown),
+        num_gold_evidence=index.num_gold_evidence,
+        num_predicted_evidence=predicted_evidence,
+        num_correct_evidence=correct_evidence,
+    )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read an official-format prediction file: a JSON list of objects, or JSON Lines (``.jsonl``)."""
+    path = Path(path)
+    with open(path, encoding="utf-8") as fh:
+        if path.name.endswith(".jsonl"):
+            try:
+                preds = [json.loads(line) for line in fh if line.strip()]
+            except json.JSONDecodeError as err:
+                raise PredictionError(f"{path} is not valid JSON Lines: {err}") from None
+        else:
+            try:
+                preds = json.load(fh)
+            except json.JSONDecodeError as err:
+                raise PredictionError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(preds, list):
+        raise PredictionError(f"{path}: expected a JSON list of predictions, got {type(preds).__name__}")
+    for i, pred in enumerate(preds):
+        if not isinstance(pred, dict):
+            raise PredictionError(f"{path}: expected an object, got {type(pred).__name__}", index=i)
+    return preds
