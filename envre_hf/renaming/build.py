@@ -26,7 +26,6 @@ import multiprocessing
 import os
 import shutil
 import time
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
@@ -41,7 +40,6 @@ from ..documents import (
     document_from_row,
     document_to_row,
     from_dict,
-    validate_document,
     write_documents,
 )
 from ..kb.base import KnowledgeBaseError
@@ -186,17 +184,15 @@ def load_raw_documents(path: PathLike) -> list[Any]:
 
 
 def parse_documents(raw: Sequence[Any], skip: bool = True) -> tuple[list[Document | None], list[DocumentFailure]]:
-    """Parse and validate each raw document. With ``skip`` failures are returned (``None`` in the document
-    list), otherwise the first one is raised."""
+    """Parse each raw document. With ``skip`` failures are returned (``None`` in the document list), otherwise
+    the first one is raised. Validation is the pipeline's job (``RenamingConfig.validate``)."""
     docs: list[Document | None] = []
     failures: list[DocumentFailure] = []
     for i, obj in enumerate(raw):
         try:
             if isinstance(obj, DocumentError):
                 raise obj
-            doc = from_dict(obj, i)
-            validate_document(doc, i)
-            docs.append(doc)
+            docs.append(from_dict(obj, i))
         except DocumentError as err:
             if not skip:
                 raise
@@ -240,8 +236,10 @@ def load_excluded_names(path: PathLike) -> set[str]:
         raw = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
         return {name for names in raw["splits"].values() for name in names}
+    from .isolation import document_names
+
     docs, _ = parse_documents(raw if isinstance(raw, list) else [raw], skip=False)
-    return {m.name for doc in docs if doc is not None for e in doc.entities for m in e.mentions}
+    return document_names(doc for doc in docs if doc is not None)
 
 
 # --------------------------------------------------------------------------- work folder
@@ -411,50 +409,27 @@ def construction_statistics(
     source: SourceInfo,
     seeds: Sequence[int],
 ) -> dict[str, Any]:
-    """The numbers a dataset card reports: substitution rates and type-match kinds per coarse type, leaks,
-    names used, KB snapshot, seeds."""
-    from . import substitution_rates, used_names  # the renaming package's one implementation of each
+    """The numbers a dataset card reports: substitution rate per coarse type, type-match kinds (exact /
+    relaxed / rule / unchanged:<reason>), leaks left in the text, names used, KB snapshot, seeds."""
+    from .isolation import used_names
+    from .leaks import find_leaks
+    from .stats import match_counts, substitution_rates
 
-    matches: dict[str, Counter] = {}
-    for doc in renamed:
-        for sub in doc.substitutions or []:
-            kind = sub.match.split(":", 1)[0]
-            etype = doc.entities[sub.entity].type
-            matches.setdefault(etype, Counter())[kind] += 1
-            matches.setdefault("ALL", Counter())[kind] += 1
-    stats: dict[str, Any] = {
+    leaks = [len(find_leaks(doc)) for doc in renamed]
+    return {
         "source_documents": source_docs,
         "seeds": list(seeds),
         "renamed_documents": len(renamed),
         "failed": len(failures),
         "failed_documents": len({f.doc_index for f in failures}),
-        "substitution_rates": substitution_rates(list(renamed)),
-        "type_matches": {etype: dict(sorted(c.items())) for etype, c in sorted(matches.items())},
-        "leaks": _leak_counts(renamed),
+        "substitution_rates": substitution_rates(renamed),
+        "type_matches": match_counts(renamed),
+        "leaks": {"documents": sum(1 for n in leaks if n), "occurrences": sum(leaks)},
         "names_used": len(used_names(renamed)),
         "kb": {"name": source.kb_name, "snapshot": source.kb_snapshot},
         "renaming_config": source.renaming_config,
         "input": {"path": Path(source.input_path).name, "sha256": source.input_sha256},
     }
-    return stats
-
-
-def _leak_counts(renamed: Sequence[Document]) -> dict[str, int]:
-    """Renamed copies where an original name of a substituted entity is still written in the text."""
-    from . import stats as renaming_stats
-
-    counter = getattr(renaming_stats, "leak_counts", None)
-    if counter is not None:
-        return dict(counter(list(renamed)))
-    documents = 0
-    names = 0
-    for doc in renamed:
-        text = " " + " ".join(tok for sent in doc.sents for tok in sent) + " "
-        leaked = {s.original_name for s in doc.substitutions or [] if s.original_name != s.new_name}
-        leaked = {n for n in leaked if f" {n} " in text}
-        names += len(leaked)
-        documents += bool(leaked)
-    return {"documents": documents, "names": names}
 
 
 # --------------------------------------------------------------------------- output folder
@@ -497,7 +472,7 @@ def _assemble(
     n_docs: int,
     parse_failures: list[DocumentFailure],
 ) -> tuple[list[Path], dict[str, Any], list[DocumentFailure]]:
-    from . import used_names
+    from .isolation import used_names
 
     rows: list[dict[str, Any]] = []
     failures = list(parse_failures)

@@ -101,19 +101,18 @@ def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
         f"Knowledge base: `{stats['kb']['name']}`, snapshot `{stats['kb']['snapshot']}`. "
         f"Input: `{stats['input']['path']}` (sha256 `{stats['input']['sha256'][:16]}...`).",
         "",
-        "| type | entities | substituted | rate | exact type | relaxed type | rule |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| type | entities | substituted | rate |",
+        "| --- | ---: | ---: | ---: |",
     ]
     order = [t for t in (*ENTITY_TYPES, "ALL") if t in rates] + sorted(set(rates) - {*ENTITY_TYPES, "ALL"})
     for etype in order:
         row = rates[etype]
-        kinds = matches.get(etype, {})
-        lines.append(
-            f"| {etype} | {row['entities']} | {row['substituted']} | {_pct(row.get('rate'))} | "
-            f"{kinds.get('exact', 0)} | {kinds.get('relaxed', 0)} | {kinds.get('rule', 0)} |"
-        )
+        lines.append(f"| {etype} | {row['entities']} | {row['substituted']} | {_pct(row.get('rate'))} |")
+    kinds = ", ".join(f"{kind}: {n}" for kind, n in matches.items())
+    lines += ["", f"Entities by type match (exact / relaxed KB type, rule-based value, unchanged with reason): {kinds}."]
     leaks = ", ".join(f"{k}: {v}" for k, v in stats["leaks"].items())
-    lines += ["", f"Leaks (original names still in the renamed text): {leaks}. New names used: {stats['names_used']}.", ""]
+    lines += [f"Leaks (unannotated original names left in the renamed text): {leaks}. "
+              f"New names used: {stats['names_used']}.", ""]
     return lines
 
 

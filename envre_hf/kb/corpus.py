@@ -1,0 +1,204 @@
+"""CorpusKB: a fully offline knowledge base built from the entities of a DocRED-format corpus.
+
+Items are the entities of a *pool* of documents (``"corpus:<doc key>#<entity index>"``); an
+item's names are the distinct token forms (DocRED tokens joined by spaces) of its mentions,
+most frequent first. Its fine-grained type is its coarse type plus its **relation-role
+signature** in its document: the set of roles ``h:<P-id>`` (head of) and ``t:<P-id>`` (tail
+of) it plays in the labels, written ``"PER|h:P569|t:P50"``. :func:`describe_type` spells it
+out ("PER; head of P569 date of birth; tail of P50 author").
+
+Step 3 (:meth:`CorpusKB.candidates`) offers pool entities whose signature is compatible:
+
+* **exact**: same coarse type and a role set equal to or a superset of the query's, so every
+  relation label of the renamed entity is one the replacement also has in its own document;
+* **relaxed**: if no entity with enough names matches exactly, roles are dropped one at a
+  time, least common role first (``match = "relaxed:dropped t:P131,h:P17"``), down to
+  ``"relaxed:coarse type only"``.
+
+The pool is indexed once (coarse type + role -> items); answers are cached per (type,
+min_names), so the per-entity cost does not grow with the pool. Entities of documents outside
+the pool (the documents being renamed) are linked on the fly from their own labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from functools import lru_cache
+
+from ..documents import Document, docred_schema
+from .base import Candidate, KnowledgeBase
+
+PREFIX = "corpus:"
+
+
+def role_signature(doc: Document, entity_index: int) -> str:
+    """The fine-grained type of an entity: ``"<coarse>|<role>|..."`` with roles sorted."""
+    return _signatures(doc)[entity_index]
+
+
+def _signatures(doc: Document) -> list[str]:
+    roles: list[set[str]] = [set() for _ in doc.entities]
+    for rel in doc.relations:
+        if 0 <= rel.h < len(roles):
+            roles[rel.h].add(f"h:{rel.r}")
+        if 0 <= rel.t < len(roles):
+            roles[rel.t].add(f"t:{rel.r}")
+    return ["|".join([entity.type, *sorted(r)]) for entity, r in zip(doc.entities, roles)]
+
+
+def describe_type(type_id: str) -> str:
+    """Human-readable form of a signature, e.g. ``"PER; head of P569 date of birth"``."""
+    coarse, *roles = type_id.split("|")
+    names = docred_schema().id2name
+    parts = [coarse]
+    for role in roles:
+        side, _, rel = role.partition(":")
+        parts.append(f"{'head' if side == 'h' else 'tail'} of {rel} {names.get(rel, '')}".rstrip())
+    return "; ".join(parts)
+
+
+def _entity_names(doc: Document, entity_index: int) -> list[str]:
+    """Distinct token forms of an entity's mentions, most frequent first (first appearance breaks ties)."""
+    from ..renaming.tokenize import tokenize_name
+
+    counts: dict[str, int] = {}
+    for mention in doc.entities[entity_index].mentions:
+        tokens = mention.tokens(doc.sents)
+        joined = " ".join(tokens)
+        # only names the DocRED tokenizer reproduces, so a name re-enters text with its own tokens
+        if joined.strip() and tokenize_name(joined) == tokens:
+            counts[joined] = counts.get(joined, 0) + 1
+    return sorted(counts, key=lambda n: -counts[n])
+
+
+class CorpusKB(KnowledgeBase):
+    """Offline KB over ``pool`` (e.g. Re-DocRED dev when renaming test). See the module docstring."""
+
+    name = "corpus"
+
+    def __init__(self, pool: Sequence[Document], cache_size: int = 65536):
+        self._ids: list[str] = []
+        self._names: list[list[str]] = []
+        self._types: list[str] = []
+        self._popularity: list[int] = []
+        self._index: dict[str, int] = {}
+        self._postings: dict[tuple[str, str], set[int]] = {}
+        self._by_coarse: dict[str, list[int]] = {}
+        digest = hashlib.sha256()
+        for doc in pool:
+            signatures = _signatures(doc)
+            involvement = [0] * len(doc.entities)
+            for rel in doc.relations:
+                for e in (rel.h, rel.t):
+                    if 0 <= e < len(involvement):
+                        involvement[e] += 1
+            for e in range(len(doc.entities)):
+                item_id = f"{PREFIX}{doc.key}#{e}"
+                if item_id in self._index:
+                    continue  # a duplicate document key: the first copy wins
+                i = len(self._ids)
+                names = _entity_names(doc, e)
+                coarse, *roles = signatures[e].split("|")
+                self._ids.append(item_id)
+                self._names.append(names)
+                self._types.append(signatures[e])
+                self._popularity.append(involvement[e])
+                self._index[item_id] = i
+                self._by_coarse.setdefault(coarse, []).append(i)
+                for role in roles:
+                    self._postings.setdefault((coarse, role), set()).add(i)
+                digest.update(f"{item_id}\t{signatures[e]}\t{chr(31).join(names)}\n".encode())
+        self._snapshot = f"corpus:{len(self._ids)}:{digest.hexdigest()[:16]}"
+        self._external: dict[str, tuple[str, list[str]]] = {}
+        self._last_doc: tuple[Document, list[str]] | None = None
+        self._query = lru_cache(maxsize=cache_size)(self._compute)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_query")  # caches are rebuilt in worker processes
+        state["_last_doc"] = None
+        state["_external"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._query = lru_cache(maxsize=65536)(self._compute)
+
+    # ------------------------------------------------------------------ KnowledgeBase
+
+    def link(self, doc: Document, entity_index: int) -> str | None:
+        item_id = f"{PREFIX}{doc.key}#{entity_index}"
+        if item_id in self._index and self._types[self._index[item_id]] == role_signature(doc, entity_index):
+            return item_id
+        if self._last_doc is None or self._last_doc[0] is not doc:
+            self._last_doc = (doc, _signatures(doc))
+        if len(self._external) > 100_000:
+            self._external.clear()
+        self._external[item_id] = (self._last_doc[1][entity_index], _entity_names(doc, entity_index))
+        return item_id
+
+    def types(self, item_id: str) -> list[str]:
+        i = self._index.get(item_id)
+        if i is not None:
+            return [self._types[i]]
+        known = self._external.get(item_id)
+        return [known[0]] if known else []
+
+    def names(self, item_id: str) -> list[str]:
+        i = self._index.get(item_id)
+        if i is not None:
+            return list(self._names[i])
+        known = self._external.get(item_id)
+        return list(known[1]) if known else []
+
+    def popularity(self, item_id: str) -> int | None:
+        i = self._index.get(item_id)
+        return None if i is None else self._popularity[i]
+
+    def snapshot_id(self) -> str:
+        return self._snapshot
+
+    def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
+        """Pool entities compatible with ``type_id`` with >= ``min_names`` names, in pool order.
+
+        ``exclude`` holds item ids to leave out (the pipeline passes the entity's own item).
+        """
+        found = self._query(type_id, min_names)
+        if exclude and any(item in self._index for item in exclude):
+            return [c for c in found if c.item_id not in exclude]
+        return list(found)
+
+    # ------------------------------------------------------------------ index queries
+
+    def _matching(self, coarse: str, roles: Sequence[str], min_names: int) -> list[int]:
+        if not roles:
+            pool = self._by_coarse.get(coarse, [])
+        else:
+            sets = [self._postings.get((coarse, r)) for r in roles]
+            if any(s is None for s in sets):
+                return []
+            sets.sort(key=len)
+            pool = sets[0].intersection(*sets[1:]) if len(sets) > 1 else sets[0]
+            pool = sorted(pool)
+        return [i for i in pool if len(self._names[i]) >= min_names]
+
+    def _compute(self, type_id: str, min_names: int) -> tuple[Candidate, ...]:
+        coarse, *roles = type_id.split("|")
+        found = self._matching(coarse, roles, min_names)
+        if found:
+            return tuple(Candidate(self._ids[i], "exact") for i in found)
+        # relax: drop the least common role first (it is what makes the query unsatisfiable)
+        order = sorted(roles, key=lambda r: (len(self._postings.get((coarse, r), ())), r))
+        dropped: list[str] = []
+        while order:
+            dropped.append(order.pop(0))
+            kept = [r for r in roles if r not in dropped]
+            found = self._matching(coarse, kept, min_names)
+            if found:
+                how = f"dropped {','.join(dropped)}" if kept else "coarse type only"
+                return tuple(Candidate(self._ids[i], f"relaxed:{how}") for i in found)
+        return ()

@@ -1,0 +1,35 @@
+"""Stage 3: renamed copies of documents (the four-step pipeline, value rules, isolation, leaks, stats)."""
+
+from .isolation import document_names, used_names
+from .leaks import Leak, find_leaks
+from .pipeline import (
+    RenameReport,
+    RenamingConfig,
+    RenamingPipeline,
+    entity_rng,
+    is_substituted,
+    rename_dataset,
+)
+from .stats import match_counts, substitution_rates
+from .tokenize import joined_name, name_key, tokenize_name
+from .values import ValueRename, rename_values
+
+__all__ = [
+    "Leak",
+    "RenameReport",
+    "RenamingConfig",
+    "RenamingPipeline",
+    "ValueRename",
+    "document_names",
+    "entity_rng",
+    "find_leaks",
+    "is_substituted",
+    "joined_name",
+    "match_counts",
+    "name_key",
+    "rename_dataset",
+    "rename_values",
+    "substitution_rates",
+    "tokenize_name",
+    "used_names",
+]

@@ -1,0 +1,88 @@
+"""Leak check: unannotated occurrences of an original name left in a renamed document.
+
+DocRED does not annotate every occurrence of a name, so replacing the mentions can leave the
+original name elsewhere in the text ("... the Loud Tour ..." outside any mention). A leak is
+a token sequence equal to the tokens of an original name of a renamed entity that overlaps
+no mention. :func:`find_leaks` counts them (leftmost-longest, non-overlapping);
+``RenamingConfig(fix_leaks=True)`` replaces each by the new name the entity got for that
+original name (:func:`leak_replacements`), which shifts later positions like step 4 does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..documents import Document
+from .substitution import SpanReplacement
+from .tokenize import tokenize_name
+
+
+@dataclass(frozen=True)
+class Leak:
+    """Tokens ``[start, end)`` of sentence ``sent_id`` spell ``original_name`` of entity ``entity``."""
+
+    sent_id: int
+    start: int
+    end: int
+    entity: int
+    original_name: str
+
+
+def _originals_from_substitutions(doc: Document) -> dict[int, dict[str, list[str]]]:
+    out: dict[int, dict[str, list[str]]] = {}
+    for sub in doc.substitutions or []:
+        if sub.match.startswith("unchanged:"):
+            continue
+        out.setdefault(sub.entity, {})[sub.original_name] = tokenize_name(sub.original_name)
+    return out
+
+
+def find_leaks(doc: Document, originals: Mapping[int, Mapping[str, Sequence[str]]] | None = None) -> list[Leak]:
+    """Unannotated occurrences of original names in ``doc`` (a renamed copy).
+
+    ``originals[entity][original name]`` gives the tokens to look for; by default they are
+    read from ``doc.substitutions`` (the original names, tokenized).
+    """
+    if originals is None:
+        originals = _originals_from_substitutions(doc)
+    patterns: dict[str, list[tuple[tuple[str, ...], int, str]]] = {}
+    for e, names in originals.items():
+        for name, tokens in names.items():
+            if tokens:
+                patterns.setdefault(tokens[0], []).append((tuple(tokens), e, name))
+    if not patterns:
+        return []
+    for group in patterns.values():
+        group.sort(key=lambda p: (-len(p[0]), p[1], p[2]))  # longest first, then deterministic
+    covered: dict[int, set[int]] = {}
+    for entity in doc.entities:
+        for mention in entity.mentions:
+            covered.setdefault(mention.sent_id, set()).update(range(mention.start, mention.end))
+    leaks: list[Leak] = []
+    for s, sent in enumerate(doc.sents):
+        mask = covered.get(s, set())
+        i = 0
+        while i < len(sent):
+            found = None
+            for tokens, e, name in patterns.get(sent[i], ()):
+                end = i + len(tokens)
+                if tuple(sent[i:end]) == tokens and not any(j in mask for j in range(i, end)):
+                    found = Leak(s, i, end, e, name)
+                    break
+            if found is None:
+                i += 1
+            else:
+                leaks.append(found)
+                i = found.end
+    return leaks
+
+
+def leak_replacements(
+    leaks: Sequence[Leak], new_tokens: Mapping[int, Mapping[str, Sequence[str]]]
+) -> list[SpanReplacement]:
+    """Replacements turning each leak into the new name its entity got for that original name."""
+    return [
+        SpanReplacement(leak.sent_id, leak.start, leak.end, tuple(new_tokens[leak.entity][leak.original_name]))
+        for leak in leaks
+    ]

@@ -1,0 +1,316 @@
+"""Rule-based new values for NUM and TIME entities (step 4 without a knowledge base).
+
+Numbers and dates are not items a knowledge base can offer as look-alikes, so their mentions
+get new values that keep the surface format and differ from the original:
+
+* years ``2007`` -> another year within 30 (not past 2020 when the original was not); year
+  ranges ``2016–17`` keep their span; full dates ``August 31, 2017``, month-year ``May 2002``
+  and day-month forms change month, day (1-28) and year; decades ``1990s`` / ``90s`` move by
+  10-50 years; centuries ``19th century`` become another century (12th-21st);
+* numbers in digits keep their digit count, comma/decimal layout and trailing zeros
+  (``10,000`` -> ``40,000``, ``63.93`` -> ``17.42``), so percentages (``63.93 %``) and
+  currency amounts (``US$ 90 million``) keep their unit and scale words;
+* numbers and ordinals in words (``three``, ``Second``) become another word of the same kind,
+  capitalisation kept; clock times ``11:59`` get a valid new hour and minute.
+
+The rules work on the mention's DocRED tokens, one *piece* (a digit group, a month, a number
+word) at a time, so the tokenization never changes. Pieces are mapped per entity, so
+``2007`` and ``November 29, 2007`` of one entity both get the same new year, and the map is
+injective, so distinct names stay distinct. A name without any piece (``today``) has no rule:
+the entity is then left unchanged. Everything is drawn from the caller's seeded generator.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+_MONTH_ABBR = {m[:3]: i for i, m in enumerate(MONTHS)} | {"Sept": 8}
+_MONTH_FULL = {m: i for i, m in enumerate(MONTHS)}
+_CARDINALS = (
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+)  # fmt: skip
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_ORDINALS = (
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+)  # fmt: skip
+_HIGH_ORDINALS = (
+    "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth",
+    "nineteenth", "twentieth",
+)  # fmt: skip
+_WORD_GROUPS = {
+    w: group for group in (_CARDINALS[:9], _CARDINALS[9:], _TENS, _ORDINALS, _HIGH_ORDINALS) for w in group
+}
+
+_PIECE = re.compile(
+    r"(?P<clock>\b\d{1,2}:\d{2}\b)"
+    r"|(?P<range>\b\d{4}[–-](?:\d{4}|\d{2})\b)"
+    r"|(?P<decade>\d{2,4}(?=0?s\b)0?)(?=s\b)"
+    r"|(?P<ordinal>\d+)(?P<suffix>st|nd|rd|th)\b"
+    r"|(?P<number>\d+(?:[,.]\d+)*)"
+    r"|(?P<word>[A-Za-z]+)"
+)
+_DECADE = re.compile(r"^(?P<digits>\d*0)s$")
+
+
+def _ordinal_suffix(n: int) -> str:
+    if 10 <= n % 100 <= 20:
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
+def _match_case(template: str, word: str) -> str:
+    if template.isupper() and len(template) > 1:
+        return word.upper()
+    if template[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+def _new_digits(digits: str, rng: random.Random) -> str:
+    """Same length, same number of trailing zeros, leading digit non-zero unless the original's was zero."""
+    n = len(digits)
+    zeros = n - len(digits.rstrip("0"))
+    if zeros == n:  # "0", "00"
+        return digits
+    free = n - zeros
+    out = []
+    for i in range(free):
+        lo = 1 if (i == 0 and digits[0] != "0") or i == free - 1 else 0
+        out.append(str(rng.randint(lo, 9)))
+    return "".join(out) + "0" * zeros
+
+
+def _with_layout(template: str, digits: str) -> str:
+    """Put ``digits`` into the comma/decimal layout of ``template``."""
+    it = iter(digits)
+    return "".join(next(it) if ch.isdigit() else ch for ch in template)
+
+
+def _new_year(year: int, rng: random.Random) -> int:
+    top = 2020 if year <= 2020 else year + 30
+    choices = [y for y in range(max(1000, year - 30), min(top, year + 30) + 1) if y != year]
+    return rng.choice(choices)
+
+
+@dataclass(frozen=True)
+class ValueRename:
+    """New tokens for each distinct original name of one NUM/TIME entity, and the value format."""
+
+    tokens: dict[str, list[str]]
+    fine_type: str
+
+
+class _PieceMap:
+    """Per-entity injective map of pieces (``(kind, text)`` -> new text)."""
+
+    def __init__(self, rng: random.Random, time: bool):
+        self.rng = rng
+        self.time = time
+        self.map: dict[tuple[str, str], str] = {}
+        self.used: dict[str, set[str]] = {}
+
+    def get(self, kind: str, text: str, make: Callable[[], str]) -> str | None:
+        key = (kind, text)
+        if key in self.map:
+            return self.map[key]
+        used = self.used.setdefault(kind, set())
+        for _ in range(50):
+            new = make()
+            if new != text and new not in used:
+                used.add(new)
+                self.map[key] = new
+                return new
+        return None
+
+
+def _is_month(token: str) -> int | None:
+    if token in _MONTH_FULL:
+        return _MONTH_FULL[token]
+    return _MONTH_ABBR.get(token.rstrip("."))
+
+
+def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """Token ``i`` with every piece replaced; ``None`` when a piece has no new value."""
+    token = tokens[i]
+    rng = pieces.rng
+    month = _is_month(token) if pieces.time else None
+    if month is not None and (token in _MONTH_FULL or len(tokens) > 1):
+        kinds.append("month")
+        new_month = pieces.get("month", MONTHS[month], lambda: rng.choice(MONTHS))
+        if new_month is None:
+            return None
+        if token in _MONTH_FULL:
+            return new_month
+        return new_month if new_month == "May" else new_month[:3] + ("." if token.endswith(".") else "")
+    out: list[str] = []
+    pos = 0
+    for m in _PIECE.finditer(token):
+        out.append(token[pos : m.start()])
+        pos = m.end()
+        text = m.group(0)
+        new: str | None
+        if m.group("clock"):
+            kinds.append("clock")
+            hour = int(text.split(":")[0])
+            new = pieces.get(
+                "clock",
+                text,
+                lambda: f"{rng.randint(13, 23) if hour > 12 else rng.randint(1, 12):0{len(text.split(':')[0])}d}"
+                f":{rng.randint(0, 59):02d}",
+            )
+        elif m.group("range"):
+            kinds.append("year")
+            start, sep, end = text[:4], text[4], text[5:]
+            new_start = pieces.get("year", start, lambda: str(_new_year(int(start), rng)))
+            if new_start is None:
+                return None
+            span = int(end) - int(start[-len(end) :]) if len(end) == 2 else int(end) - int(start)
+            end_value = int(new_start) + span
+            new = new_start + sep + (f"{end_value % 100:02d}" if len(end) == 2 else str(end_value))
+        elif m.group("decade"):
+            kinds.append("decade")
+            digits = m.group("decade")
+            width = len(digits)
+
+            def make_decade() -> str:
+                base = int(digits)
+                step = rng.choice((-50, -40, -30, -20, -10, 10, 20, 30)) if width == 4 else rng.choice((-30, -20, -10, 10, 20))
+                value = base + step
+                if width == 4 and base <= 2010:
+                    value = min(value, 2010)
+                return f"{value % (10 ** width):0{width}d}"
+
+            new = pieces.get("decade", digits, make_decade)
+        elif m.group("ordinal"):
+            value = int(m.group("ordinal"))
+            nxt = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
+            century = pieces.time and (nxt.startswith("centur") or nxt == "-" and i + 2 < len(tokens))
+            neighbours = [tokens[j] for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens)]
+            day = pieces.time and value <= 31 and any(_is_month(t) is not None for t in neighbours)
+            kinds.append("century" if century else "day" if day else "ordinal")
+            hi = 21 if century else 28 if day else max(9, value * 2)
+            lo = 12 if century and value >= 12 else 1
+            kind = "day" if day else "ordinal"
+            new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))
+            new = None if new_value is None else new_value + _ordinal_suffix(int(new_value))
+        elif m.group("number"):
+            digits = re.sub(r"\D", "", text)
+            is_year = pieces.time and len(text) == 4 and text.isdigit() and 1000 <= int(text) <= 2099
+            neighbours = [tokens[j] for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens)]
+            is_day = (
+                pieces.time
+                and text.isdigit()
+                and len(text) <= 2
+                and 1 <= int(text) <= 31
+                and any(_is_month(t) is not None for t in neighbours)
+            )
+            if is_year:
+                kinds.append("year")
+                new = pieces.get("year", text, lambda: str(_new_year(int(text), rng)))
+            elif is_day:
+                kinds.append("day")
+                width = len(text) if text.startswith("0") else 1
+                new = pieces.get("day", text, lambda: f"{rng.randint(1, 28):0{width}d}")
+            else:
+                kinds.append("number")
+                new = pieces.get("number", text, lambda: _with_layout(text, _new_digits(digits, rng)))
+        else:
+            lower = text.lower()
+            group = _WORD_GROUPS.get(lower)
+            if group is None:
+                out.append(text)
+                continue
+            kinds.append("words")
+            new_word = pieces.get("word", lower, lambda: rng.choice(group))
+            new = None if new_word is None else _match_case(text, new_word)
+        if new is None:
+            return None
+        out.append(new)
+    out.append(token[pos:])
+    return "".join(out)
+
+
+def _fine_type(coarse: str, kinds: list[str], tokens: Sequence[str]) -> str:
+    k = set(kinds)
+    if coarse == "TIME":
+        if "month" in k and "day" in k and "year" in k:
+            fmt = "date"
+        elif "month" in k and "year" in k:
+            fmt = "month-year"
+        elif "month" in k:
+            fmt = "day-month" if "day" in k else "month"
+        elif "century" in k:
+            fmt = "century"
+        elif "decade" in k:
+            fmt = "decade"
+        elif "year" in k:
+            fmt = "year"
+        elif "clock" in k:
+            fmt = "clock"
+        else:
+            fmt = "words" if "words" in k else "number"
+    else:
+        if "%" in tokens:
+            fmt = "percent"
+        elif any(re.search(r"[$€£¥₹]", t) for t in tokens):
+            fmt = "currency"
+        elif "words" in k and "number" not in k:
+            fmt = "words"
+        elif "ordinal" in k:
+            fmt = "ordinal"
+        else:
+            fmt = "number"
+    return f"{coarse}:{fmt}"
+
+
+def rename_values(
+    coarse: str,
+    names: Sequence[tuple[str, Sequence[str]]],
+    rng: random.Random,
+    accept: Callable[[str], bool] | None = None,
+    attempts: int = 10,
+) -> ValueRename | None:
+    """New tokens for each ``(original name, original tokens)`` of one entity, most frequent first.
+
+    ``accept(new_joined_name)`` may veto a value (exclusion lists, collisions); the whole entity
+    is redrawn up to ``attempts`` times. Returns ``None`` when some name has no rule or no
+    acceptable value was found. New names differ from every original name of the entity and
+    from each other.
+    """
+    originals = {" ".join(tokens).casefold() for _, tokens in names} | {name.casefold() for name, _ in names}
+    for _ in range(attempts):
+        pieces = _PieceMap(rng, time=coarse == "TIME")
+        result: dict[str, list[str]] = {}
+        seen: set[str] = set()
+        kinds_first: list[str] = []
+        ok = True
+        for n, (name, tokens) in enumerate(names):
+            kinds: list[str] = []
+            new_tokens = []
+            for i in range(len(tokens)):
+                new = _rewrite_token(tokens, i, pieces, kinds)
+                if new is None:
+                    return None
+                new_tokens.append(new)
+            if not kinds:
+                return None  # nothing to change in this name: no rule applies
+            joined = " ".join(new_tokens)
+            key = joined.casefold()
+            if key in originals or key in seen or (accept is not None and not accept(joined)):
+                ok = False
+                break
+            seen.add(key)
+            result[name] = new_tokens
+            if n == 0:
+                kinds_first = kinds
+        if ok:
+            return ValueRename(result, _fine_type(coarse, kinds_first, names[0][1]))
+    return None
