@@ -1,0 +1,380 @@
+"""Building renamed benchmark folders: resume after a kill, error report, load_dataset round trip, card,
+determinism, name exclusion, export, the Hub upload (against a local mock of the Hub HTTP API), the CLI."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envre_hf.documents import (
+    Document,
+    DocumentError,
+    Substitution,
+    dataset_to_documents,
+    read_documents,
+    to_docred,
+    validate_document,
+)
+from envre_hf.renaming.build import (
+    BuildConfig,
+    BuildError,
+    build_split,
+    load_excluded_names,
+    push_to_hub,
+    upload_plan,
+)
+
+N_DOCS = 30
+SEEDS = (0, 1)
+
+
+class FakePipeline:
+    """A stand-in renamer: every PER/ORG/LOC mention gets same-length made-up tokens derived from
+    (document, entity, seed). Validates like the real pipeline; can crash or slow down on purpose."""
+
+    def __init__(self, crash_after: int | None = None, delay: float = 0.0):
+        self.crash_after = crash_after
+        self.delay = delay
+        self.calls = 0
+
+    def rename(self, doc: Document, seed: int) -> Document:
+        self.calls += 1
+        if self.crash_after is not None and self.calls > self.crash_after:
+            raise RuntimeError("simulated crash")
+        time.sleep(self.delay)
+        validate_document(doc)
+        new = Document(**{**doc.__dict__})
+        new.sents = [list(s) for s in doc.sents]
+        new.entities = []
+        subs = []
+        for e, entity in enumerate(doc.entities):
+            ent = type(entity)(mentions=[type(m)(**m.__dict__) for m in entity.mentions], extra=dict(entity.extra))
+            if entity.type in ("PER", "ORG", "LOC"):
+                tag = hashlib.md5(f"{doc.key}|{e}|{seed}".encode()).hexdigest()[:6]
+                for m in ent.mentions:
+                    tokens = [f"Zq{tag}{k}" for k in range(m.end - m.start)]
+                    new.sents[m.sent_id][m.start : m.end] = tokens
+                    m.name = " ".join(tokens)
+                subs.append(Substitution(e, None, None, entity.mentions[0].name, ent.mentions[0].name, "exact"))
+            else:
+                subs.append(Substitution(e, None, None, entity.mentions[0].name, entity.mentions[0].name, "unchanged:untyped"))
+            new.entities.append(ent)
+        new.doc_id, new.orig_title, new.seed, new.substitutions = f"{doc.key}#{seed}", doc.title, seed, subs
+        return new
+
+
+@pytest.fixture(scope="module")
+def small_input(tmp_path_factory, redocred_test_path) -> Path:
+    raw = json.loads(redocred_test_path.read_text(encoding="utf-8"))[:N_DOCS]
+    path = tmp_path_factory.mktemp("input") / "test_revised.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return path
+
+
+def _build(pipeline, input_path, out, **kw):
+    config = BuildConfig(output_dir=out, seeds=kw.pop("seeds", SEEDS), progress=False, **kw)
+    return build_split(pipeline, input_path, config, kb_name="fake", kb_snapshot="fake-1")
+
+
+def _parquet_bytes(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "data").glob("*.parquet"))}
+
+
+@pytest.fixture(scope="module")
+def reference(small_input, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference") / "ds"
+    result = _build(FakePipeline(), small_input, out)
+    return out, result
+
+
+def test_folder_is_a_loadable_dataset_that_round_trips(reference, small_input):
+    from datasets import load_dataset
+
+    out, result = reference
+    assert result.statistics["renamed_documents"] == N_DOCS * len(SEEDS)
+    ds = load_dataset(str(out))
+    assert list(ds) == ["test"]
+    docs = dataset_to_documents(ds["test"])
+    source = read_documents(small_input)
+    expected = [FakePipeline().rename(doc, seed) for doc in source for seed in SEEDS]
+    assert docs == expected  # input order, document by document, one row per seed
+    assert [d.doc_id for d in docs[:2]] == [f"{source[0].title}#0", f"{source[0].title}#1"]
+
+
+def test_card_yaml_lists_configs_features_and_statistics(reference):
+    out, result = reference
+    text = (out / "README.md").read_text(encoding="utf-8")
+    header = yaml.safe_load(text.split("---\n")[1])
+    assert header["configs"] == [{"config_name": "default", "data_files": [{"split": "test", "path": "data/test-*"}]}]
+    names = [f["name"] for f in header["dataset_info"]["features"]]
+    assert names[:4] == ["doc_id", "title", "sents", "vertexSet"] and "substitutions" in names
+    assert header["dataset_info"]["splits"][0]["num_examples"] == N_DOCS * len(SEEDS)
+    assert header["license"] == "mit" and header["pretty_name"] and header["task_categories"]
+    rates = result.statistics["substitution_rates"]
+    assert f"| ALL | {rates['ALL']['entities']} | {rates['ALL']['substituted']} |" in text
+    assert "fake-1" in text and "## Citation" in text and "load_dataset(" in text
+    assert json.loads((out / "statistics.json").read_text())["test"]["seeds"] == list(SEEDS)
+    from datasets import Features
+
+    from envre_hf.documents import DOCUMENT_FEATURES
+
+    assert Features._from_yaml_list(header["dataset_info"]["features"]) == DOCUMENT_FEATURES
+
+
+def test_two_builds_are_byte_identical(reference, small_input, tmp_path):
+    out, _ = reference
+    _build(FakePipeline(), small_input, tmp_path / "again")
+    assert _parquet_bytes(tmp_path / "again") == _parquet_bytes(out)
+    assert (tmp_path / "again" / "README.md").read_text() == (out / "README.md").read_text()
+
+
+def test_resume_after_injected_crash_equals_uninterrupted_build(reference, small_input, tmp_path):
+    out = tmp_path / "ds"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        _build(FakePipeline(crash_after=17), small_input, out)
+    records = (out / ".build" / "test" / "records.jsonl").read_text().splitlines()
+    assert len(records) == 17 and not (out / "data").exists()
+    with pytest.raises(BuildError, match="--resume"):
+        _build(FakePipeline(), small_input, out)
+    counting = FakePipeline()
+    result = _build(counting, small_input, out, resume=True)
+    assert result.resumed == 17 and counting.calls == N_DOCS * len(SEEDS) - 17
+    assert _parquet_bytes(out) == _parquet_bytes(reference[0])
+    assert not (out / ".build").exists()
+
+
+_KILLED_BUILD = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_build import FakePipeline, _build
+_build(FakePipeline(delay=0.05), {input!r}, {out!r})
+"""
+
+
+def test_resume_after_sigkill_equals_uninterrupted_build(reference, small_input, tmp_path):
+    out = tmp_path / "ds"
+    script = _KILLED_BUILD.format(tests=str(Path(__file__).parent), input=str(small_input), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    records = out / ".build" / "test" / "records.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not records.exists() or len(records.read_bytes().splitlines()) < 8):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = len(records.read_bytes().splitlines())
+    assert 8 <= finished < N_DOCS * len(SEEDS)
+    with open(records, "ab") as fh:  # a line cut short by the kill is dropped, not fatal
+        fh.write(b'{"doc": 29, "se')
+    counting = FakePipeline()
+    result = _build(counting, small_input, out, resume=True)
+    assert result.resumed == finished and counting.calls == N_DOCS * len(SEEDS) - finished
+    assert _parquet_bytes(out) == _parquet_bytes(reference[0])
+
+
+def test_resume_refuses_a_different_configuration(small_input, tmp_path):
+    out = tmp_path / "ds"
+    with pytest.raises(RuntimeError):
+        _build(FakePipeline(crash_after=3), small_input, out)
+    with pytest.raises(BuildError, match="different input, seeds"):
+        _build(FakePipeline(), small_input, out, seeds=(0, 1, 2), resume=True)
+
+
+def test_on_error_skip_lists_every_bad_document_with_its_reason(small_input, tmp_path):
+    raw = json.loads(small_input.read_text())[:6]
+    del raw[1]["vertexSet"]  # cannot be parsed
+    raw[3]["vertexSet"][0][0]["sent_id"] = 999  # parses, but the pipeline rejects it
+    bad = tmp_path / "test_bad.json"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(DocumentError, match="document 1"):
+        _build(FakePipeline(), bad, tmp_path / "fail")
+    result = _build(FakePipeline(), bad, tmp_path / "skip", on_error="skip")
+    errors = [json.loads(line) for line in (tmp_path / "skip" / "errors" / "test.jsonl").read_text().splitlines()]
+    assert [(e["doc_index"], e["seed"]) for e in errors] == [(1, None), (3, 0), (3, 1)]
+    assert errors[0]["title"] == raw[1]["title"] and "vertexSet" in errors[0]["error"]
+    assert "sent_id" in errors[1]["error"] and errors[1]["title"] == raw[3]["title"]
+    stats = result.statistics
+    assert stats["renamed_documents"] == 4 * len(SEEDS) and stats["failed"] == 3 and stats["failed_documents"] == 2
+    # nothing silently dropped: every input document is renamed or listed
+    from datasets import load_dataset
+
+    renamed = {d.orig_title for d in dataset_to_documents(load_dataset(str(tmp_path / "skip"))["test"])}
+    assert renamed | {e["title"] for e in errors} == {d["title"] for d in raw}
+
+
+def test_export_json_and_names_used(small_input, tmp_path):
+    out = tmp_path / "ds"
+    result = _build(FakePipeline(), small_input, out, export_json=True)
+    exported = json.loads((out / "json" / "test.json").read_text())
+    assert len(exported) == N_DOCS * len(SEEDS)
+    first = exported[0]
+    assert {"doc_id", "orig_title", "seed", "substitutions", "vertexSet", "labels"} <= set(first)
+    names = json.loads((out / "names_used.json").read_text())
+    assert len(names["splits"]["test"]) == result.statistics["names_used"] > 0
+    assert load_excluded_names(out) == set(names["splits"]["test"])
+    assert "Zq" in next(iter(load_excluded_names(out / "names_used.json")))
+    from_docred = load_excluded_names(small_input)
+    assert to_docred(read_documents(small_input)[0])["vertexSet"][0][0]["name"] in from_docred
+
+
+def test_second_split_joins_the_same_folder(reference, small_input, tmp_path):
+    from datasets import load_dataset
+
+    out = tmp_path / "ds"
+    _build(FakePipeline(), small_input, out)
+    _build(FakePipeline(), small_input, out, split="validation", seeds=(7,))
+    ds = load_dataset(str(out))
+    assert sorted(ds) == ["test", "validation"]
+    assert len(ds["validation"]) == N_DOCS and set(ds["validation"]["seed"]) == {7}
+    header = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    assert [f["split"] for f in header["configs"][0]["data_files"]] == ["test", "validation"]
+
+
+# --------------------------------------------------------------------------- Hub upload
+
+
+class _MockHub:
+    """Enough of the Hub HTTP API for HfApi.create_repo + upload_folder (regular, non-LFS uploads)."""
+
+    def __init__(self):
+        self.repos: list[dict] = []
+        self.validated: list[dict] = []
+        self.commits: list[tuple[str, list[dict]]] = []
+        self.auth: list[str | None] = []
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code, obj):
+                body = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self._send(404, {"error": f"not mocked: {self.path}"})
+
+            def do_POST(self):
+                data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hub.auth.append(self.headers.get("Authorization"))
+                if self.path == "/api/repos/create":
+                    body = json.loads(data)
+                    hub.repos.append(body)
+                    repo = f"{body['organization']}/{body['name']}" if body.get("organization") else body["name"]
+                    return self._send(200, {"url": f"{hub.endpoint}/datasets/{repo}"})
+                if self.path == "/api/validate-yaml":
+                    body = json.loads(data)
+                    hub.validated.append(body)
+                    yaml.safe_load(body["content"].split("---\n")[1])
+                    return self._send(200, {"errors": [], "warnings": []})
+                if "/preupload/" in self.path:
+                    files = json.loads(data)["files"]
+                    return self._send(
+                        200,
+                        {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]},
+                    )
+                if "/commit/" in self.path:
+                    lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+                    hub.commits.append((self.path, lines))
+                    oid = "a" * 40
+                    url = f"{hub.endpoint}{self.path.replace('/api', '').split('/commit/')[0]}/commit/{oid}"
+                    return self._send(200, {"commitUrl": url, "commitOid": oid})
+                self._send(404, {"error": f"not mocked: {self.path}"})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_push_to_hub_uploads_exactly_the_planned_files(reference, tmp_path, monkeypatch):
+    out, _ = reference
+    (out / ".build").mkdir()
+    (out / ".build" / "leftover.jsonl").write_text("{}\n")  # work files never leave the machine
+    hub = _MockHub()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        info = push_to_hub(out, "envre/env_redocred", token="hf_test_token")
+    finally:
+        hub.server.shutdown()
+        (out / ".build" / "leftover.jsonl").unlink()
+        (out / ".build").rmdir()
+    plan = upload_plan(out, "envre/env_redocred")
+    assert plan.repo_type == "dataset"
+    assert plan.files == ["README.md", "data/test-00000-of-00001.parquet", "names_used.json", "statistics.json"]
+    assert hub.repos == [{"name": "env_redocred", "organization": "envre", "visibility": "public", "type": "dataset"}]
+    assert all(a == "Bearer hf_test_token" for a in hub.auth)
+    [(path, lines)] = hub.commits
+    assert path == "/api/datasets/envre/env_redocred/commit/main"
+    uploaded = {line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines if line["key"] == "file"}
+    assert sorted(uploaded) == plan.files
+    assert all(uploaded[f] == (out / f).read_bytes() for f in plan.files)
+    assert hub.validated and hub.validated[0]["repoType"] == "dataset"
+    assert "envre/env_redocred" in str(info)
+
+
+# --------------------------------------------------------------------------- real pipeline + CLI
+
+
+@pytest.fixture(scope="module")
+def corpus_kb(redocred_dev):
+    corpus = pytest.importorskip("envre_hf.kb.corpus", reason="CorpusKB (helper RENAME) not written yet")
+    return corpus.CorpusKB(redocred_dev)
+
+
+def test_real_pipeline_build_respects_excluded_names(corpus_kb, small_input, tmp_path):
+    from envre_hf.renaming.pipeline import RenamingConfig, RenamingPipeline
+
+    first = build_split(
+        RenamingPipeline(corpus_kb),
+        small_input,
+        BuildConfig(tmp_path / "a", seeds=SEEDS, progress=False),
+        kb_name=corpus_kb.name,
+        kb_snapshot=corpus_kb.snapshot_id(),
+    )
+    used = load_excluded_names(tmp_path / "a")
+    assert used and first.statistics["substitution_rates"]["ALL"]["substituted"] > 0
+    config = RenamingConfig(exclude_names=frozenset(used))
+    second = build_split(
+        RenamingPipeline(corpus_kb, config),
+        small_input,
+        BuildConfig(tmp_path / "b", seeds=SEEDS, progress=False),
+        kb_name=corpus_kb.name,
+        kb_snapshot=corpus_kb.snapshot_id(),
+        renaming_config=config,
+    )
+    assert not used & load_excluded_names(tmp_path / "b")
+    assert second.statistics["renaming_config"]["exclude_names"]["count"] == len(used)
+
+
+def test_cli_builds_prints_statistics_and_resumes(corpus_kb, small_input, redocred_dev_path, tmp_path, capsys):
+    from envre_hf.cli.main import main
+
+    pool = tmp_path / "pool.json"
+    pool.write_text(json.dumps(json.loads(redocred_dev_path.read_text())[:100]))
+    args = ["build", "--input", str(small_input), "--kb", "corpus", "--kb-pool", str(pool), "--seeds", "2",
+            "--output", str(tmp_path / "cli"), "--no-progress", "--export-json"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| ALL |" in printed and "renamed documents" in printed and "Leaks" in printed
+    first = _parquet_bytes(tmp_path / "cli")
+    assert (tmp_path / "cli" / "json" / "test.json").exists()
+    assert main(args + ["--resume"]) == 0  # nothing left to do: rebuilt identically
+    assert _parquet_bytes(tmp_path / "cli") == first
+    assert main(args[:-2] + ["--num-proc", "2", "--output", str(tmp_path / "cli2")]) == 0
+    assert _parquet_bytes(tmp_path / "cli2") == first
