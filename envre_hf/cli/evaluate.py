@@ -1,0 +1,90 @@
+"""``envre evaluate``: score DocRE output against gold documents with the official DocRED rules.
+
+Modes, one function each, chosen in :func:`run`:
+
+* ``--predictions FILE`` (:func:`run_predictions`): an official-format prediction file
+  (``[{"title" | "doc_id", "h_idx", "t_idx", "r", "evidence"?}, ...]``).
+
+Other modes (e.g. ``--model DIR``: predict with a model first; ``--env ENV``: a robustness report)
+plug in as further argument groups in :func:`add_arguments` and branches in :func:`run`; they share
+the gold / train / output options and :func:`emit` for printing.
+
+Scores are printed as JSON (fractions in [0, 1]; ``--output`` also writes them to a file).
+Bad input (unknown documents, out-of-range entities, malformed files) exits with status 1 and a
+message naming the prediction or document and the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..documents import DocumentError, read_documents
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    common = parser.add_argument_group("gold data and output (all modes)")
+    common.add_argument("--gold", type=Path, help="gold documents (DocRED / Re-DocRED JSON, .jsonl or Linked-DocRED)")
+    common.add_argument(
+        "--train",
+        type=Path,
+        help="training documents for Ign F1 (facts seen in training are ignored); without it Ign scores are null",
+    )
+    common.add_argument("--output", type=Path, help="also write the scores to this JSON file")
+    common.add_argument(
+        "--brief", action="store_true", help="leave out the per-relation and per-entity-count tables"
+    )
+    preds = parser.add_argument_group("scoring a prediction file")
+    preds.add_argument("--predictions", type=Path, help="official-format predictions (JSON list or .jsonl)")
+    preds.add_argument(
+        "--allow-unknown-documents",
+        action="store_true",
+        help="count predictions for documents missing from --gold as wrong (the official scorer's behaviour) "
+        "instead of stopping with an error",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if getattr(args, "predictions", None) is not None:
+            return run_predictions(args)
+        # further modes (--model, --env) branch here
+    except (DocumentError, ValueError, OSError) as err:
+        print(f"envre evaluate: error: {err}", file=sys.stderr)
+        return 1
+    print("envre evaluate: error: nothing to score; give --predictions FILE --gold FILE", file=sys.stderr)
+    return 2
+
+
+def _require_gold(args: argparse.Namespace) -> Path:
+    if args.gold is None:
+        raise ValueError("--gold FILE is required")
+    return args.gold
+
+
+def run_predictions(args: argparse.Namespace) -> int:
+    """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
+    from ..metrics import read_predictions, score_predictions
+
+    gold = read_documents(_require_gold(args))
+    train = read_documents(args.train) if args.train is not None else None
+    predictions = read_predictions(args.predictions)
+    scores = score_predictions(predictions, gold, train, allow_unknown_documents=args.allow_unknown_documents)
+    emit(scores.to_dict(), args)
+    return 0
+
+
+def emit(result: dict[str, Any], args: argparse.Namespace) -> None:
+    """Print ``result`` as JSON (without the big tables under ``--brief``) and write it to ``--output``."""
+    if getattr(args, "brief", False):
+        result = {k: v for k, v in result.items() if k not in ("per_relation", "by_entity_count")}
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    output = getattr(args, "output", None)
+    if output is not None:
+        output = Path(output)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text + "\n", encoding="utf-8")
+    print(text)

@@ -1,0 +1,150 @@
+"""docre_f1: document-level relation extraction scores with the official DocRED rules.
+
+A thin `evaluate` wrapper over :func:`envre_hf.metrics.score_predictions`; see README.md (the metric card).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import datasets
+import evaluate
+
+from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_documents, to_docred
+from envre_hf.metrics import TrainFacts, score_predictions
+
+_CITATION = """\
+@inproceedings{yao-etal-2019-docred,
+    title = "{D}oc{RED}: A Large-Scale Document-Level Relation Extraction Dataset",
+    author = "Yao, Yuan and Ye, Deming and Li, Peng and Han, Xu and Lin, Yankai and Liu, Zhenghao and Liu, Zhiyuan and Huang, Lixin and Zhou, Jie and Sun, Maosong",
+    booktitle = "Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics",
+    year = "2019",
+    pages = "764--777",
+}
+@inproceedings{tan-etal-2022-revisiting,
+    title = "Revisiting {D}oc{RED} - Addressing the False Negative Problem in Relation Extraction",
+    author = "Tan, Qingyu and Xu, Lu and Bing, Lidong and Ng, Hwee Tou and Aljunied, Sharifah Mahani",
+    booktitle = "Proceedings of the 2022 Conference on Empirical Methods in Natural Language Processing",
+    year = "2022",
+}
+"""
+
+_DESCRIPTION = """\
+Micro precision, recall and F1 of document-level relation extraction over (document, head entity, tail entity,
+relation) facts, computed exactly like the official DocRED scorer (as used by ATLOP and Re-DocRED): duplicate
+predictions count once, Ign F1 ignores correct facts whose mention names appear with the same relation in the
+training documents, evidence F1 scores predicted evidence sentences, and intra / inter F1 split pairs by whether
+the two entities share a sentence. Also per-relation scores and scores by number of entities per document.
+"""
+
+_KWARGS_DESCRIPTION = """\
+Args:
+    predictions: one list per document, aligned with `references`: the predicted facts of that document, each
+        `{"h_idx": int, "t_idx": int, "r": str, "evidence": list[int] | None}` (entity indices into the
+        document's vertexSet, a Wikidata relation id; `evidence` may be left out or None).
+    references: one gold document per prediction list: a JSON string of a DocRED-format document; `Document`
+        objects, DocRED dicts and `envre_hf` dataset rows are converted to that string for you. A document's key is
+        its `doc_id` (renamed copies) or its title; keys must be distinct.
+    train_documents: optional training documents for Ign F1: a path to a DocRED file, a list of documents
+        (`Document`, DocRED dicts or JSON strings) or an `envre_hf.metrics.TrainFacts`. Without it the Ign scores
+        are None.
+Returns:
+    precision, recall, f1, ign_precision, ign_f1, evidence_precision, evidence_recall, evidence_f1 (None when no
+    evidence is predicted), intra_precision, intra_recall, intra_f1, inter_precision, inter_recall, inter_f1 (all
+    fractions in [0, 1]), per_relation, by_entity_count, and counts (num_gold, num_predictions, num_correct, ...).
+Examples:
+    >>> import evaluate
+    >>> docre_f1 = evaluate.load("metrics/docre_f1")
+    >>> results = docre_f1.compute(predictions=predictions, references=documents, train_documents="train.json")
+    >>> round(100 * results["f1"], 2), round(100 * results["ign_f1"], 2)
+"""
+
+_PREDICTION = {
+    "h_idx": datasets.Value("int32"),
+    "t_idx": datasets.Value("int32"),
+    "r": datasets.Value("string"),
+    "evidence": datasets.List(datasets.Value("int32")),
+}
+
+
+def _reference_json(ref: Any, i: int) -> Any:
+    """A reference as the JSON string of its DocRED document (other types are passed on for Features to reject)."""
+    if isinstance(ref, Document):
+        return json.dumps(to_docred(ref), ensure_ascii=False)
+    if isinstance(ref, Mapping):
+        doc = document_from_row(dict(ref)) if "has_labels" in ref else from_dict(dict(ref), i)
+        return json.dumps(to_docred(doc), ensure_ascii=False)
+    return ref
+
+
+def _predictions(preds: Any) -> Any:
+    """Fill a missing ``evidence`` with None, so that predictions without evidence fit the Features."""
+    if not isinstance(preds, (list, tuple)):
+        return preds
+    return [
+        {**p, "evidence": p.get("evidence")} if isinstance(p, Mapping) and "evidence" not in p else p for p in preds
+    ]
+
+
+def _train_facts(train: Any) -> TrainFacts | None:
+    if train is None or isinstance(train, TrainFacts):
+        return train
+    if isinstance(train, (str, os.PathLike)):
+        return TrainFacts.from_documents(read_documents(train))
+    docs = []
+    for i, doc in enumerate(train):
+        if isinstance(doc, str):
+            doc = json.loads(doc)
+        docs.append(doc if isinstance(doc, Document) else from_dict(doc, i))
+    return TrainFacts.from_documents(docs)
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class DocreF1(evaluate.Metric):
+    """DocRED micro F1, Ign F1, evidence F1 and intra / inter F1 (official semantics)."""
+
+    def _info(self) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {"predictions": datasets.List(_PREDICTION), "references": datasets.Value("string")}
+            ),
+            reference_urls=["https://github.com/thunlp/DocRED", "https://github.com/tonytan48/Re-DocRED"],
+        )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add documents: one prediction list and one reference document each (see the inputs below)."""
+        if predictions is not None:
+            predictions = [_predictions(p) for p in predictions]
+        if references is not None:
+            references = [_reference_json(r, i) for i, r in enumerate(references)]
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one document: its prediction list and its reference document."""
+        if prediction is not None:
+            prediction = _predictions(prediction)
+        if reference is not None:
+            reference = _reference_json(reference, 0)
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def _compute(self, predictions, references, train_documents=None, allow_unknown_documents=False):
+        gold, flat = [], []
+        for i, (doc_preds, ref) in enumerate(zip(predictions, references)):
+            try:
+                doc = from_dict(json.loads(ref), i)
+            except json.JSONDecodeError as err:
+                raise DocumentError(f"reference is not a JSON document: {err}", doc_index=i) from None
+            gold.append(doc)
+            key = doc.key
+            for p in doc_preds:
+                flat.append({"doc_id": key, "h_idx": p["h_idx"], "t_idx": p["t_idx"], "r": p["r"], "evidence": p.get("evidence")})
+        scores = score_predictions(
+            flat, gold, _train_facts(train_documents), allow_unknown_documents=allow_unknown_documents
+        )
+        return scores.to_dict()
