@@ -1,0 +1,27 @@
+"""Analyses of original vs renamed benchmarks (the study's Tables 1-5 and Figure 4), a markdown report and plots."""
+
+from .entity_count import EntityCountCurve, f1_by_entity_count
+from .performance import performance_table
+from .plots import plot_entity_count
+from .popularity import PopularityResult, popularity_pairs, popularity_quartiles
+from .report import analyze, render_markdown, run_analyses, write_report
+from .substitution import substitution_table
+from .train_overlap import overlap_table, train_name_overlap, training_names
+
+__all__ = [
+    "EntityCountCurve",
+    "PopularityResult",
+    "analyze",
+    "f1_by_entity_count",
+    "overlap_table",
+    "performance_table",
+    "plot_entity_count",
+    "popularity_pairs",
+    "popularity_quartiles",
+    "render_markdown",
+    "run_analyses",
+    "substitution_table",
+    "train_name_overlap",
+    "training_names",
+    "write_report",
+]

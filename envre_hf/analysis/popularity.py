@@ -1,0 +1,120 @@
+"""Table 4: how popular the renamed entities were before and after renaming.
+
+For every renamed entity (counted once, whatever its number of aliases; ``unchanged:<reason>``
+records are not renamings) whose substitution drew a knowledge-base item (:attr:`Substitution.item_id`;
+rule-based NUM/TIME values have none) the analysis compares
+
+* the original item: the original document's ``Entity.wikidata_id`` when it is linked (e.g.
+  Linked-DocRED), else ``kb.link(original_doc, entity)`` - the renaming's own step 1. The original
+  document is the one whose key or title equals the renamed copy's ``orig_title``;
+* the substituted item: ``Substitution.item_id``;
+
+by ``kb.popularity`` (number of statements). Quartile cut points are the 25/50/75th percentiles
+of the original items' popularity, so the original entities fill the four quartiles about evenly
+and the substituted entities' distribution over the same quartiles shows the shift (Q1 = least popular).
+When the KB reports no popularity at all the result says so instead of inventing numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..documents import Document
+from ..kb.base import KnowledgeBase
+
+QUARTILES = ("Q1", "Q2", "Q3", "Q4")
+
+
+@dataclass
+class PopularityResult:
+    """Quartile shares before/after renaming, or ``available=False`` with the reason in ``note``."""
+
+    available: bool
+    note: str = ""
+    pairs: int = 0
+    cut_points: list[float] = field(default_factory=list)
+    original: dict[str, float] = field(default_factory=dict)
+    substituted: dict[str, float] = field(default_factory=dict)
+    median_original: float | None = None
+    median_substituted: float | None = None
+    #: substitutions left out, by reason (no item, original not found/linked, popularity unknown)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def popularity_pairs(
+    original: Sequence[Document], renamed: Sequence[Document], kb: KnowledgeBase
+) -> tuple[list[tuple[int, int]], dict[str, int]]:
+    """(original popularity, substituted popularity) per KB substitution, and skip counts by reason."""
+    by_name: dict[str, Document] = {}
+    for doc in original:
+        by_name.setdefault(doc.title, doc)
+        by_name[doc.key] = doc
+    from ..renaming.pipeline import is_substituted
+
+    skipped = {"rule_based": 0, "original_document_missing": 0, "original_unlinked": 0, "popularity_unknown": 0}
+    pairs: list[tuple[int, int]] = []
+    for doc in renamed:
+        source = by_name.get(doc.orig_title or "")
+        seen: set[int] = set()
+        for sub in doc.substitutions or []:
+            # one record per original alias: count each renamed entity once; unchanged entities are not renamed
+            if sub.entity in seen or not is_substituted(sub):
+                continue
+            seen.add(sub.entity)
+            if sub.item_id is None:
+                skipped["rule_based"] += 1
+                continue
+            if source is None or not 0 <= sub.entity < source.num_entities:
+                skipped["original_document_missing"] += 1
+                continue
+            item = source.entities[sub.entity].wikidata_id or kb.link(source, sub.entity)
+            if item is None:
+                skipped["original_unlinked"] += 1
+                continue
+            before, after = kb.popularity(item), kb.popularity(sub.item_id)
+            if before is None or after is None:
+                skipped["popularity_unknown"] += 1
+                continue
+            pairs.append((before, after))
+    return pairs, skipped
+
+
+def _quartile_shares(values: np.ndarray, cuts: np.ndarray) -> dict[str, float]:
+    idx = np.searchsorted(cuts, values, side="left")  # a value equal to a cut point stays in the lower quartile
+    counts = np.bincount(idx, minlength=4)
+    return {q: float(c / len(values)) for q, c in zip(QUARTILES, counts)}
+
+
+def popularity_quartiles(original: Sequence[Document], renamed: Sequence[Document], kb: KnowledgeBase | None) -> PopularityResult:
+    """Table 4 (see the module docstring for the definitions)."""
+    if kb is None:
+        return PopularityResult(False, "no knowledge base given (--kb): entity popularity not analysed")
+    pairs, skipped = popularity_pairs(original, renamed, kb)
+    if not pairs:
+        reason = (
+            f"the knowledge base ({kb.name}) reports no popularity for these items"
+            if skipped["popularity_unknown"]
+            else "no renamed entity with a knowledge-base item and a linked original"
+        )
+        return PopularityResult(False, reason, skipped=skipped)
+    before = np.asarray([p[0] for p in pairs], float)
+    after = np.asarray([p[1] for p in pairs], float)
+    cuts = np.percentile(before, [25, 50, 75])
+    return PopularityResult(
+        True,
+        f"popularity = statements per item in {kb.snapshot_id()}; quartiles of the original items",
+        pairs=len(pairs),
+        cut_points=[float(c) for c in cuts],
+        original=_quartile_shares(before, cuts),
+        substituted=_quartile_shares(after, cuts),
+        median_original=float(np.median(before)),
+        median_substituted=float(np.median(after)),
+        skipped=skipped,
+    )
