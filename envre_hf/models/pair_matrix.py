@@ -42,25 +42,21 @@ class PairIndex:
         cls, hts: Sequence[Sequence[Sequence[int]]], num_entities: Sequence[int], device: torch.device | str = "cpu"
     ) -> "PairIndex":
         """Index the pairs ``hts`` (per document a list of ``[h, t]``) of documents with ``num_entities``."""
+        from .modeling_docre import hts_index  # the base's flattening of hts (batch-global entity ids)
+
         if len(hts) != len(num_entities):
             raise ValueError(f"hts has {len(hts)} documents but entity_pos has {len(num_entities)}")
+        counts = torch.as_tensor(list(num_entities), dtype=torch.long, device=device)
+        head, tail, batch = hts_index(hts, list(num_entities), device)
+        offsets = torch.cumsum(counts, 0) - counts
+        head, tail = head - offsets[batch], tail - offsets[batch]
+        bad = (head < 0) | (tail < 0) | (head >= counts[batch]) | (tail >= counts[batch])
+        if bool(bad.any()):
+            b = int(batch[bad][0])
+            raise ValueError(f"document {b} of the batch: hts refers to an entity outside 0..{int(counts[b]) - 1}")
         n_max = max([1, *num_entities])
-        parts, batch = [], []
-        for b, (doc_hts, n_e) in enumerate(zip(hts, num_entities)):
-            pairs = torch.as_tensor(doc_hts, dtype=torch.long).reshape(-1, 2)
-            if pairs.numel() and (int(pairs.min()) < 0 or int(pairs.max()) >= n_e):
-                raise ValueError(f"document {b} of the batch: hts refers to entity outside 0..{n_e - 1}")
-            parts.append(pairs)
-            batch.append(torch.full((pairs.shape[0],), b, dtype=torch.long))
-        pairs = torch.cat(parts) if parts else torch.zeros(0, 2, dtype=torch.long)
-        counts = torch.as_tensor(list(num_entities), dtype=torch.long)
-        entity_mask = torch.arange(n_max).unsqueeze(0) < counts.unsqueeze(1)
-        return cls(
-            batch=torch.cat(batch).to(device) if batch else torch.zeros(0, dtype=torch.long, device=device),
-            head=pairs[:, 0].to(device),
-            tail=pairs[:, 1].to(device),
-            entity_mask=entity_mask.to(device),
-        )
+        entity_mask = torch.arange(n_max, device=device).unsqueeze(0) < counts.unsqueeze(1)
+        return cls(batch=batch, head=head, tail=tail, entity_mask=entity_mask)
 
     @property
     def size(self) -> tuple[int, int]:
@@ -78,12 +74,14 @@ class PairIndex:
         """The ``B x N x N x C`` matrix's cells of the listed pairs, ``sum_pairs x C`` in ``hts`` order."""
         return matrix[self.batch, self.head, self.tail]
 
+    def square_mask(self) -> torch.Tensor:
+        """B x N x N bool: cells whose head and tail are both real entities (the document's square)."""
+        return self.entity_mask.unsqueeze(2) & self.entity_mask.unsqueeze(1)
+
     def cell_mask(self) -> torch.Tensor:
         """B x N x N bool: cells whose head and tail are both real entities and differ (the valid pairs)."""
-        m = self.entity_mask
-        n = m.shape[1]
-        eye = torch.eye(n, dtype=torch.bool, device=m.device)
-        return m.unsqueeze(2) & m.unsqueeze(1) & ~eye
+        n = self.entity_mask.shape[1]
+        return self.square_mask() & ~torch.eye(n, dtype=torch.bool, device=self.entity_mask.device)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,139 @@
+"""DocuNet (Zhang et al., IJCAI 2021) as a transformers model.
+
+DocuNet treats the document's ``n_e x n_e`` entity-level relation matrix as an image and relation
+extraction as its semantic segmentation. Each cell (h, t) gets a few channels - by default a
+projection of the entity-aware (localized) context of the pair, or the similarities of the two
+entity embeddings - and a U-shaped network (:class:`~envre_hf.models.pair_matrix.PairUNet`: down
+convolutions with pooling, up convolutions with skip connections) turns the map into a feature
+per cell that sees the neighbouring pairs, i.e. the other relations of the same entities. The
+head then classifies each pair from its entity embeddings and its U-Net feature with ATLOP's
+extractors and group bilinear, trained with DocuNet's balanced loss
+(:func:`~envre_hf.models.losses_kd_docunet.balanced_threshold_loss`, class 0 as threshold).
+Settings live in ``DocREConfig.extra_head`` (see :class:`DocuNetHeadConfig`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import initialization as init
+
+from .configuration_docre import DocREConfig
+from .losses_kd_docunet import balanced_threshold_loss
+from .modeling_atlop import ATLOPModel
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, register_head
+from .modeling_kd_docre import head_settings
+from .pair_matrix import PairIndex, PairUNet
+
+__all__ = ["CHANNEL_TYPES", "DocuNetHeadConfig", "DocuNetModel"]
+
+#: ``context``: a linear projection of the pair's localized context vector (DocuNet's default);
+#: ``similarity``: dot product, cosine and bilinear similarity of the two entity embeddings.
+CHANNEL_TYPES = ("context", "similarity")
+
+
+@dataclass
+class DocuNetHeadConfig:
+    """DocuNet settings (``DocREConfig.extra_head``), with the defaults used when a key is absent.
+
+    ``channel_type``: how the input map is built (:data:`CHANNEL_TYPES`); ``unet_in_channels``:
+    channels of the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of
+    the first U-Net level (doubled at each of the ``unet_depth`` poolings); ``unet_out_channels``:
+    width of the per-pair U-Net feature (DocuNet: 3 input and 256 output channels).
+    """
+
+    channel_type: str = "context"
+    unet_in_channels: int = 3
+    unet_base_channels: int = 64
+    unet_out_channels: int = 256
+    unet_depth: int = 2
+
+    def __post_init__(self) -> None:
+        if self.channel_type not in CHANNEL_TYPES:
+            raise ValueError(f"channel_type {self.channel_type!r} is not one of {CHANNEL_TYPES}")
+        if min(self.unet_in_channels, self.unet_base_channels, self.unet_out_channels, self.unet_depth) < 1:
+            raise ValueError("the U-Net channel counts and depth must be >= 1")
+
+
+@register_head("docunet")
+class DocuNetModel(DocREPreTrainedModel):
+    """DocuNet: pair channel map -> U-Net -> ``tanh(W [e; unet(h, t)])`` -> group bilinear classifier.
+
+    ``pair_representations`` is the group-bilinear feature vector the classifier consumes
+    (emb_size * block_size per pair), as for ATLOP.
+    """
+
+    default_head_type = "docunet"
+
+    def __init__(self, config: DocREConfig):
+        super().__init__(config)
+        settings = head_settings(DocuNetHeadConfig, config)
+        if settings.channel_type == "similarity":
+            settings.unet_in_channels = 3
+        config.extra_head = asdict(settings)
+        self.settings = settings
+        hidden = config.hidden_size
+        if settings.channel_type == "context":
+            self.channel_projection = nn.Linear(hidden, settings.unet_in_channels)
+        else:
+            self.channel_bilinear = nn.Bilinear(hidden, hidden, 1)
+        self.unet = PairUNet(
+            settings.unet_in_channels, settings.unet_out_channels, settings.unet_base_channels, settings.unet_depth
+        )
+        self.head_extractor = nn.Linear(hidden + settings.unet_out_channels, config.emb_size)
+        self.tail_extractor = nn.Linear(hidden + settings.unet_out_channels, config.emb_size)
+        self.bilinear = nn.Linear(config.emb_size * config.block_size, config.num_labels)
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):  # Kaiming (ReLU network), zero bias
+            init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Bilinear):
+            init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", None) or 0.02)
+            init.zeros_(module.bias)
+
+    def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return balanced_threshold_loss(logits, labels)
+
+    def pair_channels(self, hs: torch.Tensor, ts: torch.Tensor, rs: torch.Tensor) -> torch.Tensor:
+        """The input channels of each pair's cell (sum_pairs x unet_in_channels)."""
+        if self.settings.channel_type == "context":
+            return self.channel_projection(rs)
+        dot = (hs * ts).sum(-1, keepdim=True) / hs.shape[-1] ** 0.5
+        cosine = F.cosine_similarity(hs, ts, dim=-1).unsqueeze(-1)
+        return torch.cat([dot, cosine, self.channel_bilinear(hs, ts)], dim=-1)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        entity_pos: Sequence[Any],
+        hts: Sequence[Any],
+        labels: torch.Tensor | None = None,
+        **unused: Any,
+    ) -> DocREModelOutput:
+        """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
+        collator extras such as ``doc_keys``."""
+        sequence_output, attention = self.encode(input_ids, attention_mask)
+        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
+        index = PairIndex.build(hts, [len(e) for e in entity_pos], device=hs.device)
+        image = index.scatter(self.pair_channels(hs, ts, rs)).permute(0, 3, 1, 2)  # B x C x N x N
+        segmented = self.unet(image, index.square_mask()).permute(0, 2, 3, 1)  # B x N x N x C_out
+        cells = index.gather(segmented)
+        zh = torch.tanh(self.head_extractor(torch.cat([hs, cells], dim=-1)))
+        zt = torch.tanh(self.tail_extractor(torch.cat([ts, cells], dim=-1)))
+        features = ATLOPModel.group_bilinear(self, zh, zt)  # ATLOP's group bilinear, shared
+        logits = self.bilinear(features)
+        loss = None
+        if labels is not None:
+            loss = self.loss_function(logits, labels.to(logits.device))
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features)

@@ -1,0 +1,135 @@
+"""KD-DocRE (Tan et al., Findings of ACL 2022) as a transformers model.
+
+The pair features are ATLOP's (head/tail extractors over entity embedding + localized context,
+group bilinear), projected to ``pair_dim`` and laid out as the document's ``n_e x n_e`` entity-pair
+matrix. A stack of axial transformer layers attends along each row and each column of that matrix,
+so the representation of (h, t) gathers evidence from (h, k) and (k, t): two-hop reasoning. The
+classifier reads the refined matrix (residual over the projected features).
+
+Training uses the adaptive focal loss (:func:`~envre_hf.models.losses_kd_docunet.adaptive_focal_loss`).
+Knowledge distillation is optional and off by default: with ``use_distillation`` set, passing
+``teacher_logits`` (sum_pairs x num_labels, the same ``hts`` order, e.g. precomputed by a teacher
+trained on DocRED's distantly supervised data) adds ``distillation_weight`` times the mean squared
+error to the teacher. Settings live in ``DocREConfig.extra_head`` (see :class:`KDDocREHeadConfig`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import torch
+from torch import nn
+
+from .configuration_docre import DocREConfig
+from .losses_kd_docunet import adaptive_focal_loss, distillation_loss
+from .modeling_atlop import ATLOPModel
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, register_head
+from .pair_matrix import AxialTransformer, PairIndex
+
+__all__ = ["KDDocREHeadConfig", "KDDocREModel", "head_settings"]
+
+
+def head_settings(settings_class: type, config: DocREConfig) -> Any:
+    """``config.extra_head`` as the family's settings dataclass; unknown keys are an error (typos)."""
+    given = dict(config.extra_head or {})
+    known = {f.name for f in fields(settings_class)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(
+            f"extra_head has settings {unknown} unknown to head_type {config.head_type!r}; known: {sorted(known)}"
+        )
+    return settings_class(**given)
+
+
+@dataclass
+class KDDocREHeadConfig:
+    """KD-DocRE settings (``DocREConfig.extra_head``), with the defaults used when a key is absent.
+
+    ``pair_dim``: width of the pair matrix (``None``: the encoder's hidden size, as in KD-DocRE).
+    ``axial_layers`` / ``axial_heads`` / ``axial_dropout``: the axial transformer (KD-DocRE uses 6
+    layers on BERT-base; 2 already give two-hop paths at a third of the cost). ``afl_gamma``: focal
+    exponent of the adaptive focal loss (0 = plain per-class ranking against the threshold).
+    ``use_distillation`` / ``distillation_weight``: the optional KD term on ``teacher_logits``.
+    """
+
+    pair_dim: int | None = None
+    axial_layers: int = 2
+    axial_heads: int = 8
+    axial_dropout: float = 0.1
+    afl_gamma: float = 1.0
+    use_distillation: bool = False
+    distillation_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.axial_layers < 0 or self.axial_heads < 1:
+            raise ValueError("axial_layers must be >= 0 and axial_heads >= 1")
+        if self.afl_gamma < 0 or self.distillation_weight < 0:
+            raise ValueError("afl_gamma and distillation_weight must be >= 0")
+
+
+@register_head("kd_docre")
+class KDDocREModel(DocREPreTrainedModel):
+    """KD-DocRE: ATLOP pair features -> entity-pair matrix -> axial transformer -> classifier.
+
+    ``pair_representations`` are the refined pair-matrix cells the classifier reads (``pair_dim``).
+    """
+
+    default_head_type = "kd_docre"
+
+    def __init__(self, config: DocREConfig):
+        super().__init__(config)
+        settings = head_settings(KDDocREHeadConfig, config)
+        if settings.pair_dim is None:
+            settings.pair_dim = config.hidden_size
+        config.extra_head = asdict(settings)  # saved configs list every setting in force
+        self.settings = settings
+        hidden = config.hidden_size
+        self.head_extractor = nn.Linear(2 * hidden, config.emb_size)
+        self.tail_extractor = nn.Linear(2 * hidden, config.emb_size)
+        self.projection = nn.Linear(config.emb_size * config.block_size, settings.pair_dim, bias=False)
+        self.axial = AxialTransformer(
+            settings.pair_dim, settings.axial_layers, settings.axial_heads, settings.axial_dropout
+        )
+        self.classifier = nn.Linear(settings.pair_dim, config.num_labels)
+        self.post_init()
+
+    def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return adaptive_focal_loss(logits, labels, gamma=self.settings.afl_gamma)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        entity_pos: Sequence[Any],
+        hts: Sequence[Any],
+        labels: torch.Tensor | None = None,
+        teacher_logits: torch.Tensor | None = None,
+        **unused: Any,
+    ) -> DocREModelOutput:
+        """Logits for every pair of ``hts`` (documents concatenated in batch order).
+
+        ``teacher_logits`` (only with ``use_distillation``) adds the distillation term to the loss;
+        ``unused`` swallows collator extras such as ``doc_keys``.
+        """
+        if teacher_logits is not None and not self.settings.use_distillation:
+            raise ValueError("teacher_logits were given but distillation is off: set extra_head['use_distillation']")
+        sequence_output, attention = self.encode(input_ids, attention_mask)
+        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
+        zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))
+        zt = torch.tanh(self.tail_extractor(torch.cat([ts, rs], dim=-1)))
+        # ATLOP's group bilinear (one implementation, shared through the ATLOP class).
+        projected = self.projection(ATLOPModel.group_bilinear(self, zh, zt))
+        index = PairIndex.build(hts, [len(e) for e in entity_pos], device=projected.device)
+        matrix = index.scatter(projected)
+        refined = self.axial(matrix, index.cell_mask()) + matrix
+        features = index.gather(refined)
+        logits = self.classifier(features)
+        loss = None
+        if labels is not None:
+            loss = self.loss_function(logits, labels.to(logits.device))
+        if teacher_logits is not None:
+            kd = self.settings.distillation_weight * distillation_loss(logits, teacher_logits)
+            loss = kd if loss is None else loss + kd
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features)
