@@ -60,14 +60,16 @@ CREATE TABLE IF NOT EXISTS names (
     item INTEGER NOT NULL, ord INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (item, ord)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS types (
-    item INTEGER NOT NULL, ord INTEGER NOT NULL, type INTEGER NOT NULL, PRIMARY KEY (item, ord)
+    item INTEGER NOT NULL, ord INTEGER NOT NULL, type INTEGER NOT NULL,
+    truthy INTEGER NOT NULL,         -- 1 for best-rank values (SPARQL's wdt:P31)
+    PRIMARY KEY (item, ord)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS incoming (id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
 """
 
 _FINALIZE = (
     "CREATE INDEX IF NOT EXISTS names_by_name ON names (name)",
-    "CREATE INDEX IF NOT EXISTS types_by_type ON types (type, item)",
+    "CREATE INDEX IF NOT EXISTS types_by_type ON types (type, truthy, item)",
     "UPDATE items SET popularity = statements + COALESCE((SELECT n FROM incoming WHERE incoming.id = items.id), 0)",
     "INSERT OR REPLACE INTO meta VALUES ('complete', '1')",
 )
@@ -141,7 +143,9 @@ class _Batch:
         number = item_number(record.item_id)
         self.items.append((number, record.label, len(record.names), record.statements))
         self.names.extend((number, i, name) for i, name in enumerate(record.names))
-        self.types.extend((number, i, item_number(t)) for i, t in enumerate(record.types))
+        self.types.extend(
+            (number, i, item_number(t), int(t in record.truthy_types)) for i, t in enumerate(record.types)
+        )
         self.incoming.update(item_number(v) for v in record.item_values)
 
     def commit(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
@@ -149,7 +153,7 @@ class _Batch:
         try:
             conn.executemany("INSERT INTO items (id, label, n_names, statements) VALUES (?, ?, ?, ?)", self.items)
             conn.executemany("INSERT INTO names VALUES (?, ?, ?)", self.names)
-            conn.executemany("INSERT INTO types VALUES (?, ?, ?)", self.types)
+            conn.executemany("INSERT INTO types VALUES (?, ?, ?, ?)", self.types)
             conn.executemany(
                 "INSERT INTO incoming (id, n) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET n = n + excluded.n",
                 sorted(self.incoming.items()),
@@ -321,8 +325,8 @@ class WikidataDumpKB(KnowledgeBase):
     * link: exact match of a mention name (most frequent first) with an English label or alias;
       among several items with that name the most popular wins, then the smallest id.
     * types: P31 values, preferred rank first.
-    * candidates: items with the type among their P31 values and >= ``min_names`` English names,
-      ordered by numeric id.
+    * candidates: items with the type among their best-rank P31 values (as ``wdt:P31`` in SPARQL)
+      and >= ``min_names`` English names, ordered by numeric id.
     """
 
     name = "wikidata-dump"
@@ -404,7 +408,7 @@ class WikidataDumpKB(KnowledgeBase):
         if key not in self._candidates:
             rows = self._query(
                 "SELECT t.item FROM types t JOIN items i ON i.id = t.item "
-                "WHERE t.type = ? AND i.n_names >= ? ORDER BY t.item",
+                "WHERE t.type = ? AND t.truthy = 1 AND i.n_names >= ? ORDER BY t.item",
                 key,
             )
             self._candidates[key] = [Candidate(f"Q{item}") for (item,) in rows]

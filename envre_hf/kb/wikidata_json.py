@@ -53,7 +53,9 @@ def snak_item_value(snak: Any) -> str | None:
 class EntityRecord:
     """What the knowledge bases keep of one item.
 
-    ``statements`` counts the item's own statements (all properties, all ranks); ``item_values``
+    ``types`` are the non-deprecated P31 values, preferred first; ``truthy_types`` only those of the
+    best rank (what SPARQL's ``wdt:P31`` returns). ``statements`` counts the item's own statements
+    (all properties, all ranks); ``item_values``
     lists the items its statements' main values point to (qualifiers and references excluded,
     self-references dropped) - the other half of popularity, counted on the target's side.
     """
@@ -61,6 +63,7 @@ class EntityRecord:
     item_id: str
     names: tuple[str, ...]
     types: tuple[str, ...]
+    truthy_types: tuple[str, ...]
     statements: int
     item_values: tuple[str, ...]
 
@@ -108,5 +111,8 @@ def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
         target = snak_item_value(statement.get("mainsnak"))
         if target is not None and rank in _RANK_ORDER:
             typed.append((_RANK_ORDER[rank], len(typed), target))
-    types = tuple(dict.fromkeys(t for _, _, t in sorted(typed)))
-    return EntityRecord(item_id, tuple(names), types, statements, tuple(values))
+    typed.sort()
+    types = tuple(dict.fromkeys(t for _, _, t in typed))
+    best = typed[0][0] if typed else None
+    truthy = tuple(dict.fromkeys(t for rank, _, t in typed if rank == best))
+    return EntityRecord(item_id, tuple(names), types, truthy, statements, tuple(values))
