@@ -18,13 +18,25 @@ EVRT_LOSSES = ("clp", "rcr", "pcr")
 TWIN_SOURCES = ("on_the_fly", "prebuilt")
 
 
+def _has_accelerator() -> bool:
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    xpu = getattr(torch, "xpu", None)
+    return bool(
+        torch.cuda.is_available()
+        or (mps is not None and mps.is_available())
+        or (xpu is not None and xpu.is_available())
+    )
+
+
 @dataclass
 class EVRTTrainingArguments(TrainingArguments):
     """Training arguments for DocRE models with optional EVRT.
 
     With ``evrt=False`` the trainer is a plain DocRE trainer (the vanilla baseline). Defaults
     differing from ``TrainingArguments``: ``remove_unused_columns=False`` (paired examples are nested
-    dicts the column filter would drop).
+    dicts the column filter would drop) and ``use_cpu=True`` on machines without CUDA/MPS/XPU.
     """
 
     evrt: bool = field(
@@ -41,7 +53,7 @@ class EVRTTrainingArguments(TrainingArguments):
     )
     evrt_losses: list[str] = field(
         default_factory=lambda: list(EVRT_LOSSES),
-        metadata={"help": "EVRT terms to use, any subset of clp rcr pcr (the ablation switches).", "nargs": "*"},
+        metadata={"help": "EVRT terms to use, any subset of clp rcr pcr (the ablation switches); none: only L_clo."},
     )
     twin_source: str = field(
         default="on_the_fly",
@@ -59,16 +71,14 @@ class EVRTTrainingArguments(TrainingArguments):
         default_factory=list,
         metadata={
             "help": "DocRED-format files whose entities form the corpus KB used for on-the-fly renaming "
-            "(default: the training file itself).",
-            "nargs": "*",
+            "(default: the training file itself)."
         },
     )
     exclude_names_from: list[str] = field(
         default_factory=list,
         metadata={
             "help": "Name isolation: names files (one name a line, .txt) or renamed evaluation benchmarks "
-            "(JSON/JSONL) whose new names training renames must never use.",
-            "nargs": "*",
+            "(JSON/JSONL) whose new names training renames must never use."
         },
     )
     rename_seed: int = field(
@@ -81,9 +91,14 @@ class EVRTTrainingArguments(TrainingArguments):
     )
 
     def __post_init__(self) -> None:
+        if not self.use_cpu and not _has_accelerator():
+            # Without an accelerator, train on the CPU explicitly: this makes bf16 autocast legal on CPU and
+            # makes CPU processes launched by torchrun/accelerate join a gloo process group.
+            self.use_cpu = True
         super().__post_init__()
-        if isinstance(self.evrt_losses, str):  # "clp,rcr" from a config file
-            self.evrt_losses = [part for part in self.evrt_losses.replace(",", " ").split() if part]
+        # Accept "clp,rcr" (config files) and "none" (no EVRT term: the command line needs one word).
+        raw = [self.evrt_losses] if isinstance(self.evrt_losses, str) else list(self.evrt_losses)
+        self.evrt_losses = [p for item in raw for p in item.replace(",", " ").split() if p and p != "none"]
         unknown = sorted(set(self.evrt_losses) - set(EVRT_LOSSES))
         if unknown:
             raise ValueError(f"evrt_losses: unknown term(s) {unknown}; choose from {list(EVRT_LOSSES)}")

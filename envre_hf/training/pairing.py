@@ -131,10 +131,9 @@ def load_excluded_names(paths: Iterable[str | Path]) -> frozenset[str]:
             with open(path, encoding="utf-8") as fh:
                 names.update(line.strip() for line in fh if line.strip())
             continue
-        docs = _read_any(path)
-        from ..renaming import used_names
+        from ..renaming.isolation import used_names
 
-        names.update(used_names(docs))
+        names.update(used_names(_read_any(path)))
     return frozenset(names)
 
 
@@ -149,12 +148,22 @@ def _read_any(path: Path) -> list[Document]:
 
 
 def check_name_isolation(twins: Iterable[Document], excluded: frozenset[str]) -> None:
-    """Raise ``ValueError`` when a twin's substitution uses an excluded (evaluation) name."""
+    """Raise ``ValueError`` when a twin's KB substitution uses an excluded (evaluation) name.
+
+    Names are compared like the renaming pipeline compares them (``name_key``: case and spacing
+    folded). Rule-made NUM/TIME values and ``unchanged:`` records are not KB names and are skipped,
+    as the pipeline does by default (``RenamingConfig.exclude_values=False``).
+    """
     if not excluded:
         return
+    from ..renaming.tokenize import name_key
+
+    keys = {name_key(name) for name in excluded}
     for twin in twins:
         for sub in twin.substitutions or []:
-            if sub.new_name in excluded:
+            if sub.match == "rule" or sub.match.startswith("unchanged:"):
+                continue
+            if name_key(sub.new_name) in keys:
                 raise ValueError(
                     f"name isolation broken: training twin {twin.key!r} (entity {sub.entity}) uses "
                     f"{sub.new_name!r}, a name of the evaluation benchmarks"

@@ -66,11 +66,13 @@ class EVRTTrainer(Trainer):
         eval_documents: dict[str, Sequence[Document]] | None = None,
         train_documents_for_ign: Sequence[Document] | None = None,
         eval_batch_size_docs: int | None = None,
+        max_seq_length: int | None = None,
         **kwargs: Any,
     ):
         self.eval_documents = dict(eval_documents or {})
         self.train_documents_for_ign = list(train_documents_for_ign) if train_documents_for_ign else None
         self.eval_batch_size_docs = eval_batch_size_docs
+        self.max_seq_length = max_seq_length
         if self.eval_documents and kwargs.get("eval_dataset") is None:
             # Trainer insists on an eval_dataset when eval_strategy != "no"; documents are evaluated instead.
             kwargs["eval_dataset"] = self.eval_documents

@@ -1,0 +1,207 @@
+"""Training entry point shared by ``trainer/run_docre.py`` and ``envre train``.
+
+Three argument dataclasses parsed with ``HfArgumentParser`` (command line, or one ``.json`` /
+``.yaml`` file): :class:`ModelArguments`, :class:`DataArguments` and
+:class:`~envre_hf.training.arguments.EVRTTrainingArguments` (every ``TrainingArguments`` option plus
+the EVRT switches). The run trains a DocRE model with or without EVRT, evaluates on the original
+and the renamed dev set during training (``eval_dev_f1``, ``eval_dev_renamed_f1``, ...; the best
+checkpoint is chosen by ``metric_for_best_model``, ``dev_f1`` by default), saves the model and
+tokenizer to ``output_dir`` and writes ``all_results.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..documents import Document, read_documents
+from .arguments import EVRTTrainingArguments
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelArguments:
+    """Which model to train: an encoder plus a fresh head, or a saved DocRE model to continue."""
+
+    model_name_or_path: str = field(
+        metadata={"help": "Encoder (HF hub id or local directory) for a new model, or a saved DocRE model directory."}
+    )
+    head_type: str = field(
+        default="atlop",
+        metadata={"help": "Model family for a new model.", "choices": ["atlop", "ncrl", "kd_docre", "docunet"]},
+    )
+    tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer (default: model_name_or_path)."})
+    emb_size: int | None = field(default=None, metadata={"help": "Head embedding size (default: DocREConfig's, 768)."})
+    block_size: int | None = field(default=None, metadata={"help": "Group-bilinear block size (default 64)."})
+
+
+@dataclass
+class DataArguments:
+    """Training and evaluation documents (DocRED / Re-DocRED JSON, JSONL, Linked-DocRED)."""
+
+    train_file: str = field(metadata={"help": "Training documents."})
+    dev_file: str | None = field(default=None, metadata={"help": "Original dev documents (evaluated as 'dev')."})
+    dev_renamed_file: str | None = field(
+        default=None, metadata={"help": "Renamed dev documents (evaluated as 'dev_renamed'), e.g. from envre build."}
+    )
+    rename_dev_seed: int | None = field(
+        default=None,
+        metadata={
+            "help": "Without --dev_renamed_file: build the renamed dev set with the corpus KB at this seed "
+            "(its names are then excluded from the training renames)."
+        },
+    )
+    max_seq_length: int | None = field(
+        default=None, metadata={"help": "Cap on wordpieces per document (default: no cap; long inputs are windowed)."}
+    )
+    max_train_docs: int | None = field(default=None, metadata={"help": "Use only the first N training documents."})
+    max_eval_docs: int | None = field(default=None, metadata={"help": "Use only the first N dev documents."})
+
+
+def load_documents(path: str | os.PathLike, limit: int | None = None) -> list[Document]:
+    """Documents of a JSON/JSONL file or a ``save_to_disk`` dataset directory, the first ``limit`` ones."""
+    from .pairing import _read_any
+
+    docs = _read_any(Path(path))
+    return docs[:limit] if limit is not None else docs
+
+
+def build_model(model_args: ModelArguments) -> Any:
+    """A saved DocRE model (config model_type ``docre``) or a new one on top of an encoder."""
+    from transformers import AutoConfig
+
+    from ..models import DocREConfig, DocREModel
+
+    config = AutoConfig.from_pretrained(model_args.model_name_or_path)
+    if isinstance(config, DocREConfig):
+        return DocREModel.from_pretrained(model_args.model_name_or_path)
+    head: dict[str, Any] = {"head_type": model_args.head_type}
+    if model_args.emb_size is not None:
+        head["emb_size"] = model_args.emb_size
+    if model_args.block_size is not None:
+        head["block_size"] = model_args.block_size
+    return DocREModel.from_encoder_pretrained(model_args.model_name_or_path, **head)
+
+
+def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = frozenset()) -> Any:
+    """A renaming pipeline over the offline corpus KB of ``pool`` with ``exclude_names`` isolated."""
+    from ..kb.corpus import CorpusKB
+    from ..renaming import RenamingConfig, RenamingPipeline
+
+    return RenamingPipeline(CorpusKB(pool), RenamingConfig(exclude_names=frozenset(exclude_names)))
+
+
+def rename_documents(pipeline: Any, docs: list[Document], seed: int, desc: str = "Renaming") -> list[Document]:
+    """``pipeline.rename`` over ``docs`` at ``seed``, with a progress bar."""
+    from tqdm.auto import tqdm
+
+    return [pipeline.rename(doc, seed=seed) for doc in tqdm(docs, desc=desc, leave=False)]
+
+
+def build_twin_source(
+    args: EVRTTrainingArguments, train_docs: list[Document], extra_excluded: frozenset[str] = frozenset()
+) -> Any:
+    """The twin source of ``args.twin_source``, with the evaluation names isolated."""
+    from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, load_excluded_names
+
+    excluded = load_excluded_names(args.exclude_names_from) | extra_excluded
+    if args.twin_source == "prebuilt":
+        twins = PrebuiltTwins(train_docs, load_documents(args.twin_file), base_seed=args.rename_seed)
+        check_name_isolation(twins.all_twins(), excluded)
+        return twins
+    pool = [doc for path in args.rename_kb_pool for doc in load_documents(path)] or train_docs
+    return OnTheFlyTwins(build_corpus_pipeline(pool, excluded), base_seed=args.rename_seed)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, EVRTTrainingArguments]:
+    """Parse the command line (or a single .json/.yaml config file) into the three dataclasses."""
+    from transformers import HfArgumentParser
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = HfArgumentParser((ModelArguments, DataArguments, EVRTTrainingArguments))
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+    if len(argv) == 1 and argv[0].endswith((".yaml", ".yml")):
+        return parser.parse_yaml_file(yaml_file=os.path.abspath(argv[0]))
+    return parser.parse_args_into_dataclasses(args=argv)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Train (and evaluate) as configured by ``argv``; returns the final metrics."""
+    model_args, data_args, training_args = parse_args(argv)
+    return run(model_args, data_args, training_args)
+
+
+def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVRTTrainingArguments) -> dict[str, float]:
+    """The training run of :func:`main`, for callers that already hold the dataclasses."""
+    from transformers import AutoTokenizer, set_seed
+
+    from ..features import DocRECollator, featurize_document
+    from ..renaming.isolation import used_names
+    from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
+    from .trainer import EVRTTrainer
+
+    logging.basicConfig(level=logging.INFO if training_args.should_log else logging.WARNING)
+    set_seed(training_args.seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+    model = build_model(model_args)
+
+    train_docs = load_documents(data_args.train_file, data_args.max_train_docs)
+    eval_documents: dict[str, list[Document]] = {}
+    renamed_dev_names: frozenset[str] = frozenset()
+    if data_args.dev_file:
+        dev = load_documents(data_args.dev_file, data_args.max_eval_docs)
+        eval_documents["dev"] = dev
+        if data_args.dev_renamed_file:
+            eval_documents["dev_renamed"] = load_documents(data_args.dev_renamed_file, data_args.max_eval_docs)
+        elif data_args.rename_dev_seed is not None:
+            pool = [doc for path in training_args.rename_kb_pool for doc in load_documents(path)] or train_docs + dev
+            pipeline = build_corpus_pipeline(pool)
+            eval_documents["dev_renamed"] = rename_documents(pipeline, dev, data_args.rename_dev_seed, "Renaming dev")
+        if "dev_renamed" in eval_documents:
+            renamed_dev_names = frozenset(used_names(eval_documents["dev_renamed"]))
+    if eval_documents and training_args.metric_for_best_model in (None, "loss", "eval_loss"):
+        training_args.metric_for_best_model = "dev_f1"
+        training_args.greater_is_better = True
+
+    featurize = functools.partial(featurize_document, tokenizer=tokenizer, max_seq_length=data_args.max_seq_length)
+    if training_args.evrt:
+        twins = build_twin_source(training_args, train_docs, renamed_dev_names)
+        train_dataset = EVRTPairDataset(train_docs, featurize, twins)
+    else:
+        train_dataset = DocumentFeaturesDataset(train_docs, featurize)
+
+    trainer = EVRTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        data_collator=EVRTPairCollator(DocRECollator(tokenizer)),
+        processing_class=tokenizer,
+        eval_documents=eval_documents or None,
+        train_documents_for_ign=train_docs,
+        max_seq_length=data_args.max_seq_length,
+    )
+    metrics: dict[str, float] = {}
+    if training_args.do_train or not training_args.do_eval:
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        metrics.update(result.metrics)
+        trainer.save_model()
+        trainer.save_state()
+    if eval_documents:
+        metrics.update(trainer.evaluate())
+    if trainer.is_world_process_zero():
+        Path(training_args.output_dir).mkdir(parents=True, exist_ok=True)
+        with open(Path(training_args.output_dir) / "all_results.json", "w", encoding="utf-8") as fh:
+            json.dump(metrics, fh, indent=2)
+    return metrics
+
+
+if __name__ == "__main__":
+    main()
