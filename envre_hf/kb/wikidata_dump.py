@@ -316,7 +316,10 @@ def _finalize(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, readable in read-only mode
+    try:  # one self-contained file, readable in read-only mode; WAL stays if a reader holds the file
+        conn.execute("PRAGMA journal_mode=DELETE")
+    except sqlite3.OperationalError:
+        pass
 
 
 class WikidataDumpKB(KnowledgeBase):
@@ -339,6 +342,8 @@ class WikidataDumpKB(KnowledgeBase):
         self._pid: int | None = None
         self._candidates: dict[tuple[int, int], list[Candidate]] = {}
         meta = _read_meta(self._connection())
+        if meta.get("format_version") != INDEX_FORMAT_VERSION or meta.get("complete") != "1":
+            self.close()
         if meta.get("format_version") != INDEX_FORMAT_VERSION:
             raise KnowledgeBaseError(
                 f"{self.index_path} is not a dump index of format {INDEX_FORMAT_VERSION} "
