@@ -112,21 +112,29 @@ class CorpusKB(KnowledgeBase):
         self._snapshot = f"corpus:{len(self._ids)}:{digest.hexdigest()[:16]}"
         self._external: dict[str, tuple[str, list[str]]] = {}
         self._last_doc: tuple[Document, list[str]] | None = None
-        self._query = lru_cache(maxsize=cache_size)(self._compute)
+        self._exact = [Candidate(item_id, "exact") for item_id in self._ids]
+        self._cache_size = cache_size
+        self._make_caches()
+
+    def _make_caches(self) -> None:
+        self._query = lru_cache(maxsize=self._cache_size)(self._compute)
+        self._match = lru_cache(maxsize=self._cache_size)(self._matching)
+        self._candidates = lru_cache(maxsize=self._cache_size)(self._candidates_of)
 
     def __len__(self) -> int:
         return len(self._ids)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state.pop("_query")  # caches are rebuilt in worker processes
+        for cache in ("_query", "_match", "_candidates"):
+            state.pop(cache)  # caches are rebuilt in worker processes
         state["_last_doc"] = None
         state["_external"] = {}
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._query = lru_cache(maxsize=65536)(self._compute)
+        self._make_caches()
 
     # ------------------------------------------------------------------ KnowledgeBase
 
@@ -174,31 +182,35 @@ class CorpusKB(KnowledgeBase):
 
     # ------------------------------------------------------------------ index queries
 
-    def _matching(self, coarse: str, roles: Sequence[str], min_names: int) -> list[int]:
+    def _matching(self, coarse: str, roles: tuple[str, ...], min_names: int) -> tuple[int, ...]:
+        """Pool indices (in pool order) of ``coarse`` entities playing every role, with enough names."""
         if not roles:
-            pool = self._by_coarse.get(coarse, [])
+            pool: Sequence[int] = self._by_coarse.get(coarse, [])
         else:
             sets = [self._postings.get((coarse, r)) for r in roles]
             if any(s is None for s in sets):
-                return []
+                return ()
             sets.sort(key=len)
-            pool = sets[0].intersection(*sets[1:]) if len(sets) > 1 else sets[0]
-            pool = sorted(pool)
-        return [i for i in pool if len(self._names[i]) >= min_names]
+            pool = sorted(sets[0].intersection(*sets[1:]) if len(sets) > 1 else sets[0])
+        return tuple(i for i in pool if len(self._names[i]) >= min_names)
+
+    def _candidates_of(self, coarse: str, roles: tuple[str, ...], min_names: int, match: str) -> tuple[Candidate, ...]:
+        found = self._match(coarse, roles, min_names)
+        if match == "exact":
+            return tuple(self._exact[i] for i in found)
+        return tuple(Candidate(self._ids[i], match) for i in found)
 
     def _compute(self, type_id: str, min_names: int) -> tuple[Candidate, ...]:
         coarse, *roles = type_id.split("|")
-        found = self._matching(coarse, roles, min_names)
-        if found:
-            return tuple(Candidate(self._ids[i], "exact") for i in found)
+        if self._match(coarse, tuple(roles), min_names):
+            return self._candidates(coarse, tuple(roles), min_names, "exact")
         # relax: drop the least common role first (it is what makes the query unsatisfiable)
         order = sorted(roles, key=lambda r: (len(self._postings.get((coarse, r), ())), r))
         dropped: list[str] = []
         while order:
             dropped.append(order.pop(0))
-            kept = [r for r in roles if r not in dropped]
-            found = self._matching(coarse, kept, min_names)
-            if found:
+            kept = tuple(r for r in roles if r not in dropped)
+            if self._match(coarse, kept, min_names):
                 how = f"dropped {','.join(dropped)}" if kept else "coarse type only"
-                return tuple(Candidate(self._ids[i], f"relaxed:{how}") for i in found)
+                return self._candidates(coarse, kept, min_names, f"relaxed:{how}")
         return ()

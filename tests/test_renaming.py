@@ -1,0 +1,234 @@
+"""The four-step renaming pipeline: a fake in-memory KB on handmade documents."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from envre_hf.documents import (
+    Document,
+    DocumentError,
+    Entity,
+    Mention,
+    Relation,
+    documents_to_dataset,
+    dataset_to_documents,
+    to_docred,
+    validate_document,
+)
+from envre_hf.kb.base import Candidate, KnowledgeBase
+from envre_hf.renaming import (
+    RenamingConfig,
+    RenamingPipeline,
+    find_leaks,
+    is_substituted,
+    rename_dataset,
+    substitution_rates,
+    used_names,
+)
+
+
+class FakeKB(KnowledgeBase):
+    """Items, their types and names in dicts; links by the entity's most frequent name."""
+
+    name = "fake"
+
+    def __init__(self, items: dict[str, tuple[list[str], list[str]]], links: dict[str, str]):
+        self.items = items  # item -> (types, names)
+        self.links = links  # surface name -> item
+        self.candidate_calls: list[tuple[str, int, frozenset[str]]] = []
+
+    def link(self, doc, entity_index):
+        return self.links.get(doc.entities[entity_index].mentions[0].name)
+
+    def types(self, item_id):
+        return list(self.items[item_id][0]) if item_id in self.items else []
+
+    def candidates(self, type_id, min_names, exclude=frozenset()):
+        self.candidate_calls.append((type_id, min_names, exclude))
+        # deliberately ignores `exclude`: the pipeline must never pick the entity's own item anyway
+        return [
+            Candidate(item, "exact")
+            for item, (types, names) in sorted(self.items.items())
+            if type_id in types and len(names) >= min_names
+        ]
+
+    def names(self, item_id):
+        return list(self.items[item_id][1])
+
+
+def _m(name, sent, start, end, etype, **extra):
+    return Mention(name=name, sent_id=sent, pos=(start, end), type=etype, extra=extra)
+
+
+def _doc() -> Document:
+    sents = [
+        "Barack Obama was born in Honolulu , Hawaii .".split(),
+        "Obama studied at Columbia University in 1983 .".split(),
+        "Later Barack Obama visited Atlantis .".split(),
+    ]
+    entities = [
+        Entity([_m("Barack Obama", 0, 0, 2, "PER", global_pos=[0, 0]), _m("Obama", 1, 0, 1, "PER", global_pos=[9, 9]),
+                _m("Barack Obama", 2, 1, 3, "PER", global_pos=[18, 18])]),
+        Entity([_m("Honolulu", 0, 5, 6, "LOC", global_pos=[5, 5])]),
+        Entity([_m("Hawaii", 0, 7, 8, "LOC", global_pos=[7, 7])]),
+        Entity([_m("Columbia University", 1, 3, 5, "ORG", global_pos=[12, 12])]),
+        Entity([_m("1983", 1, 6, 7, "TIME", global_pos=[15, 15])]),
+        Entity([_m("Atlantis", 2, 4, 5, "LOC", global_pos=[21, 21])]),
+    ]
+    relations = [Relation(0, 1, "P19", [0]), Relation(1, 2, "P131", [0]), Relation(0, 3, "P69", [1])]
+    return Document(title="Barack Obama", sents=sents, entities=entities, relations=relations)
+
+
+def _kb() -> FakeKB:
+    return FakeKB(
+        items={
+            "Q76": (["human"], ["Barack Obama", "Obama"]),
+            "Q1": (["human"], ["Joanna Smith-Jones", "Jo Smith", "J. S."]),
+            "Q2": (["human"], ["Single Name"]),  # too few names for a two-name entity
+            "Q18094": (["city", "place"], ["Honolulu"]),
+            "Q60": (["city", "place"], ["New York City", "NYC"]),
+            "Q782": (["state"], ["Hawaii"]),
+            "Q99": (["state"], ["Ohio", "OH"]),
+            "Q49088": (["university"], ["Columbia University"]),
+            "Q5": (["university"], ["Honolulu"]),  # collides with another entity's name
+            "Q6": (["university"], ["Université de Montréal", "UdeM"]),
+        },
+        links={"Barack Obama": "Q76", "Honolulu": "Q18094", "Hawaii": "Q782", "Columbia University": "Q49088"},
+    )
+
+
+def test_four_steps_on_a_fake_kb():
+    doc = _doc()
+    kb = _kb()
+    out = RenamingPipeline(kb).rename(doc, seed=3)
+    validate_document(out)
+    assert out.doc_id == "Barack Obama#3" and out.orig_title == "Barack Obama" and out.seed == 3
+    by_entity = {}
+    for sub in out.substitutions:
+        by_entity.setdefault(sub.entity, []).append(sub)
+    # entity 0: two distinct names -> only Q1 has >= 2 names besides its own item Q76
+    subs0 = by_entity[0]
+    assert [(s.original_name, s.new_name, s.item_id) for s in subs0] == [
+        ("Barack Obama", "Joanna Smith - Jones", "Q1"),  # most frequent name -> label
+        ("Obama", "Jo Smith", "Q1"),  # the other name -> first alias
+    ]
+    assert ("human", 2, frozenset({"Q76"})) in kb.candidate_calls
+    # entity 1 (a city): the only other city is New York City
+    assert by_entity[1][0].new_name == "New York City" and by_entity[1][0].fine_type == "city"
+    # entity 3: "Honolulu" collides with entity 1's original name, so Q6 is the only choice
+    assert by_entity[3][0].new_name == "Université de Montréal"
+    # entity 4 (TIME) by rule, entity 5 unlinked
+    assert by_entity[4][0].match == "rule" and by_entity[4][0].item_id is None
+    assert by_entity[5][0].match == "unchanged:unlinked" and by_entity[5][0].new_name == "Atlantis"
+    assert [s.entity for s in out.substitutions if not is_substituted(s)] == [5]
+    # tokens and names agree, positions shifted, labels and order unchanged
+    for entity in out.entities:
+        for mention in entity.mentions:
+            assert " ".join(mention.tokens(out.sents)) == mention.name or mention.name == "Atlantis"
+    assert out.sents[0][:5] == ["Joanna", "Smith", "-", "Jones", "was"]
+    assert out.entities[1].mentions[0].pos == (7, 10)  # "New York City" after a 4-token name
+    assert out.entities[2].mentions[0].name == "Ohio" and out.entities[2].mentions[0].pos == (11, 12)
+    assert [(r.h, r.t, r.r, r.evidence) for r in out.relations] == [(r.h, r.t, r.r, r.evidence) for r in doc.relations]
+    offsets = out.sentence_offsets()
+    for entity in out.entities:
+        for mention in entity.mentions:
+            assert mention.extra["global_pos"] == [offsets[mention.sent_id] + mention.start] * 2
+    assert out.title == "Joanna Smith - Jones"  # the title was the renamed entity's name
+    # the input is untouched
+    assert doc.sents[0][0] == "Barack" and doc.entities[0].mentions[0].name == "Barack Obama"
+
+
+def test_types_are_tried_most_specific_first():
+    kb = _kb()
+    kb.items["Q18094"] = (["capital", "city"], ["Honolulu"])  # no other capital exists
+    out = RenamingPipeline(kb).rename(_doc(), seed=0)
+    sub = next(s for s in out.substitutions if s.entity == 1)
+    assert sub.fine_type == "city" and sub.new_name == "New York City"
+    assert [c[0] for c in kb.candidate_calls[1:3]] == ["capital", "city"]
+
+
+def test_untyped_and_no_candidate_are_recorded():
+    kb = _kb()
+    kb.items["Q18094"] = ([], ["Honolulu"])
+    del kb.items["Q99"]
+    out = RenamingPipeline(kb).rename(_doc(), seed=0)
+    outcome = {s.entity: s.match for s in out.substitutions}
+    assert outcome[1] == "unchanged:untyped" and outcome[2] == "unchanged:no-candidate"
+    assert out.entities[1].mentions[0].name == "Honolulu"
+    rates = substitution_rates([out])
+    assert rates["LOC"] == {"entities": 3, "substituted": 0, "rate": 0.0}
+    assert rates["ALL"]["substituted"] == 3 and rates["PER"]["rate"] == 1.0
+
+
+def test_exclusion_is_respected():
+    first = RenamingPipeline(_kb()).rename(_doc(), seed=0)
+    assert "New York City" in used_names([first])
+    config = RenamingConfig(exclude_names=frozenset({"new york  city", "NYC", "Jo Smith"}))
+    out = RenamingPipeline(_kb(), config).rename(_doc(), seed=0)
+    outcome = {s.entity: s for s in out.substitutions}
+    assert outcome[1].match == "unchanged:no-candidate"  # both names of the only other city are excluded
+    # Q1's alias "Jo Smith" is excluded; its remaining names still cover both original names
+    assert [s.new_name for s in out.substitutions if s.entity == 0] == ["Joanna Smith - Jones", "J. S."]
+
+
+def test_same_seed_same_output_and_seeds_differ():
+    kb = _kb()
+    kb.items.update({f"Qc{i}": (["city"], [f"Town {i}"]) for i in range(30)})
+    a = json.dumps(to_docred(RenamingPipeline(kb).rename(_doc(), 5)))
+    b = json.dumps(to_docred(RenamingPipeline(kb).rename(_doc(), 5)))
+    assert a == b
+    cities = {RenamingPipeline(kb).rename(_doc(), s).entities[1].mentions[0].name for s in range(10)}
+    assert len(cities) > 3
+
+
+def test_overlapping_mentions_are_left_unchanged():
+    doc = _doc()
+    # "Columbia" (a LOC) nested inside the ORG mention "Columbia University"
+    doc.entities.append(Entity([_m("Columbia", 1, 3, 4, "LOC", global_pos=[12, 12])]))
+    kb = _kb()
+    kb.links["Columbia"] = "Q60"
+    out = RenamingPipeline(kb).rename(doc, seed=1)
+    outcome = {s.entity: s.match for s in out.substitutions}
+    assert outcome[3] == outcome[6] == "unchanged:overlap"
+    org, loc = out.entities[3].mentions[0], out.entities[6].mentions[0]
+    assert org.tokens(out.sents) == ["Columbia", "University"] and loc.tokens(out.sents) == ["Columbia"]
+    assert org.pos[0] == loc.pos[0]
+    validate_document(out)
+
+
+def test_leak_check_and_fix():
+    doc = _doc()
+    doc.sents[2] = "Later Barack Obama visited Atlantis with Barack Obama .".split()  # last one unannotated
+    pipeline = RenamingPipeline(_kb())
+    out, report = pipeline.rename_with_report(doc, seed=0)
+    leaks = find_leaks(out)
+    assert report.leaks_found == len(leaks) == 1 and report.leaks_fixed == 0
+    assert out.sents[2][leaks[0].start : leaks[0].end] == ["Barack", "Obama"] and leaks[0].entity == 0
+    fixed, report = RenamingPipeline(_kb(), RenamingConfig(fix_leaks=True)).rename_with_report(doc, seed=0)
+    assert report.leaks_fixed == 1 and find_leaks(fixed) == []
+    assert fixed.sents[2] == "Later Joanna Smith - Jones visited Atlantis with Joanna Smith - Jones .".split()
+    assert fixed.entities[5].mentions[0].tokens(fixed.sents) == ["Atlantis"]
+    validate_document(fixed)
+
+
+def test_malformed_input_raises_document_error():
+    doc = _doc()
+    doc.entities[1].mentions[0].pos = (5, 40)
+    with pytest.raises(DocumentError, match="entity 1 mention 0"):
+        RenamingPipeline(_kb()).rename(doc, seed=0)
+
+
+def test_rename_dataset_matches_single_documents():
+    docs = []
+    for i in range(4):
+        doc = _doc()
+        doc.title = f"doc {i}"
+        docs.append(doc)
+    pipeline = RenamingPipeline(_kb())
+    dataset = documents_to_dataset(docs)
+    expected = [pipeline.rename(doc, seed) for seed in (0, 1) for doc in docs]
+    for num_proc in (1, 2):
+        got = dataset_to_documents(rename_dataset(dataset, pipeline, seeds=[0, 1], num_proc=num_proc))
+        assert [json.dumps(to_docred(d)) for d in got] == [json.dumps(to_docred(d)) for d in expected]
