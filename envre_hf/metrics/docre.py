@@ -269,7 +269,10 @@ def _evidence(value: Any, i: int, doc: Any) -> list[int]:
     """``value`` as a list of sentence ids."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise PredictionError(f"expected a list of sentence ids, got {value!r}", index=i, doc=doc, field="evidence")
-    return [_index(v, i, doc, "evidence") for v in value]
+    try:
+        return [_index(v, i, doc, "evidence") for v in value]
+    except PredictionError:
+        raise PredictionError(f"expected a list of sentence ids, got {value!r}", index=i, doc=doc, field="evidence") from None
 
 
 def score_predictions(
@@ -344,14 +347,14 @@ def score_predictions(
             raise PredictionError(f"h_idx {h} is out of range (the document has {n_ent} entities)", index=i, doc=name, field="h_idx")
         if not 0 <= t < n_ent:
             raise PredictionError(f"t_idx {t} is out of range (the document has {n_ent} entities)", index=i, doc=name, field="t_idx")
+        evi = pred.get("evidence")
+        if evi is not None:  # checked on repeats too, so that every malformed prediction is reported
+            if type(evi) is list:
+                evidence_lists.append((i, name, evi))
+            else:
+                evi = _evidence(evi, i, name)
         k = (key, h, t, r)
         if k not in kept:
-            evi = pred.get("evidence")
-            if evi is not None:
-                if type(evi) is list:
-                    evidence_lists.append((i, name, evi))
-                else:
-                    evi = _evidence(evi, i, name)
             kept[k] = evi
     # plain evidence lists are type-checked in bulk (C-level); the slow path names the culprit
     if evidence_lists and set(map(type, chain.from_iterable(e for _, _, e in evidence_lists))) - {int}:
