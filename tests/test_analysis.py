@@ -256,6 +256,11 @@ def test_report_and_cli(tmp_path, capsys):
     assert "| original | 40.00 | 66.67 | 50.00 | 50.00 |" in report  # no training facts: Ign F1 = F1
     assert "| change | +60.00 | -33.33 | +0.00 | +0.00 |" in report
     assert "not analysed: popularity" in capsys.readouterr().out
+    # --max-docs keeps the first documents of each set and the predictions that belong to them
+    assert main(argv[:-1] + [str(tmp_path / "first"), "--max-docs", "1"]) == 0
+    first = json.loads((tmp_path / "first" / "figures.json").read_text())
+    assert first["inputs"]["original_documents"] == 1 and first["inputs"]["pred_original"] == 1
+    assert first["performance"]["original"]["f1"] == 1.0 and first["performance"]["renamed"]["f1"] == 1.0
     # without predictions or training data: still a report, with the reasons
     figures = run_analyses(original, renamed)
     assert set(figures["not_analysed"]) == {"performance", "entity_count", "popularity", "train_overlap"}

@@ -128,6 +128,7 @@ def test_prompt_with_da_and_cg(redocred_dev):
     triples = format_triples(demo, entity_numbering(demo))
     assert triples in original_block and triples in renamed_block  # same triples after the renamed copy
     assert mark_mentions(renamed, entity_numbering(demo)) in renamed_block
+    assert mark_mentions(renamed, entity_numbering(demo)) != mark_mentions(demo)  # names really changed
     assert mark_mentions(demo) in original_block
     assert PromptBuilder(train, PromptConfig(k=1, cg=True, seed=3)).build(test_doc).text.count("Example 1") == 1
     with pytest.raises(ValueError, match="renamer"):
@@ -395,14 +396,21 @@ def test_cli_icl_against_local_server(chat_server, redocred_dev, tmp_path, monke
     from envre_hf.cli.main import main
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    test_file, train_file = tmp_path / "test.json", tmp_path / "train.json"
-    write_documents(redocred_dev[:3], test_file)
+    from envre_hf.documents import documents_to_dataset
+
+    # the test set as an `envre build` folder (data/<split>-*.parquet), the training set as DocRED JSON
+    test_dir, train_file = tmp_path / "bench", tmp_path / "train.json"
+    (test_dir / "data").mkdir(parents=True)
+    documents_to_dataset(redocred_dev[:3]).to_parquet(str(test_dir / "data" / "dev-00000-of-00001.parquet"))
     write_documents(redocred_dev[200:220], train_file)
     out = tmp_path / "run"
-    argv = ["icl", "--test", str(test_file), "--train", str(train_file), "--backend", "openai", "--model", "m",
-            "--base-url", chat_server.url, "--k", "1", "--cg", "--max-docs", "2", "--output", str(out)]
+    argv = ["icl", "--test", str(test_dir), "--split", "dev", "--train", str(train_file), "--backend", "openai",
+            "--model", "m", "--base-url", chat_server.url, "--k", "1", "--da", "--cg", "--max-docs", "2",
+            "--output", str(out)]
     assert main(argv) == 0
     assert len(chat_server.requests) == 2
+    prompt = chat_server.requests[0]["body"]["messages"][0]["content"]
+    assert "Example 1 (renamed copy)" in prompt and CONSISTENCY_GUIDANCE in prompt
     preds = json.loads((out / "predictions.json").read_text())
     assert len(preds) == 2 and all(p["r"] == "P17" for p in preds)
     scores = json.loads((out / "scores.json").read_text())

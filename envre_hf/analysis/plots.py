@@ -29,7 +29,7 @@ def plot_entity_count(curves: Mapping[str, EntityCountCurve], path: str | os.Pat
                     [lo, hi],
                     [(curve.slope * x + curve.intercept) * 100 for x in (lo, hi)],
                     color=color,
-                    label=f"{label} fit (slope {curve.slope * 100:+.2f} F1/entity)",
+                    label=f"{label} fit (slope {curve.slope * 100:+.2f} F1 points/entity)",
                 )
         ax.set_xlabel("entities per document")
         ax.set_ylabel("F1 (%)")

@@ -26,22 +26,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kb-pool", type=Path, help="corpus KB: DocRED-format file whose entities are the KB")
     parser.add_argument("--kb-index", type=Path, help="dump KB: the SQLite index of a Wikidata JSON dump")
     parser.add_argument("--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache")
+    parser.add_argument(
+        "--max-docs", type=int, help="analyse only the first N documents of each set (to match envre icl --max-docs)"
+    )
     parser.add_argument("--bin-width", type=int, default=1, help="Figure 4: entities per bin (default 1)")
     parser.add_argument("--output", required=True, type=Path, help="output directory")
 
 
-def load_benchmark(path: Path, split: str):
-    """Documents of a DocRED-format file, or of ``data/<split>-*.parquet`` in a dataset folder."""
-    from ..documents import dataset_to_documents, read_documents
+def read_benchmark(path: Path, split: str = "test"):
+    """Documents of a DocRED-format file, or of ``data/<split>-*.parquet`` in a folder written by ``envre build``."""
+    from ..documents import document_from_row, read_documents
 
+    path = Path(path)
     if not path.is_dir():
         return read_documents(path)
-    files = sorted(str(p) for p in (path / "data").glob(f"{split}-*.parquet"))
+    files = sorted((path / "data").glob(f"{split}-*.parquet"))
     if not files:
-        raise SystemExit(f"envre analyze: no {path}/data/{split}-*.parquet files (choose the split with --split)")
-    from datasets import Dataset
+        raise SystemExit(f"envre: no {path}/data/{split}-*.parquet files (choose the split with --split)")
+    import pyarrow.parquet as pq
 
-    return dataset_to_documents(Dataset.from_parquet(files))
+    return [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,12 +55,21 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics import read_predictions
 
     original = read_documents(args.original)
-    renamed = load_benchmark(args.renamed, args.split)
+    renamed = read_benchmark(args.renamed, args.split)
+    if args.max_docs is not None:
+        original, renamed = original[: args.max_docs], renamed[: args.max_docs]
     train = read_documents(args.train) if args.train else None
     preds = {
         name: read_predictions(path) if path else None
         for name, path in (("pred_original", args.pred_original), ("pred_renamed", args.pred_renamed))
     }
+    if args.max_docs is not None:  # predictions for documents past the limit are not part of this analysis
+        for name, docs in (("pred_original", original), ("pred_renamed", renamed)):
+            if preds[name] is not None:
+                keys, titles = {d.key for d in docs}, {d.title for d in docs}
+                preds[name] = [
+                    p for p in preds[name] if (p["doc_id"] in keys if p.get("doc_id") is not None else p.get("title") in titles)
+                ]
     kb = None
     if args.kb:
         from .build import make_kb  # one way to open a KB from options, shared with envre build

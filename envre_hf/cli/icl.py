@@ -8,7 +8,10 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--test", required=True, help="test documents (DocRED JSON / JSONL / Linked-DocRED)")
+    parser.add_argument(
+        "--test", required=True, help="test documents: DocRED JSON / JSONL / Linked-DocRED, or an envre build folder"
+    )
+    parser.add_argument("--split", default="test", help="split to read from an envre build folder (default test)")
     parser.add_argument("--train", required=True, help="training documents: demonstrations, Ign F1, DA's corpus KB")
     parser.add_argument("--backend", choices=("openai", "local"), required=True)
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local model path/name")
@@ -27,11 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents
+    from .analyze import read_benchmark
     from ..icl import ICLRunError, LocalBackend, OpenAIChatBackend, PromptConfig, run_icl
 
     out = Path(args.output)
     cache = args.cache or str(out / "responses.sqlite")
-    test, train = read_documents(args.test), read_documents(args.train)
+    test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
     renamer = None
     if args.da:
         from ..kb.corpus import CorpusKB

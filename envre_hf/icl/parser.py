@@ -29,7 +29,7 @@ _BRACKETED = re.compile(r"<([^<>]*)>|\(([^()]*[;|][^()]*)\)|\[([^\[\]]*[;|][^\[\
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#+)\s+")
 _PID = re.compile(r"\bP[1-9][0-9]*\b", re.IGNORECASE)
 _IGNORABLE = re.compile(
-    r"^(?:```\w*|triples?:?|output:?|answer:?|none\.?|no relations?(?: found)?\.?|n/?a)$", re.IGNORECASE
+    r"^(?:```\w*|(?:here are the )?(?:triples?|relations?)(?: found)?:?|output:?|answer:?|none\.?|no relations?(?: found)?\.?|n/?a)$", re.IGNORECASE
 )
 
 

@@ -148,13 +148,16 @@ def _block(
     return "\n".join(parts)
 
 
-def draw_demonstrations(train: Sequence[Document], k: int, seed: int, exclude_key: str | None = None) -> list[Document]:
+def draw_demonstrations(
+    train: Sequence[Document], k: int, seed: int, exclude_key: str | None = None, exclude_titles: Sequence[str] = ()
+) -> list[Document]:
     """``k`` labelled training documents, drawn with ``random.Random(f"{seed}:{exclude_key}")``.
 
     The test document's key is part of the seed so every test document gets its own, reproducible
-    draw; a training document with the test document's key or title is never drawn.
+    draw; a training document whose key or title is ``exclude_key`` or in ``exclude_titles`` is never drawn.
     """
-    pool = [d for d in train if d.has_labels and d.key != exclude_key and d.title != exclude_key]
+    banned = {exclude_key, *exclude_titles}
+    pool = [d for d in train if d.has_labels and d.key not in banned and d.title not in banned]
     if k > len(pool):
         raise ValueError(f"k={k} demonstrations requested but the training set has {len(pool)} labelled documents")
     return random.Random(f"{seed}:{exclude_key}").sample(pool, k)
@@ -187,7 +190,8 @@ class PromptBuilder:
     def demonstrations(self, test_doc: Document) -> list[tuple[Document, Document | None]]:
         """(demonstration, renamed copy or None) pairs for ``test_doc``."""
         cfg = self.config
-        demos = draw_demonstrations(self.train, cfg.k, cfg.seed, test_doc.key)
+        titles = [t for t in (test_doc.title, test_doc.orig_title) if t]
+        demos = draw_demonstrations(self.train, cfg.k, cfg.seed, test_doc.key, titles)
         pairs: list[tuple[Document, Document | None]] = []
         for demo in demos:
             renamed = self.renamer(demo, cfg.seed) if cfg.da and self.renamer is not None else None
