@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from ..documents import Document
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import is_rule_based, names_by_frequency, normalize_item_id
-from .wikidata_json import item_number, parse_entity
+from .wikidata_json import EntityRecord, item_number, parse_entity
 
 try:  # optional: 2-3x faster parsing of entity lines; the standard library is the fallback
     import orjson as _orjson
@@ -139,14 +139,13 @@ class _Batch:
         self.incoming: Counter = Counter()
         self.entities = 0
 
-    def add(self, record) -> None:  # record: EntityRecord
-        number = item_number(record.item_id)
+    def add(self, record: EntityRecord) -> None:
+        number = int(record.item_id[1:])
         self.items.append((number, record.label, len(record.names), record.statements))
         self.names.extend((number, i, name) for i, name in enumerate(record.names))
-        self.types.extend(
-            (number, i, item_number(t), int(t in record.truthy_types)) for i, t in enumerate(record.types)
-        )
-        self.incoming.update(item_number(v) for v in record.item_values)
+        truthy = record.truthy_types
+        self.types.extend((number, i, int(t[1:]), int(t in truthy)) for i, t in enumerate(record.types))
+        self.incoming.update(int(v[1:]) for v in record.item_values)
 
     def commit(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -288,7 +287,12 @@ def _stream(
                     ) from exc
                 if not isinstance(entity, dict):
                     raise KnowledgeBaseError(f"{dump_path}: line {line_no}: expected a JSON object")
-                record = parse_entity(entity, language)
+                try:
+                    record = parse_entity(entity, language)
+                except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                    raise KnowledgeBaseError(
+                        f"{dump_path}: line {line_no}: malformed entity {entity.get('id')!r} ({exc!r})"
+                    ) from exc
                 state["entities"] += 1
                 batch.entities += 1
                 if record is not None:

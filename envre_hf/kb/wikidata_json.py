@@ -34,19 +34,23 @@ def item_number(item_id: str) -> int:
 
 
 def snak_item_value(snak: Any) -> str | None:
-    """The item id a ``wikibase-item`` snak points to, or ``None`` (other datatypes, somevalue/novalue)."""
+    """The item id a ``wikibase-item`` snak points to, or ``None`` (other datatypes, somevalue/novalue).
+
+    Hot path of dump indexing: trusts ``entity-type == "item"`` values to carry a valid id.
+    """
     if not isinstance(snak, dict) or snak.get("snaktype") != "value":
         return None
     datavalue = snak.get("datavalue")
     if not isinstance(datavalue, dict) or datavalue.get("type") != "wikibase-entityid":
         return None
     value = datavalue.get("value")
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or value.get("entity-type", "item") != "item":
         return None
     item = value.get("id")
-    if item is None and value.get("entity-type") == "item" and isinstance(value.get("numeric-id"), int):
-        item = f"Q{value['numeric-id']}"  # old dumps carry only the numeric id
-    return item if is_item_id(item) else None
+    if isinstance(item, str) and item[:1] == "Q":
+        return item
+    number = value.get("numeric-id")  # old dumps carry only the numeric id
+    return f"Q{number}" if isinstance(number, int) and number > 0 else None
 
 
 @dataclass(frozen=True)
