@@ -311,3 +311,11 @@ def test_evaluate_module_errors(docre_f1):
     docs = read_documents(SAMPLE_DOCS)
     with pytest.raises(PredictionError, match="h_idx"):
         docre_f1.compute(predictions=[[{"h_idx": 50, "t_idx": 0, "r": "P17"}], [], []], references=docs)
+
+
+def test_evaluate_module_takes_official_dicts_and_checks_their_documents(docre_f1):
+    docs, flat = read_documents(SAMPLE_DOCS), read_predictions(SAMPLE_PREDICTIONS)
+    per_doc = [[p for p in flat if p["title"] == d.title] for d in docs]
+    assert docre_f1.compute(predictions=per_doc, references=docs)["f1"] == _sample_scores().f1
+    with pytest.raises(PredictionError, match=r"predictions\[0\] names document 'Port Aldren'"):
+        docre_f1.compute(predictions=per_doc[::-1], references=docs)

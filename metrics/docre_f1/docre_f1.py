@@ -14,7 +14,7 @@ import datasets
 import evaluate
 
 from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_documents, to_docred
-from envre_hf.metrics import TrainFacts, score_predictions
+from envre_hf.metrics import PredictionError, TrainFacts, score_predictions
 
 _CITATION = """\
 @inproceedings{yao-etal-2019-docred,
@@ -80,13 +80,40 @@ def _reference_json(ref: Any, i: int) -> Any:
     return ref
 
 
-def _predictions(preds: Any) -> Any:
-    """Fill a missing ``evidence`` with None, so that predictions without evidence fit the Features."""
+def _names(reference_json: Any) -> tuple[Any, Any]:
+    """(key, title) of a reference JSON string; (None, None) when it is not one."""
+    try:
+        obj = json.loads(reference_json)
+    except (TypeError, json.JSONDecodeError):
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    title = obj.get("title")
+    return (obj.get("doc_id") if obj.get("doc_id") is not None else title), title
+
+
+def _predictions(preds: Any, reference: Any, position: int = 0) -> Any:
+    """Predictions of one document reduced to the Features' fields (``evidence`` None when missing).
+
+    Official-format dicts may be passed as they are: a ``doc_id`` must then equal the reference's key,
+    a bare ``title`` its title (predictions are matched to references by position, never by name).
+    """
     if not isinstance(preds, (list, tuple)):
         return preds
-    return [
-        {**p, "evidence": p.get("evidence")} if isinstance(p, Mapping) and "evidence" not in p else p for p in preds
-    ]
+    out, names = [], None
+    for j, p in enumerate(preds):
+        if not isinstance(p, Mapping):
+            return preds  # the Features report the bad input
+        doc_id, title = p.get("doc_id"), p.get("title")
+        if doc_id is not None or title is not None:
+            names = _names(reference) if names is None else names
+            field, given, expected = ("doc_id", doc_id, names[0]) if doc_id is not None else ("title", title, names[1])
+            if expected is not None and given != expected:
+                raise PredictionError(
+                    f"predictions[{position}] names document {given!r} but references[{position}] is {expected!r}", index=j, doc=given, field=field
+                )
+        out.append({"h_idx": p.get("h_idx"), "t_idx": p.get("t_idx"), "r": p.get("r"), "evidence": p.get("evidence")})
+    return out
 
 
 def _train_facts(train: Any) -> TrainFacts | None:
@@ -119,18 +146,19 @@ class DocreF1(evaluate.Metric):
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add documents: one prediction list and one reference document each (see the inputs below)."""
-        if predictions is not None:
-            predictions = [_predictions(p) for p in predictions]
         if references is not None:
             references = [_reference_json(r, i) for i, r in enumerate(references)]
+        if predictions is not None:
+            refs = references if references is not None and len(references) == len(predictions) else None
+            predictions = [_predictions(p, None if refs is None else refs[i], i) for i, p in enumerate(predictions)]
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one document: its prediction list and its reference document."""
-        if prediction is not None:
-            prediction = _predictions(prediction)
         if reference is not None:
             reference = _reference_json(reference, 0)
+        if prediction is not None:
+            prediction = _predictions(prediction, reference)
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(self, predictions, references, train_documents=None, allow_unknown_documents=False):
