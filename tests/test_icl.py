@@ -153,13 +153,14 @@ Skai TV; member of; Greece
 <2; country; 2>
 <1 ; COUNTRY ; 3>
 1, dissolved, abolished or demolished, 2
+<[2 Athens]; Located In The Administrative Territorial Entity; [3 Greece]>
 ```
 I hope this helps."""
     preds, report = parse_triples(text, doc, numbering)
     got = {(p["h_idx"], p["t_idx"], p["r"]) for p in preds}
-    assert got == {(1, 0, "P17"), (1, 2, "P159"), (2, 0, "P17"), (1, 0, "P131"), (1, 0, "P463"), (1, 2, "P576")}
+    assert got == {(1, 0, "P17"), (1, 2, "P159"), (2, 0, "P17"), (1, 0, "P131"), (1, 0, "P463"), (1, 2, "P576"), (2, 0, "P131")}
     assert all(p["doc_id"] == "tiny-1" and p["title"] == "Tiny" for p in preds)
-    assert report.parsed == 6
+    assert report.parsed == 7
     assert report.unknown_relations == ["<1; likes; 2>"]
     assert report.out_of_range == ["<1; country; 9>"]
     assert report.self_pairs == ["<2; country; 2>"]

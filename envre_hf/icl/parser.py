@@ -40,14 +40,6 @@ def _norm(text: str) -> str:
 
 
 @dataclass
-class ParseIssue:
-    """A line (or triple) the parser dropped, and why."""
-
-    line: str
-    reason: str
-
-
-@dataclass
 class ParseReport:
     """What the parser did with one model output (counts are of triples unless named lines)."""
 
