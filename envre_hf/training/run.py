@@ -40,6 +40,10 @@ class ModelArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer (default: model_name_or_path)."})
     emb_size: int | None = field(default=None, metadata={"help": "Head embedding size (default: DocREConfig's, 768)."})
     block_size: int | None = field(default=None, metadata={"help": "Group-bilinear block size (default 64)."})
+    extra_head: str | None = field(
+        default=None,
+        metadata={"help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).'},
+    )
 
 
 @dataclass
@@ -87,6 +91,8 @@ def build_model(model_args: ModelArguments) -> Any:
         head["emb_size"] = model_args.emb_size
     if model_args.block_size is not None:
         head["block_size"] = model_args.block_size
+    if model_args.extra_head:
+        head["extra_head"] = json.loads(model_args.extra_head)
     return DocREModel.from_encoder_pretrained(model_args.model_name_or_path, **head)
 
 

