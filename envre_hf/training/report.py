@@ -1,0 +1,156 @@
+"""Robustness report: the same model scored on an original test set and on its renamed version(s).
+
+The table mirrors the paper's Table 7: P, R, F1, Ign F1, Intra F1 and Inter F1 on the original
+documents, on the renamed ones (averaged over the renamed sets when the benchmark holds several
+seeds, e.g. Env-Re-DocRED's five), and the relative drop ``(original - renamed) / original``.
+Scores are fractions in [0, 1] in :meth:`RobustnessReport.to_dict` (like ``DocREScores``) and
+percentages in the markdown table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..documents import Document
+
+#: (column title, DocREScores attribute) of the report, in table order.
+REPORT_COLUMNS = (
+    ("P", "precision"),
+    ("R", "recall"),
+    ("F1", "f1"),
+    ("Ign F1", "ign_f1"),
+    ("Intra F1", "intra_f1"),
+    ("Inter F1", "inter_f1"),
+)
+
+Scores = dict[str, float | None]
+
+
+@dataclass
+class RobustnessReport:
+    """Scores on the original and renamed sets, and the relative drop per score."""
+
+    original: Scores
+    renamed: Scores
+    relative_drop: Scores
+    renamed_sets: dict[str, Scores] = field(default_factory=dict)
+    documents: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "original": self.original,
+            "renamed": self.renamed,
+            "relative_drop": self.relative_drop,
+            "renamed_sets": self.renamed_sets,
+            "documents": self.documents,
+        }
+
+    def to_markdown(self, title: str | None = None) -> str:
+        """A markdown table: Original, Renamed (mean over sets) and Relative drop rows, in %."""
+
+        def pct(value: float | None) -> str:
+            return "-" if value is None else f"{100 * value:.2f}"
+
+        header = "| Test set | " + " | ".join(name for name, _ in REPORT_COLUMNS) + " |"
+        rule = "|---|" + "---:|" * len(REPORT_COLUMNS)
+        n_sets = len(self.renamed_sets)
+        renamed_label = f"Renamed ({n_sets} sets)" if n_sets > 1 else "Renamed"
+        rows = [
+            ("Original", self.original, pct),
+            (renamed_label, self.renamed, pct),
+            ("Relative drop (%)", self.relative_drop, pct),
+        ]
+        lines = [f"**{title}**", ""] if title else []
+        lines += [header, rule]
+        for label, scores, fmt in rows:
+            lines.append(f"| {label} | " + " | ".join(fmt(scores.get(attr)) for _, attr in REPORT_COLUMNS) + " |")
+        return "\n".join(lines)
+
+
+def _headline(scores: Any) -> Scores:
+    return {attr: (None if getattr(scores, attr) is None else float(getattr(scores, attr))) for _, attr in REPORT_COLUMNS}
+
+
+def _mean(rows: list[Scores]) -> Scores:
+    out: Scores = {}
+    for _, attr in REPORT_COLUMNS:
+        values = [row[attr] for row in rows if row.get(attr) is not None]
+        out[attr] = sum(values) / len(values) if values and len(values) == len(rows) else None
+    return out
+
+
+def relative_drop(original: Scores, renamed: Scores) -> Scores:
+    """``(original - renamed) / original`` per score (``None`` when undefined)."""
+    out: Scores = {}
+    for _, attr in REPORT_COLUMNS:
+        a, b = original.get(attr), renamed.get(attr)
+        out[attr] = None if a is None or b is None or a == 0 else (a - b) / a
+    return out
+
+
+def group_renamed_sets(renamed: Sequence[Document]) -> dict[str, list[Document]]:
+    """Renamed documents grouped by renaming seed (``"seed <n>"``; ``"renamed"`` when unknown)."""
+    groups: dict[str, list[Document]] = {}
+    for doc in renamed:
+        groups.setdefault("renamed" if doc.seed is None else f"seed {doc.seed}", []).append(doc)
+    return dict(sorted(groups.items()))
+
+
+def _predictions_for(predictions: Sequence[dict], docs: Sequence[Document], single_set: bool) -> list[dict]:
+    if single_set:
+        return list(predictions)
+    keys = {doc.key for doc in docs}
+    return [p for p in predictions if p.get("doc_id") in keys]
+
+
+def robustness_report(
+    original_predictions: Sequence[dict],
+    original_gold: Sequence[Document],
+    renamed_predictions: Sequence[dict],
+    renamed_gold: Sequence[Document],
+    train: Sequence[Document] | None = None,
+) -> RobustnessReport:
+    """Score both prediction sets (official format) and compute the relative drops.
+
+    With several renamed sets (seeds) each is scored on its own and the renamed row is their
+    mean; their predictions must then carry ``doc_id`` (renamed copies share titles).
+    """
+    from ..metrics import score_predictions
+
+    train = list(train) if train is not None else None
+    original = _headline(score_predictions(list(original_predictions), list(original_gold), train))
+    groups = group_renamed_sets(renamed_gold)
+    if len(groups) > 1 and any("doc_id" not in p for p in renamed_predictions):
+        raise ValueError("predictions on several renamed sets need a doc_id on every prediction ('<key>#<seed>')")
+    per_set = {
+        name: _headline(
+            score_predictions(_predictions_for(renamed_predictions, docs, len(groups) == 1), docs, train)
+        )
+        for name, docs in groups.items()
+    }
+    renamed = _mean(list(per_set.values()))
+    return RobustnessReport(
+        original=original,
+        renamed=renamed,
+        relative_drop=relative_drop(original, renamed),
+        renamed_sets=per_set,
+        documents={"original": len(original_gold), "renamed": len(renamed_gold)},
+    )
+
+
+def model_robustness_report(
+    model: Any,
+    tokenizer: Any,
+    original_gold: Sequence[Document],
+    renamed_gold: Sequence[Document],
+    train: Sequence[Document] | None = None,
+    **predict_kwargs: Any,
+) -> RobustnessReport:
+    """Predict with ``model`` on both sets (``envre_hf.models.prediction.predict``) and report."""
+    from ..models.prediction import predict
+
+    original_predictions = predict(model, list(original_gold), tokenizer, **predict_kwargs)
+    renamed_predictions = predict(model, list(renamed_gold), tokenizer, **predict_kwargs)
+    return robustness_report(original_predictions, original_gold, renamed_predictions, renamed_gold, train)
