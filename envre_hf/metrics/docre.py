@@ -297,14 +297,22 @@ def score_predictions(
     facts = train if isinstance(train, TrainFacts) or train is None else TrainFacts.from_documents(train)
     num_entities = index.num_entities
 
-    # ---- validate, resolve and de-duplicate (the first occurrence wins, as after the official stable sort)
-    kept: dict[tuple[str, int, int, str], Any] = {}
+    # One pass: validate, resolve, de-duplicate (the first occurrence wins, as after the official stable sort)
+    # and count each new fact at once.
+    labels = index.labels
+    ent_sents = index.entity_sents
+    names_of = index._names
+    train_pairs = facts.by_relation if facts is not None and len(facts) > 0 else None
+    kept: set[tuple[str, int, int, str]] = set()
     unknown: set[tuple[Any, ...]] = set()
     resolved: dict[tuple[Any, Any], str | None] = {}
     evidence_lists: list[tuple[int, Any, list]] = []
-    total = 0
+    correct_keys: list[tuple[str, int, int, str]] = []
+    any_evidence = False
+    correct_in_train = correct_evidence = predicted_evidence = 0
+    pred_intra = correct_intra = 0
+    i = -1
     for i, pred in enumerate(predictions):
-        total += 1
         if type(pred) is not dict and not isinstance(pred, Mapping):
             raise PredictionError(f"expected an object, got {type(pred).__name__}", index=i)
         doc_id = pred.get("doc_id")
@@ -343,10 +351,11 @@ def score_predictions(
             unknown.add((name, h, t, r))
             continue
         n_ent = num_entities[key]
-        if not 0 <= h < n_ent:
-            raise PredictionError(f"h_idx {h} is out of range (the document has {n_ent} entities)", index=i, doc=name, field="h_idx")
-        if not 0 <= t < n_ent:
-            raise PredictionError(f"t_idx {t} is out of range (the document has {n_ent} entities)", index=i, doc=name, field="t_idx")
+        if not (0 <= h < n_ent and 0 <= t < n_ent):
+            field_name, value = ("h_idx", h) if not 0 <= h < n_ent else ("t_idx", t)
+            raise PredictionError(
+                f"{field_name} {value} is out of range (the document has {n_ent} entities)", index=i, doc=name, field=field_name
+            )
         evi = pred.get("evidence")
         if evi is not None:  # checked on repeats too, so that every malformed prediction is reported
             if type(evi) is list:
@@ -354,23 +363,9 @@ def score_predictions(
             else:
                 evi = _evidence(evi, i, name)
         k = (key, h, t, r)
-        if k not in kept:
-            kept[k] = evi
-    # plain evidence lists are type-checked in bulk (C-level); the slow path names the culprit
-    if evidence_lists and set(map(type, chain.from_iterable(e for _, _, e in evidence_lists))) - {int}:
-        for i, name, evi in evidence_lists:
-            _evidence(evi, i, name)
-
-    # ---- count
-    labels = index.labels
-    ent_sents = index.entity_sents
-    check_train = facts is not None and len(facts) > 0
-    any_evidence = False
-    correct_keys = []
-    correct_in_train = correct_evidence = predicted_evidence = 0
-    pred_intra = correct_intra = 0
-    for k, evi in kept.items():
-        key, h, t, r = k
+        if k in kept:
+            continue
+        kept.add(k)
         es = ent_sents[key]
         intra = not es[h].isdisjoint(es[t])
         if intra:
@@ -387,10 +382,19 @@ def score_predictions(
             correct_intra += 1
         if evi:
             correct_evidence += len(evi.intersection(gold_evi))
-        if check_train:
-            names = index.names(key)
-            if facts.any_in_train(names[h], names[t], r):
-                correct_in_train += 1
+        if train_pairs is not None:
+            pairs = train_pairs.get(r)
+            if pairs is not None:
+                names = names_of.get(key)
+                if names is None:
+                    names = index.names(key)
+                if not pairs.isdisjoint(product(names[h], names[t])):
+                    correct_in_train += 1
+    total = i + 1
+    # plain evidence lists are type-checked in bulk (C-level); the slow path names the culprit
+    if evidence_lists and set(map(type, chain.from_iterable(e for _, _, e in evidence_lists))) - {int}:
+        for i, name, evi in evidence_lists:
+            _evidence(evi, i, name)
 
     correct = len(correct_keys)
     n_pred = len(kept) + len(unknown)
