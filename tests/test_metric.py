@@ -139,6 +139,10 @@ def test_ign_ignores_correct_facts_seen_in_training():
     facts = TrainFacts.from_documents([train_doc()])
     assert ("Ay", "B", "P17") in facts and len(facts) == 2
     assert score_predictions(preds, GoldIndex([alpha()]), facts) == scores
+    # facts given as a plain set (e.g. a cached official .fact file) are indexed the same way
+    from_set = TrainFacts(frozenset({("Ay", "B", "P17")}))
+    assert from_set.any_in_train(["A", "Ay"], ["B"], "P17") and not from_set.any_in_train(["A"], ["B"], "P17")
+    assert score_predictions(preds, [alpha()], from_set).ign_f1 == scores.ign_f1
 
 
 def test_intra_and_inter_by_hand():
