@@ -6,8 +6,11 @@ import pickle
 
 import pytest
 
+from envre_hf.documents import from_docred, to_docred
 from envre_hf.kb.corpus import CorpusKB, describe_type, role_signature
 from envre_hf.renaming import tokenize_name
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +92,16 @@ def test_outside_documents_are_linked_from_their_labels(dev_kb, redocred_test):
     assert dev_kb.types(item) == [role_signature(doc, 0)]
     assert set(dev_kb.names(item)) <= {" ".join(m.tokens(doc.sents)) for m in doc.entities[0].mentions}
     assert dev_kb.popularity(item) is None
+
+
+
+def test_a_document_reusing_a_pool_key_is_not_the_pool_entity(dev_kb, redocred_dev, redocred_test):
+    clash = from_docred(to_docred(redocred_test[5]))
+    clash.doc_id = redocred_dev[0].key
+    item = dev_kb.link(clash, 0)
+    assert item == f"corpus:{redocred_dev[0].key}#0~external"
+    assert dev_kb.types(item) == [role_signature(clash, 0)]
+    assert dev_kb.link(from_docred(to_docred(redocred_dev[0])), 0) == f"corpus:{redocred_dev[0].key}#0"
 
 
 def test_snapshot_and_pickle(dev_kb, redocred_dev, redocred_test):

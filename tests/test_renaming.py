@@ -232,3 +232,11 @@ def test_rename_dataset_matches_single_documents():
     for num_proc in (1, 2):
         got = dataset_to_documents(rename_dataset(dataset, pipeline, seeds=[0, 1], num_proc=num_proc))
         assert [json.dumps(to_docred(d)) for d in got] == [json.dumps(to_docred(d)) for d in expected]
+
+
+def test_config_fingerprint():
+    a = RenamingConfig(exclude_names=frozenset({"b", "a", "c"}))
+    b = RenamingConfig(exclude_names=frozenset({"c", "a", "b"}))
+    assert a.fingerprint() == b.fingerprint()
+    assert a.fingerprint() != RenamingConfig(exclude_names=frozenset({"a"})).fingerprint()
+    assert RenamingConfig().fingerprint() != RenamingConfig(fix_leaks=True).fingerprint()

@@ -20,6 +20,7 @@ from envre_hf.renaming import (
     used_names,
 )
 
+pytestmark = pytest.mark.slow
 SEEDS = (0, 1)
 
 

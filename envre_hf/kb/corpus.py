@@ -17,7 +17,8 @@ Step 3 (:meth:`CorpusKB.candidates`) offers pool entities whose signature is com
 
 The pool is indexed once (coarse type + role -> items); answers are cached per (type,
 min_names), so the per-entity cost does not grow with the pool. Entities of documents outside
-the pool (the documents being renamed) are linked on the fly from their own labels.
+the pool (the documents being renamed) are linked on the fly from their own labels; an entity
+of a pool document links to its own pool item, which step 3 then never draws.
 """
 
 from __future__ import annotations
@@ -139,14 +140,23 @@ class CorpusKB(KnowledgeBase):
     # ------------------------------------------------------------------ KnowledgeBase
 
     def link(self, doc: Document, entity_index: int) -> str | None:
-        item_id = f"{PREFIX}{doc.key}#{entity_index}"
-        if item_id in self._index and self._types[self._index[item_id]] == role_signature(doc, entity_index):
-            return item_id
+        """The pool item of a pool document's entity; other documents' entities are registered on the fly.
+
+        An outside entity whose id would clash with a different pool entity (same document key,
+        other labels) gets the id ``corpus:<key>#<index>~external``.
+        """
         if self._last_doc is None or self._last_doc[0] is not doc:
             self._last_doc = (doc, _signatures(doc))
+        signature = self._last_doc[1][entity_index]
+        item_id = f"{PREFIX}{doc.key}#{entity_index}"
+        i = self._index.get(item_id)
+        if i is not None:
+            if self._types[i] == signature and self._names[i] == _entity_names(doc, entity_index):
+                return item_id
+            item_id += "~external"
         if len(self._external) > 100_000:
             self._external.clear()
-        self._external[item_id] = (self._last_doc[1][entity_index], _entity_names(doc, entity_index))
+        self._external[item_id] = (signature, _entity_names(doc, entity_index))
         return item_id
 
     def types(self, item_id: str) -> list[str]:

@@ -38,13 +38,16 @@ when it equals an original name of a renamed entity.
 
 ``substitutions`` lists, per renamed entity, one :class:`Substitution` per distinct original
 name (``match`` = the KB's ``"exact"`` / ``"relaxed:<how>"``, or ``"rule"`` for values), and
-one record per unchanged entity with ``new_name == original_name`` and ``match`` =
-``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``overlap``,
-``no-rule``); see :func:`is_substituted`.
+one record per unchanged entity (its most frequent name) with ``new_name == original_name``,
+``match`` = ``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``overlap``,
+``no-rule``) and, when step 1/2 got that far, the entity's own item and type; see
+:func:`is_substituted`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import re
 from collections.abc import Sequence
@@ -89,6 +92,15 @@ class RenamingConfig:
     rename_title: bool = True
     #: Validate the input document first (raises DocumentError on malformed input).
     validate: bool = True
+
+    def fingerprint(self) -> str:
+        """A stable hash of every option (the name set sorted), for caches and build manifests."""
+        digest = hashlib.sha256()
+        for key, value in sorted(self.__dict__.items()):
+            if isinstance(value, (set, frozenset)):
+                value = sorted(value)
+            digest.update(json.dumps([key, value], ensure_ascii=False).encode())
+        return digest.hexdigest()[:16]
 
 
 @dataclass
@@ -307,12 +319,6 @@ class RenamingPipeline:
 
 
 
-_COLUMNS = (
-    "doc_id", "title", "sents", "vertexSet", "labels", "has_labels", "entity_wikidata_ids", "entity_extra",
-    "orig_title", "seed", "substitutions", "extra",
-)  # fmt: skip
-
-
 class _RenameBatch:
     """``datasets.map`` function: rows -> renamed rows for one seed (picklable for ``num_proc``)."""
 
@@ -321,11 +327,13 @@ class _RenameBatch:
         self.seed = seed
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:
-        from ..documents.hf import document_from_row, document_to_row
+        from ..documents.hf import DOCUMENT_FEATURES, document_from_row, document_to_row
 
-        n = len(batch["title"])
-        rows = [document_to_row(self.pipeline.rename(document_from_row({k: v[i] for k, v in batch.items()}), self.seed)) for i in range(n)]
-        return {key: [row[key] for row in rows] for key in _COLUMNS}
+        rows = []
+        for i in range(len(batch["title"])):
+            doc = document_from_row({key: values[i] for key, values in batch.items()})
+            rows.append(document_to_row(self.pipeline.rename(doc, self.seed)))
+        return {key: [row[key] for row in rows] for key in DOCUMENT_FEATURES}
 
 
 def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], num_proc: int = 1, batch_size: int = 64):
@@ -335,8 +343,6 @@ def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], nu
     input order, whatever ``num_proc`` is: each copy depends only on its document and seed.
     The dataset must have the columns of :data:`~envre_hf.documents.DOCUMENT_FEATURES`.
     """
-    import hashlib
-
     from datasets import concatenate_datasets
 
     from ..documents.hf import DOCUMENT_FEATURES
@@ -350,7 +356,7 @@ def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], nu
     for seed in seeds:
         # explicit fingerprint: hashing the pipeline (its whole KB) would be slow and pointless
         fingerprint = hashlib.sha256(
-            f"{dataset._fingerprint}|{seed}|{pipeline.kb.snapshot_id()}|{pipeline.config!r}".encode()
+            f"{dataset._fingerprint}|{seed}|{pipeline.kb.snapshot_id()}|{pipeline.config.fingerprint()}".encode()
         ).hexdigest()[:32]
         parts.append(
             dataset.map(

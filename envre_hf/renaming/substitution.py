@@ -62,6 +62,11 @@ class SpanMap:
     def sentence_changed(self, sent_id: int) -> bool:
         return sent_id in self._edits
 
+    @property
+    def changed(self) -> bool:
+        """True when some sentence was changed."""
+        return bool(self._edits)
+
 
 def replace_spans(
     sents: Sequence[list[str]], replacements: Iterable[SpanReplacement]
@@ -131,7 +136,7 @@ def substitute(
     """
     new_names = new_names or {}
     new_sents, span_map = replace_spans(doc.sents, replacements)
-    changed = any(span_map.sentence_changed(s) for s in range(len(doc.sents)))
+    changed = span_map.changed
     old_offsets = doc.sentence_offsets()
     new_offsets = _offsets(new_sents) if changed else old_offsets
     entities = []
