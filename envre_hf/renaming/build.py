@@ -43,6 +43,7 @@ from ..documents import (
     write_documents,
 )
 from ..kb.base import KnowledgeBaseError
+from .leaks import find_leaks
 
 PathLike = str | os.PathLike
 
@@ -254,10 +255,12 @@ class _WorkLog:
         self.fsync_every = fsync_every
         self._since_sync = 0
         self._fh: Any = None
+        #: Every finished record, (document index, seed) -> record: read from disk, then appended.
+        self.records: dict[tuple[int, int], dict[str, Any]] = {}
 
     def read(self) -> dict[tuple[int, int], dict[str, Any]]:
-        """Finished records; a line cut short by a kill is dropped (and truncated away)."""
-        done: dict[tuple[int, int], dict[str, Any]] = {}
+        """Load the finished records; a line cut short by a kill is dropped (and truncated away)."""
+        done = self.records
         if not self.path.exists():
             return done
         good_bytes = 0
@@ -280,7 +283,8 @@ class _WorkLog:
         if self._fh is None:
             self._fh = open(self.path, "a", encoding="utf-8")
         self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()  # a killed process loses nothing written so far
+        self._fh.flush()
+        self.records[(record["doc"], record["seed"])] = record  # a killed process loses nothing written so far
         self._since_sync += 1
         if self._since_sync >= self.fsync_every:
             self.sync()
@@ -339,30 +343,39 @@ def _failure_record(doc_index: int, seed: int, doc: Document, err: BaseException
     }
 
 
-def _rename_one(pipeline: Renamer, docs: Sequence[Document | None], unit: tuple[int, int], skip: bool) -> dict:
+def _rename_one(
+    pipeline: Renamer, docs: Sequence[Document | None], unit: tuple[int, int], skip: bool
+) -> tuple[dict, Document | None]:
+    """The log record of one (document, seed) and the renamed copy (``None`` for a failure)."""
     doc_index, seed = unit
     doc = docs[doc_index]
     assert doc is not None
     try:
-        renamed = pipeline.rename(doc, seed)
+        with_report = getattr(pipeline, "rename_with_report", None)
+        if with_report is not None:  # the pipeline already ran the leak check: reuse its count
+            renamed, report = with_report(doc, seed)
+            leaks = report.leaks_found - report.leaks_fixed
+        else:
+            renamed = pipeline.rename(doc, seed)
+            leaks = len(find_leaks(renamed))
     except KnowledgeBaseError:
         raise  # the KB, not the document, failed: stop; --resume retries later
     except DocumentError as err:
         if not skip:
             raise err.located(doc_index, doc.title) from None
-        return _failure_record(doc_index, seed, doc, err.located(doc_index, doc.title))
+        return _failure_record(doc_index, seed, doc, err.located(doc_index, doc.title)), None
     except Exception as err:  # a pipeline bug on this document: report it instead of losing the whole build
         if not skip:
             raise
-        return _failure_record(doc_index, seed, doc, err)
-    return {"doc": doc_index, "seed": seed, "row": document_to_row(renamed)}
+        return _failure_record(doc_index, seed, doc, err), None
+    return {"doc": doc_index, "seed": seed, "leaks": leaks, "row": document_to_row(renamed)}, renamed
 
 
 #: (pipeline, documents, skip) inherited by forked workers.
 _WORKER_STATE: tuple[Renamer, Sequence[Document | None], bool] | None = None
 
 
-def _rename_chunk(units: list[tuple[int, int]]) -> list[dict]:
+def _rename_chunk(units: list[tuple[int, int]]) -> list[tuple[dict, Document | None]]:
     assert _WORKER_STATE is not None
     pipeline, docs, skip = _WORKER_STATE
     return [_rename_one(pipeline, docs, unit, skip) for unit in units]
@@ -380,23 +393,32 @@ def _run_units(
     log: _WorkLog,
     config: BuildConfig,
     bar: tqdm,
-) -> None:
+) -> dict[tuple[int, int], Document]:
+    """Rename ``units``, appending each record to ``log``; returns the renamed copies made here."""
     skip = config.on_error == "skip"
+    renamed: dict[tuple[int, int], Document] = {}
+
+    def keep(record: dict, doc: Document | None) -> None:
+        log.append(record)
+        if doc is not None:
+            renamed[(record["doc"], record["seed"])] = doc
+
     if config.num_proc == 1 or len(units) <= config.chunk_size:
         for unit in units:
-            log.append(_rename_one(pipeline, docs, unit, skip))
+            keep(*_rename_one(pipeline, docs, unit, skip))
             bar.update(1)
-        return
+        return renamed
     global _WORKER_STATE
     _WORKER_STATE = (pipeline, docs, skip)
     try:
         with multiprocessing.get_context("fork").Pool(config.num_proc) as pool:
-            for records in pool.imap(_rename_chunk, _chunks(units, config.chunk_size)):
-                for record in records:
-                    log.append(record)
-                bar.update(len(records))
+            for results in pool.imap(_rename_chunk, _chunks(units, config.chunk_size)):
+                for record, doc in results:
+                    keep(record, doc)
+                bar.update(len(results))
     finally:
         _WORKER_STATE = None
+    return renamed
 
 
 # --------------------------------------------------------------------------- statistics
@@ -404,18 +426,18 @@ def _run_units(
 
 def construction_statistics(
     renamed: Sequence[Document],
+    leaks: Sequence[int],
+    names_used: set[str],
     source_docs: int,
     failures: Sequence[DocumentFailure],
     source: SourceInfo,
     seeds: Sequence[int],
 ) -> dict[str, Any]:
     """The numbers a dataset card reports: substitution rate per coarse type, type-match kinds (exact /
-    relaxed / rule / unchanged:<reason>), leaks left in the text, names used, KB snapshot, seeds."""
-    from .isolation import used_names
-    from .leaks import find_leaks
+    relaxed / rule / unchanged:<reason>), leaks left in the text (``leaks[i]`` for ``renamed[i]``), names
+    used, KB snapshot, seeds."""
     from .stats import match_counts, substitution_rates
 
-    leaks = [len(find_leaks(doc)) for doc in renamed]
     return {
         "source_documents": source_docs,
         "seeds": list(seeds),
@@ -425,7 +447,7 @@ def construction_statistics(
         "substitution_rates": substitution_rates(renamed),
         "type_matches": match_counts(renamed),
         "leaks": {"documents": sum(1 for n in leaks if n), "occurrences": sum(leaks)},
-        "names_used": len(used_names(renamed)),
+        "names_used": len(names_used),
         "kb": {"name": source.kb_name, "snapshot": source.kb_snapshot},
         "renaming_config": source.renaming_config,
         "input": {"path": Path(source.input_path).name, "sha256": source.input_sha256},
@@ -441,7 +463,11 @@ def _shard_paths(data_dir: Path, split: str, n_rows: int) -> list[Path]:
 
 
 def _write_parquet(rows: list[dict[str, Any]], data_dir: Path, split: str) -> list[Path]:
+    """Parquet shards with the datasets schema metadata. Rows go to Arrow in one C++ call (what
+    ``Dataset.from_list`` writes too, byte for byte, at twice the cost)."""
+    import pyarrow as pa
     from datasets import Dataset
+    from datasets.table import InMemoryTable
 
     data_dir.mkdir(parents=True, exist_ok=True)
     for stale in data_dir.glob(f"{split}-*.parquet"):
@@ -449,7 +475,8 @@ def _write_parquet(rows: list[dict[str, Any]], data_dir: Path, split: str) -> li
     paths = _shard_paths(data_dir, split, len(rows))
     for i, path in enumerate(paths):
         shard = rows[i * MAX_ROWS_PER_SHARD : (i + 1) * MAX_ROWS_PER_SHARD]
-        Dataset.from_list(shard, features=DOCUMENT_FEATURES).to_parquet(str(path))
+        table = pa.Table.from_pylist(shard, schema=DOCUMENT_FEATURES.arrow_schema)
+        Dataset(InMemoryTable(table)).to_parquet(str(path))
     return paths
 
 
@@ -469,12 +496,17 @@ def _assemble(
     config: BuildConfig,
     source: SourceInfo,
     records: dict[tuple[int, int], dict[str, Any]],
+    fresh: dict[tuple[int, int], Document],
     n_docs: int,
     parse_failures: list[DocumentFailure],
 ) -> tuple[list[Path], dict[str, Any], list[DocumentFailure]]:
+    """Write the split from the records in input order; ``fresh`` holds the copies renamed by this process
+    (records resumed from disk are turned back into documents)."""
     from .isolation import used_names
 
     rows: list[dict[str, Any]] = []
+    renamed: list[Document] = []
+    leaks: list[int] = []
     failures = list(parse_failures)
     unparsed = {f.doc_index for f in parse_failures}
     for doc_index in range(n_docs):
@@ -484,14 +516,16 @@ def _assemble(
             record = records[(doc_index, seed)]
             if "row" in record:
                 rows.append(record["row"])
+                renamed.append(fresh.get((doc_index, seed)) or document_from_row(record["row"]))
+                leaks.append(record["leaks"])
             else:
                 err = record["error"]
                 failures.append(DocumentFailure(doc_index, err["title"], seed, err["message"], err["type"]))
     failures.sort(key=lambda f: (f.doc_index, -1 if f.seed is None else f.seed))
     out = config.output_dir
     paths = _write_parquet(rows, out / "data", config.split)
-    renamed = [document_from_row(row) for row in rows]
-    stats = construction_statistics(renamed, n_docs, failures, source, config.seeds)
+    names_used = used_names(renamed)
+    stats = construction_statistics(renamed, leaks, names_used, n_docs, failures, source, config.seeds)
     stats["data_files"] = [p.relative_to(out).as_posix() for p in paths]
     stats["fingerprint"] = source.fingerprint(config.seeds)
     _write_failures(out, config.split, failures)
@@ -499,7 +533,7 @@ def _assemble(
     all_stats[config.split] = stats
     _write_json(out / STATISTICS_FILE, dict(sorted(all_stats.items())))
     names = _read_json(out / NAMES_FILE, {"format": NAMES_FORMAT, "splits": {}})
-    names["splits"][config.split] = sorted(used_names(renamed))
+    names["splits"][config.split] = sorted(names_used)
     names["splits"] = dict(sorted(names["splits"].items()))
     _write_json(out / NAMES_FILE, names)
     if config.export_json:
@@ -556,12 +590,11 @@ def build_split(
         disable=not config.progress,
     )
     try:
-        _run_units(pipeline, docs, todo, log, config, bar)
+        fresh = _run_units(pipeline, docs, todo, log, config, bar)
     finally:
         log.close()
         bar.close()
-    records = log.read()
-    paths, stats, failures = _assemble(config, source, records, len(docs), parse_failures)
+    paths, stats, failures = _assemble(config, source, log.records, fresh, len(docs), parse_failures)
     write_dataset_card(config.output_dir, **(card or {}))
     shutil.rmtree(work)
     work_root = config.output_dir / WORK_DIR
