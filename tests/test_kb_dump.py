@@ -163,6 +163,10 @@ def test_broken_dump_line_is_named(entities, tmp_path):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(KnowledgeBaseError, match=r"broken\.json: line 13"):
         index_dump(path, tmp_path / "i.sqlite", batch_size=5, progress=False)
+    malformed = write_dump([*entities[:5], {"type": "item", "id": "Q7", "claims": {"P31": [{"rank": "normal"}]}}],
+                           tmp_path / "malformed.json")
+    with pytest.raises(KnowledgeBaseError, match=r"malformed\.json: line 7: malformed entity 'Q7'"):
+        index_dump(malformed, tmp_path / "m.sqlite", progress=False)
     with pytest.raises(KnowledgeBaseError, match="no dump file"):
         index_dump(tmp_path / "missing.json", tmp_path / "j.sqlite")
     with pytest.raises(KnowledgeBaseError, match="no dump index"):

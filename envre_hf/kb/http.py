@@ -190,7 +190,7 @@ class CachedJSONClient:
         self.backoff_factor = float(backoff_factor)
         self.max_backoff = float(max_backoff)
         self.sleep = sleep
-        self.cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if cache_dir is not None else None
+        self.cache = ResponseCache(Path(cache_dir).expanduser() / "responses.sqlite") if cache_dir is not None else None
         self.stats = RequestStats()
         self._session: requests.Session | None = None
         self._rng = random.Random(0)  # jitter only; never affects results

@@ -191,7 +191,7 @@ def index_dump(
         KnowledgeBaseError: unreadable dump line (naming file and line), an index built from another
             dump or with another language/format version.
     """
-    dump_path, index_path = Path(dump_path), Path(index_path)
+    dump_path, index_path = Path(dump_path).expanduser(), Path(index_path).expanduser()
     if not dump_path.is_file():
         raise KnowledgeBaseError(f"no dump file at {dump_path}")
     if batch_size < 1:
@@ -339,7 +339,7 @@ class WikidataDumpKB(KnowledgeBase):
     name = "wikidata-dump"
 
     def __init__(self, index_path: str | os.PathLike[str]):
-        self.index_path = Path(index_path)
+        self.index_path = Path(index_path).expanduser()
         if not self.index_path.is_file():
             raise KnowledgeBaseError(f"no dump index at {self.index_path}; build it with index_dump(dump, index)")
         self._conn: sqlite3.Connection | None = None
@@ -449,8 +449,8 @@ class WikidataDumpKB(KnowledgeBase):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m envre_hf.kb.wikidata_dump DUMP INDEX``: build or resume an index, print its stats."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """``python3 -m envre_hf.kb DUMP INDEX``: build or resume an index, print its stats."""
+    parser = argparse.ArgumentParser(prog="python3 -m envre_hf.kb", description=__doc__.splitlines()[0])
     parser.add_argument("dump", help="Wikidata JSON dump (.json, .json.gz, .json.bz2)")
     parser.add_argument("index", help="SQLite index to create or resume")
     parser.add_argument("--no-resume", action="store_true", help="delete the index and start over")
@@ -463,6 +463,3 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(stats.to_dict(), indent=2))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -224,7 +224,12 @@ class WikidataHTTPKB(KnowledgeBase):
             for key, entity in entities.items():
                 if not isinstance(entity, dict):
                     continue
-                record = parse_entity(entity, self.language)
+                try:
+                    record = parse_entity(entity, self.language)
+                except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                    raise KnowledgeBaseError(
+                        f"wbgetentities reply at {self.api_url}: malformed entity {key!r} ({exc!r})"
+                    ) from exc
                 self._entities[key] = record
                 redirect = entity.get("redirects")
                 if isinstance(redirect, dict) and is_item_id(redirect.get("from")):

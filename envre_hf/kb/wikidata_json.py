@@ -79,6 +79,9 @@ class EntityRecord:
 def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     """Reduce one entity JSON object to an :class:`EntityRecord`; ``None`` for non-items/missing entities.
 
+    Raises ``KeyError``/``TypeError``/``AttributeError`` on statements without the JSON structure Wikidata
+    gives them (callers name the dump line or request).
+
     Types are the P31 values, preferred rank first, deprecated statements and duplicates dropped,
     otherwise in the order Wikidata lists them.
     """
@@ -99,13 +102,14 @@ def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     statements = 0
     values: list[str] = []
     for statement_list in claims.values():
-        if not isinstance(statement_list, list):
-            continue
         statements += len(statement_list)
         for statement in statement_list:
-            target = snak_item_value(statement.get("mainsnak")) if isinstance(statement, dict) else None
-            if target is not None and target != item_id:
-                values.append(target)
+            # the hot loop of dump indexing: only value snaks carry a datavalue
+            datavalue = statement["mainsnak"].get("datavalue")
+            if datavalue is not None and datavalue.get("type") == "wikibase-entityid":
+                target = snak_item_value(statement["mainsnak"])
+                if target is not None and target != item_id:
+                    values.append(target)
 
     typed = []
     for statement in claims.get(INSTANCE_OF, []) or []:
