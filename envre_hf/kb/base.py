@@ -6,7 +6,7 @@ items with at least N names), and :meth:`KnowledgeBase.names` for step 4's alias
 substitution. :meth:`KnowledgeBase.popularity` serves the analyses.
 
 Backends: Wikidata over HTTP (``wikidata_http``), a Wikidata JSON dump indexed in SQLite
-(``wikidata_dump``), and the offline corpus KB (``envre_hf.renaming.corpus_kb``).
+(``wikidata_dump``), and the offline corpus KB (``envre_hf.kb.corpus``).
 """
 
 from __future__ import annotations
