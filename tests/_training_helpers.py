@@ -49,6 +49,17 @@ def save_tiny_encoder(directory: Path) -> Path:
     return directory
 
 
+def tiny_head_args(head_type: str = "atlop") -> list[str]:
+    """run_docre command-line options for the tiny head of ``head_type``."""
+    import json
+
+    head = TINY_HEADS[head_type]
+    args = ["--head_type", head_type, "--emb_size", str(head["emb_size"]), "--block_size", str(head["block_size"])]
+    if "extra_head" in head:
+        args += ["--extra_head", json.dumps(head["extra_head"])]
+    return args
+
+
 def tiny_model(encoder_dir: Path | str, head_type: str = "atlop"):
     import torch
 

@@ -195,11 +195,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         max_seq_length=data_args.max_seq_length,
     )
     metrics: dict[str, float] = {}
-    if training_args.do_train or not training_args.do_eval:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-        metrics.update(result.metrics)
-        trainer.save_model()
-        trainer.save_state()
+    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    metrics.update(result.metrics)
+    trainer.save_model()
+    trainer.save_state()
     if eval_documents:
         metrics.update(trainer.evaluate())
     if trainer.is_world_process_zero():

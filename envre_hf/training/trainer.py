@@ -167,12 +167,14 @@ class EVRTTrainer(Trainer):
         model = self.accelerator.unwrap_model(self.model)
         rank, world = self.accelerator.process_index, self.accelerator.num_processes
         shard = list(documents)[rank::world]
-        was_training = model.training
-        batch_size = self.eval_batch_size_docs or self.args.per_device_eval_batch_size
-        try:
-            preds = predict(model, shard, self.processing_class, batch_size=batch_size)
-        finally:
-            model.train(was_training)
+        preds = predict(
+            model,
+            shard,
+            self.processing_class,
+            batch_size=self.eval_batch_size_docs or self.args.per_device_eval_batch_size,
+            max_seq_length=self.max_seq_length,
+            progress=self.is_world_process_zero() and not self.args.disable_tqdm,
+        )
         return gather_object(preds) if world > 1 else preds
 
     def evaluate(

