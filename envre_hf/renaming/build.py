@@ -105,15 +105,17 @@ class SourceInfo:
     input_sha256: str
     kb_name: str
     kb_snapshot: str
-    #: The renaming configuration as plain JSON (see :func:`describe_config`).
+    #: The renaming configuration as plain JSON (see :func:`describe_config`), for people.
     renaming_config: dict[str, Any] = field(default_factory=dict)
+    #: ``RenamingConfig.fingerprint()``: decides, with input, KB snapshot and seeds, whether a build can resume.
+    config_fingerprint: str = ""
 
     def fingerprint(self, seeds: Sequence[int]) -> str:
         payload = json.dumps(
             {
                 "input_sha256": self.input_sha256,
                 "kb_snapshot": self.kb_snapshot,
-                "renaming_config": self.renaming_config,
+                "renaming_config": self.config_fingerprint,
                 "seeds": list(seeds),
             },
             sort_keys=True,
@@ -568,6 +570,7 @@ def build_split(
         kb_name=kb_name,
         kb_snapshot=kb_snapshot,
         renaming_config=describe_config(renaming_config),
+        config_fingerprint=renaming_config.fingerprint() if hasattr(renaming_config, "fingerprint") else "",
     )
     manifest = {
         "fingerprint": source.fingerprint(config.seeds),
