@@ -176,7 +176,8 @@ class RenamingPipeline:
                 taken.add(name_key(mention.name))
         choices: dict[int, _Choice] = {}
         subs: list[Substitution] = []
-        for e, entity in enumerate(doc.entities):
+        originals: dict[int, dict[str, list[str]]] = {}
+        for e in range(len(doc.entities)):
             names = self._ordered_names(doc, e)
             if e in blocked:
                 choice = _Choice(None, None, UNCHANGED + "overlap", {})
@@ -192,6 +193,7 @@ class RenamingPipeline:
                 )
                 continue
             choices[e] = choice
+            originals[e] = dict(names)
             for name, _ in names:
                 new_name = " ".join(choice.new_tokens[name])
                 taken.add(new_name.casefold())
@@ -204,9 +206,10 @@ class RenamingPipeline:
                 new_names[(e, m)] = " ".join(tokens)
         title = doc.title
         if self.config.rename_title:
-            for e, choice in choices.items():
+            title_key = name_key(doc.title)
+            for choice in choices.values():
                 for name, tokens in choice.new_tokens.items():
-                    if title == name or name_key(title) == name_key(name):
+                    if doc.title == name or title_key == name_key(name):
                         title = " ".join(tokens)
         renamed = substitute(
             doc,
@@ -222,9 +225,6 @@ class RenamingPipeline:
             entity = renamed.entities[e]
             entity.wikidata_id = choice.item_id if choice.item_id and _QID.match(choice.item_id) else None
             entity.extra.pop("entity_linking", None)
-        originals = {
-            e: {name: tokens for name, tokens in self._ordered_names(doc, e)} for e in choices
-        }
         leaks = find_leaks(renamed, originals)
         report.leaks_found = len(leaks)
         if leaks and self.config.fix_leaks:
