@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "wikidata"
-_SPLIT_NAMES = ("train", "dev", "validation", "test")
+#: File-name parts that name a split, and the split they give (DocRED's "dev" is the Hub's "validation").
+_SPLIT_NAMES = {"train": "train", "dev": "validation", "validation": "validation", "test": "test"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="renamed copies per document, seeds 0..N-1 (default 5)")
     parser.add_argument("--output", required=True, type=Path, help="dataset folder to write (one split per run)")
     parser.add_argument(
-        "--split", help="split name in the dataset (default: from the input file name, e.g. test_revised.json -> test)"
+        "--split",
+        help="split name in the dataset (default: from the input file name: test_revised.json -> test, "
+        "dev_revised.json -> validation)",
     )
     parser.add_argument("--resume", action="store_true", help="continue an interrupted build of this split")
     parser.add_argument(
@@ -72,7 +75,7 @@ def split_name(input_path: Path, explicit: str | None) -> str:
         return explicit
     for part in input_path.name.lower().replace(".", "_").split("_"):
         if part in _SPLIT_NAMES:
-            return part
+            return _SPLIT_NAMES[part]
     raise SystemExit(f"envre build: cannot tell the split from {input_path.name!r}; pass --split NAME")
 
 
