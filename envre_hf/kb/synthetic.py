@@ -123,7 +123,9 @@ def _string_value(text: str) -> dict:
     return {"datavalue": {"value": text, "type": "string"}, "datatype": "url"}
 
 
-def _entity(item_id: str, label: str | None, aliases: list[str], claims: dict, extra_labels: dict | None = None) -> dict:
+def _entity(
+    item_id: str, label: str | None, aliases: list[str], claims: dict, extra_labels: dict | None = None
+) -> dict:
     labels = {lang: {"language": lang, "value": value} for lang, value in (extra_labels or {}).items()}
     if label is not None:
         labels["en"] = {"language": "en", "value": label}
@@ -191,10 +193,10 @@ def synthetic_entities(n_items: int, seed: int = 0) -> Iterator[dict]:
             claims["P1889"] = [_statement(rng, item, "P1889", _item_value(target))]
         for statements in claims.values():  # qualifiers and references must not count for popularity
             if rng.random() < 0.3:
-                statements[0]["qualifiers"] = {"P642": [{"snaktype": "value", "property": "P642", **_item_value(last_id)}]}
-                statements[0]["references"] = [
-                    {"hash": f"{rng.getrandbits(64):016x}", "snaks": {"P143": [{"snaktype": "value", "property": "P143", **_item_value("Q328")}]}}
-                ]
+                qualifier = {"snaktype": "value", "property": "P642", **_item_value(last_id)}
+                reference = {"snaktype": "value", "property": "P143", **_item_value("Q328")}
+                statements[0]["qualifiers"] = {"P642": [qualifier]}
+                statements[0]["references"] = [{"hash": f"{rng.getrandbits(64):016x}", "snaks": {"P143": [reference]}}]
         if rng.random() < 0.04:  # no English label: such items have fewer or no English names
             entity = _entity(item, None, [], claims, {"de": label})
         else:

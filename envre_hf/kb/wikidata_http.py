@@ -296,7 +296,8 @@ class WikidataHTTPKB(KnowledgeBase):
                 self._incoming[record.item_id] = int(rows[0]["n"]["value"]) if rows else 0
             except (KeyError, TypeError, ValueError) as exc:
                 raise KnowledgeBaseError(
-                    f"incoming-statement count for {record.item_id} at {self.sparql_url}: unexpected reply {rows!r:.200}"
+                    f"incoming-statement count for {record.item_id} at {self.sparql_url}: "
+                    f"unexpected reply {rows!r:.200}"
                 ) from exc
         return record.statements + self._incoming[record.item_id]
 

@@ -161,7 +161,8 @@ class FakeWikidata:
         elif endpoint == "sparql":
             payload = self._sparql(params.get("query", ""))
         else:
-            payload = {"error": {"code": "badvalue", "info": f"Unrecognized value for parameter \"action\": {endpoint}."}}
+            info = f'Unrecognized value for parameter "action": {endpoint}.'
+            payload = {"error": {"code": "badvalue", "info": info}}
         body = json.dumps(payload).encode("utf-8")
         if fault == "truncated":
             body = body[: len(body) // 2]
@@ -237,7 +238,8 @@ class FakeWikidata:
                 reply["labels"] = {k: v for k, v in entity.get("labels", {}).items() if k in languages}
             if "aliases" in props:
                 aliases = entity.get("aliases") or {}
-                reply["aliases"] = {k: v for k, v in aliases.items() if k in languages} if isinstance(aliases, dict) else {}
+                aliases = aliases if isinstance(aliases, dict) else {}  # dumps write an empty map as []
+                reply["aliases"] = {k: v for k, v in aliases.items() if k in languages}
             if "claims" in props:
                 reply["claims"] = _claims(entity)
             out[item_id] = reply
