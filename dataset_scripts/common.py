@@ -4,7 +4,7 @@ Every split is read from files found, in this order of precedence, in
 
 1. ``data_files`` (``{"test": "path/or/url", ...}``) given to the builder,
 2. ``data_dir``: a local folder laid out like the source (the original file names, or ``data/<split>-*.parquet``
-   for a folder written by ``envre build``),
+   for a folder written by ``envre build``); its files become ``data_files``, so the cache follows their changes,
 3. ``urls``: a builder-config mapping split -> URL, defaulting to the builder's ``URLS`` (the public source).
 
 Rows use :data:`envre_hf.documents.DOCUMENT_FEATURES` whatever the source format: DocRED / Re-DocRED /
@@ -71,21 +71,29 @@ class DocREBuilder(datasets.GeneratorBasedBuilder):
             citation=self.CITATION,
         )
 
+    def __init__(self, *args: Any, data_dir: str | None = None, data_files: Any = None, **kwargs: Any):
+        # a data_dir is turned into explicit data_files here, so the cache key covers the files themselves
+        # (datasets hashes their modification times): rebuilding the folder never serves stale rows
+        if data_dir is not None and data_files is None:
+            data_files = self.files_in(data_dir)
+        super().__init__(*args, data_dir=data_dir, data_files=data_files, **kwargs)
+
+    @classmethod
+    def files_in(cls, data_dir: str) -> dict[str, list[str]]:
+        """The files of each split found in ``data_dir`` (``SPLIT_PATTERNS``)."""
+        data_dir = os.path.abspath(os.path.expanduser(data_dir))
+        found = {
+            split: sorted(glob.glob(os.path.join(data_dir, pattern))) for split, pattern in cls.SPLIT_PATTERNS.items()
+        }
+        found = {split: files for split, files in found.items() if files}
+        if not found:
+            expected = ", ".join(cls.SPLIT_PATTERNS.values())
+            raise FileNotFoundError(f"{data_dir} holds none of the expected files ({expected})")
+        return found
+
     def _split_files(self, dl_manager: datasets.DownloadManager) -> dict[str, list[str]]:
         if self.config.data_files:
             return {split: [str(f) for f in files] for split, files in self.config.data_files.items()}
-        data_dir = self.config.data_dir
-        if data_dir:
-            data_dir = os.path.abspath(os.path.expanduser(data_dir))
-            found = {
-                split: sorted(glob.glob(os.path.join(data_dir, pattern)))
-                for split, pattern in self.SPLIT_PATTERNS.items()
-            }
-            found = {split: files for split, files in found.items() if files}
-            if not found:
-                expected = ", ".join(self.SPLIT_PATTERNS.values())
-                raise FileNotFoundError(f"{data_dir} holds none of the expected files ({expected})")
-            return found
         urls = self.config.urls or self.URLS
         if not urls:
             raise FileNotFoundError(

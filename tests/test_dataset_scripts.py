@@ -96,3 +96,17 @@ def test_env_builders_read_an_envre_build_folder(source_dir, tmp_path):
     from_json = _prepare(EnvDocRED, tmp_path / "json", data_files={"validation": str(out / "json" / "test.json")})
     assert dataset_to_documents(from_json["validation"]) == dataset_to_documents(direct["test"])
     assert from_json["validation"][0]["substitutions"]  # provenance survives the DocRED JSON export
+
+
+def test_rebuilt_folder_is_not_served_from_a_stale_cache(source_dir, tmp_path):
+    from test_build import FakePipeline
+
+    from envre_hf.renaming.build import BuildConfig, build_split
+
+    out = tmp_path / "env"
+    build_split(FakePipeline(), source_dir / "test_revised.json", BuildConfig(out, seeds=(0,), progress=False))
+    first = _prepare(EnvReDocRED, tmp_path, data_dir=str(out))
+    assert set(first["test"]["seed"]) == {0}
+    build_split(FakePipeline(), source_dir / "test_revised.json", BuildConfig(out, seeds=(3, 4), progress=False))
+    second = _prepare(EnvReDocRED, tmp_path, data_dir=str(out))  # same cache_dir, same data_dir
+    assert set(second["test"]["seed"]) == {3, 4} and len(second["test"]) == 2 * N
