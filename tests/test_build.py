@@ -384,3 +384,87 @@ def test_cli_builds_prints_statistics_and_resumes(corpus_kb, small_input, redocr
     assert _parquet_bytes(tmp_path / "cli") == first
     assert main(args[:-2] + ["--num-proc", "2", "--output", str(tmp_path / "cli2")]) == 0
     assert _parquet_bytes(tmp_path / "cli2") == first
+
+
+def test_cli_excludes_names_and_pushes_to_hub(corpus_kb, small_input, redocred_dev_path, tmp_path, monkeypatch):
+    from datasets import load_dataset
+
+    from envre_hf.cli.main import main
+
+    pool = tmp_path / "pool.json"
+    pool.write_text(json.dumps(json.loads(redocred_dev_path.read_text())[:100]))
+    args = ["build", "--input", str(small_input), "--kb", "corpus", "--kb-pool", str(pool), "--seeds", "2",
+            "--no-progress"]
+    assert main(args + ["--output", str(tmp_path / "a")]) == 0
+    hub = _MockHub()
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setenv("HF_TOKEN", "hf_env_token")
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        assert main(args + ["--output", str(tmp_path / "b"), "--exclude-names-from", str(tmp_path / "a"),
+                            "--push-to-hub", "envre/env_redocred_isolated"]) == 0
+    finally:
+        hub.server.shutdown()
+
+    def kb_names(folder):
+        docs = dataset_to_documents(load_dataset(str(folder))["test"])
+        return {s.new_name for d in docs for s in d.substitutions if s.match == "exact" or s.match.startswith("relaxed")}
+
+    assert kb_names(tmp_path / "a") and not kb_names(tmp_path / "a") & kb_names(tmp_path / "b")
+    assert hub.repos[0]["name"] == "env_redocred_isolated" and set(hub.auth) == {"Bearer hf_env_token"}
+    [(path, lines)] = hub.commits
+    uploaded = sorted(line["value"]["path"] for line in lines if line["key"] == "file")
+    assert path.endswith("/env_redocred_isolated/commit/main") and uploaded == upload_plan(tmp_path / "b", "x").files
+
+
+@pytest.fixture(scope="module")
+def synthetic_doc_file(tmp_path_factory) -> Path:
+    """A document whose entities are named like items of the synthetic Wikidata (seed 3)."""
+    sents = [
+        ["Sasudaia", "borders", "Zedelmaria", "."],
+        ["The", "University", "of", "Gaga", "opened", "in", "1990", "."],
+        ["Sasudaia", "funds", "it", "."],
+    ]
+    doc = {
+        "title": "Synthetic",
+        "vertexSet": [
+            [{"name": "Sasudaia", "pos": [0, 1], "sent_id": 0, "type": "LOC"},
+             {"name": "Sasudaia", "pos": [0, 1], "sent_id": 2, "type": "LOC"}],
+            [{"name": "Zedelmaria", "pos": [2, 3], "sent_id": 0, "type": "LOC"}],
+            [{"name": "University of Gaga", "pos": [1, 4], "sent_id": 1, "type": "ORG"}],
+            [{"name": "1990", "pos": [6, 7], "sent_id": 1, "type": "TIME"}],
+        ],
+        "labels": [{"r": "P17", "h": 2, "t": 0, "evidence": [1, 2]}],
+        "sents": sents,
+    }
+    path = tmp_path_factory.mktemp("synthetic") / "test_synthetic.json"
+    path.write_text(json.dumps([doc]), encoding="utf-8")
+    return path
+
+
+def _cli_statistics(out: Path) -> dict:
+    return json.loads((out / "statistics.json").read_text())["test"]
+
+
+def test_cli_wikidata_mirror_and_dump_index(synthetic_doc_file, tmp_path, monkeypatch):
+    from kb_fixtures.fake_wikidata import FakeWikidata
+
+    from envre_hf.cli.main import main
+    from envre_hf.kb.synthetic import synthetic_entities, write_synthetic_dump
+    from envre_hf.kb.wikidata_dump import index_dump
+
+    monkeypatch.setenv("ENVRE_USER_AGENT", "envre-hf-tests/0.1 (https://example.org; tests@example.org)")
+    common = ["build", "--input", str(synthetic_doc_file), "--seeds", "2", "--no-progress"]
+    with FakeWikidata(list(synthetic_entities(300, seed=3))) as server:
+        args = common + ["--kb", "wikidata", "--kb-cache", str(tmp_path / "cache"), "--output", str(tmp_path / "http"),
+                         "--wikidata-api-url", server.api_url, "--wikidata-sparql-url", server.sparql_url]
+        assert main(args) == 0
+    stats = _cli_statistics(tmp_path / "http")
+    assert server.api_url in stats["kb"]["snapshot"] and stats["kb"]["name"].endswith("wikidata-http")
+    assert stats["substitution_rates"]["LOC"]["substituted"] == 4  # both countries, both seeds
+    write_synthetic_dump(tmp_path / "dump.json.gz", 300, seed=3)
+    index_dump(tmp_path / "dump.json.gz", tmp_path / "index.sqlite")
+    assert main(common + ["--kb", "dump", "--kb-index", str(tmp_path / "index.sqlite"), "--output",
+                          str(tmp_path / "dump")]) == 0
+    stats = _cli_statistics(tmp_path / "dump")
+    assert "dump" in stats["kb"]["snapshot"] and stats["substitution_rates"]["LOC"]["substituted"] == 4

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache (default: %(default)s)"
     )
+    parser.add_argument("--wikidata-api-url", help="wikidata KB: action API of a mirror (default: Wikidata's)")
+    parser.add_argument("--wikidata-sparql-url", help="wikidata KB: SPARQL endpoint of a mirror (default: Wikidata's)")
     parser.add_argument(
         "--exclude-names-from",
         nargs="+",
@@ -96,9 +98,15 @@ def make_kb(args: argparse.Namespace):
         from ..kb.wikidata_dump import WikidataDumpKB
 
         return PrecomputedLinks(WikidataDumpKB(args.kb_index))
-    from ..kb.wikidata_http import WikidataHTTPKB
+    from ..kb.wikidata_http import WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WikidataHTTPKB
 
-    return PrecomputedLinks(WikidataHTTPKB(args.kb_cache))
+    return PrecomputedLinks(
+        WikidataHTTPKB(
+            args.kb_cache,
+            api_url=args.wikidata_api_url or WIKIDATA_API_URL,
+            sparql_url=args.wikidata_sparql_url or WIKIDATA_SPARQL_URL,
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> int:
