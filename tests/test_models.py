@@ -381,3 +381,40 @@ def test_push_uploads_weights_tokenizer_and_card(tokenizer, batch, tmp_path):
         (folder / name).write_bytes(data)
     with torch.no_grad():
         assert torch.equal(AutoModel.from_pretrained(folder).eval()(**batch).logits, model(**batch).logits)
+
+
+def test_envre_evaluate_model(tokenizer, small_docs, tmp_path, capsys):
+    from envre_hf.cli.main import main
+    from envre_hf.documents import write_documents
+    from envre_hf.metrics import score_predictions
+    from envre_hf.models.prediction import predict
+
+    model = tiny_model(tokenizer)
+    with torch.no_grad():
+        model.bilinear.weight.zero_()
+        model.bilinear.bias.zero_()
+        model.bilinear.bias[model.config.label2id["P17"]] = 10.0  # "country" for every pair
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    write_documents(small_docs, tmp_path / "gold.json")
+    code = main(
+        [
+            "evaluate",
+            "--model", str(tmp_path / "model"),
+            "--gold", str(tmp_path / "gold.json"),
+            "--batch-size", "3",
+            "--output", str(tmp_path / "scores.json"),
+            "--save-predictions", str(tmp_path / "preds.json"),
+            "--brief",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads((tmp_path / "preds.json").read_text())
+    expected_rows = predict(model, small_docs, tokenizer, progress=False)
+    assert saved == expected_rows and {r["r"] for r in saved} == {"P17"}
+    expected = score_predictions(expected_rows, small_docs)
+    assert printed["f1"] == pytest.approx(expected.f1) and printed["precision"] == pytest.approx(expected.precision)
+    n_p17 = sum(r.r == "P17" for d in small_docs for r in d.relations)
+    assert printed["precision"] == pytest.approx(n_p17 / len(saved))
+    assert json.loads((tmp_path / "scores.json").read_text()) == printed

@@ -45,12 +45,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="count predictions for documents missing from --gold as wrong (the official scorer's behaviour) "
         "instead of stopping with an error",
     )
+    add_model_arguments(parser)
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model DIR``: predict ``--gold`` with a saved DocRE model, then score (helper MODELS)."""
+    group = parser.add_argument_group("predicting with a saved model, then scoring")
+    group.add_argument("--model", type=Path, help="a DocRE model folder (save_pretrained, tokenizer saved with it)")
+    group.add_argument("--batch-size", type=int, default=4, help="documents per inference batch (default 4)")
+    group.add_argument(
+        "--top-k", type=int, default=None, help="most relations per pair (default: the model's top_k; 0: no cap)"
+    )
+    group.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
+    group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
+
+
+def run_model(args: argparse.Namespace) -> int:
+    """Predict the ``--gold`` documents with ``--model`` (batched, progress bar) and score them."""
+    from ..metrics import score_predictions
+    from ..models.prediction import load_for_inference, predict
+
+    gold = read_documents(_require_gold(args))
+    train = read_documents(args.train) if args.train is not None else None
+    model, tokenizer = load_for_inference(str(args.model), args.device)
+    predictions = predict(model, gold, tokenizer, batch_size=args.batch_size, top_k=args.top_k)
+    if args.save_predictions is not None:
+        args.save_predictions.parent.mkdir(parents=True, exist_ok=True)
+        args.save_predictions.write_text(json.dumps(predictions, ensure_ascii=False), encoding="utf-8")
+    emit(score_predictions(predictions, gold, train).to_dict(), args)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if getattr(args, "predictions", None) is not None:
             return run_predictions(args)
+        if getattr(args, "model", None) is not None:
+            return run_model(args)
         # further modes (--model, --env) branch here
     except (DocumentError, ValueError, OSError) as err:
         print(f"envre evaluate: error: {err}", file=sys.stderr)

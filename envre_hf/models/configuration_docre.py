@@ -62,6 +62,8 @@ class DocREConfig(PretrainedConfig):
         if self.id2label is None and "num_labels" not in kwargs:
             self.id2label = dict(docred_schema().index2rel)
         super().__post_init__(**kwargs)
+        if self.label2id is None and self.id2label is not None:
+            self.label2id = {name: int(i) for i, name in self.id2label.items()}
         if self.head_type not in HEAD_TYPES:
             raise ValueError(f"head_type {self.head_type!r} is not one of {HEAD_TYPES}")
         if self.emb_size % self.block_size:

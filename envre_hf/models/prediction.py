@@ -97,3 +97,29 @@ def predict(
     for i, logits in iter_logits(model, features, pad, batch_size, progress):
         per_doc[i] = decode_predictions(docs[i], features[i]["hts"], model.decode(logits, top_k), schema)
     return [row for i in range(len(docs)) for row in per_doc[i]]
+
+
+def load_for_inference(model_dir: str, device: str | None = None) -> tuple[DocREPreTrainedModel, Any]:
+    """A saved model (any family, via ``AutoModel``) in eval mode on ``device`` and its tokenizer.
+
+    The tokenizer is read from ``model_dir`` (save it there with ``tokenizer.save_pretrained``);
+    failing that, from the encoder the model was built from (``config.encoder_name_or_path``).
+    ``device`` defaults to CUDA when available.
+    """
+    import logging
+
+    from transformers import AutoModel, AutoTokenizer
+
+    from . import DocREConfig  # noqa: F401  (registers the docre model type)
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model = AutoModel.from_pretrained(model_dir).to(device).eval()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    except (OSError, ValueError, TypeError):
+        source = model.config.encoder_name_or_path
+        if not source:
+            raise ValueError(f"{model_dir} holds no tokenizer and its config names no encoder to take one from")
+        logging.getLogger(__name__).warning("%s holds no tokenizer; using the encoder's (%s)", model_dir, source)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    return model, tokenizer
