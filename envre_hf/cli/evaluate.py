@@ -9,7 +9,8 @@ Other modes (e.g. ``--model DIR``: predict with a model first; ``--env ENV``: a 
 plug in as further argument groups in :func:`add_arguments` and branches in :func:`run`; they share
 the gold / train / output options and :func:`emit` for printing.
 
-Scores are printed as JSON (fractions in [0, 1]; ``--output`` also writes them to a file).
+Scores are printed as JSON (fractions in [0, 1]); ``--output`` writes them to a file with the
+per-relation and per-entity-count tables, which ``--details`` also prints.
 Bad input (unknown documents, out-of-range entities, malformed files) exits with status 1 and a
 message naming the prediction or document and the field.
 """
@@ -33,9 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="training documents for Ign F1 (facts seen in training are ignored); without it Ign scores are null",
     )
-    common.add_argument("--output", type=Path, help="also write the scores to this JSON file")
     common.add_argument(
-        "--brief", action="store_true", help="leave out the per-relation and per-entity-count tables"
+        "--output", type=Path, help="also write the scores, per-relation and per-entity-count tables included, to this JSON file"
+    )
+    common.add_argument(
+        "--details", action="store_true", help="print the per-relation and per-entity-count tables too (default: only in --output)"
     )
     preds = parser.add_argument_group("scoring a prediction file")
     preds.add_argument("--predictions", type=Path, help="official-format predictions (JSON list or .jsonl)")
@@ -109,13 +112,12 @@ def run_predictions(args: argparse.Namespace) -> int:
 
 
 def emit(result: dict[str, Any], args: argparse.Namespace) -> None:
-    """Print ``result`` as JSON (without the big tables under ``--brief``) and write it to ``--output``."""
-    if getattr(args, "brief", False):
-        result = {k: v for k, v in result.items() if k not in ("per_relation", "by_entity_count")}
-    text = json.dumps(result, indent=2, ensure_ascii=False)
+    """Write ``result`` to ``--output`` and print it as JSON (the big tables only under ``--details``)."""
     output = getattr(args, "output", None)
     if output is not None:
         output = Path(output)
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text + "\n", encoding="utf-8")
-    print(text)
+        output.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not getattr(args, "details", False):
+        result = {k: v for k, v in result.items() if k not in ("per_relation", "by_entity_count")}
+    print(json.dumps(result, indent=2, ensure_ascii=False))
