@@ -283,9 +283,17 @@ def test_envre_evaluate_subprocess_on_the_sample():
 
 @pytest.fixture(scope="module")
 def docre_f1():
+    """Loaded as the README says: ``evaluate.load("metrics/docre_f1")`` from the repository root."""
+    import os
+
     import evaluate
 
-    return evaluate.load(str(REPO / "metrics" / "docre_f1"))
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        return evaluate.load("metrics/docre_f1")
+    finally:
+        os.chdir(cwd)
 
 
 def _per_document(preds, docs, keep=("h_idx", "t_idx", "r", "evidence")):
