@@ -20,13 +20,15 @@ assembled from the records in input order, so a resumed build is byte-identical 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import multiprocessing
 import os
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -388,6 +390,21 @@ def _chunks(units: list[tuple[int, int]], size: int) -> Iterable[list[tuple[int,
         yield units[start : start + size]
 
 
+@contextmanager
+def _settled_results() -> Iterator[None]:
+    """Keep the cyclic garbage collector from re-scanning the build's results again and again.
+
+    Renamed copies and their rows stay alive for the whole build; every full collection would walk all
+    of them (the whole Env-Re-DocRED test build took ~1.7x longer). :func:`gc.freeze` after each chunk
+    moves what is alive into the permanent generation; new garbage is still collected as usual.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _run_units(
     pipeline: Renamer,
     docs: Sequence[Document | None],
@@ -404,6 +421,8 @@ def _run_units(
         log.append(record)
         if doc is not None:
             renamed[(record["doc"], record["seed"])] = doc
+        if len(log.records) % config.chunk_size == 0:
+            gc.freeze()  # see _settled_results
 
     if config.num_proc == 1 or len(units) <= config.chunk_size:
         for unit in units:
@@ -592,12 +611,14 @@ def build_split(
         unit="doc",
         disable=not config.progress,
     )
-    try:
-        fresh = _run_units(pipeline, docs, todo, log, config, bar)
-    finally:
-        log.close()
-        bar.close()
-    paths, stats, failures = _assemble(config, source, log.records, fresh, len(docs), parse_failures)
+    with _settled_results():
+        try:
+            fresh = _run_units(pipeline, docs, todo, log, config, bar)
+        finally:
+            log.close()
+            bar.close()
+        gc.freeze()
+        paths, stats, failures = _assemble(config, source, log.records, fresh, len(docs), parse_failures)
     write_dataset_card(config.output_dir, **(card or {}))
     shutil.rmtree(work)
     work_root = config.output_dir / WORK_DIR
