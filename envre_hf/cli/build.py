@@ -111,6 +111,7 @@ def make_kb(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from ..documents import DocumentError
+    from ..kb.base import KnowledgeBaseError
     from ..renaming import RenamingConfig, RenamingPipeline
     from ..renaming.build import BuildConfig, BuildError, build_split, load_excluded_names, push_to_hub
     from ..renaming.card import default_pretty_name, statistics_markdown
@@ -151,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
             )
         except (BuildError, DocumentError) as err:
             print(f"envre build: {err}", file=sys.stderr)
+            return 1
+        except KnowledgeBaseError as err:
+            print(f"envre build: the knowledge base failed: {err}\nFinished documents are kept: rerun with "
+                  f"--resume to continue.", file=sys.stderr)
             return 1
     n_done = result.statistics["renamed_documents"]
     rate = (n_done - result.resumed) / result.seconds if result.seconds else 0.0

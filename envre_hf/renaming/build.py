@@ -262,11 +262,10 @@ class _WorkLog:
         #: Every finished record, (document index, seed) -> record: read from disk, then appended.
         self.records: dict[tuple[int, int], dict[str, Any]] = {}
 
-    def read(self) -> dict[tuple[int, int], dict[str, Any]]:
+    def read(self) -> None:
         """Load the finished records; a line cut short by a kill is dropped (and truncated away)."""
-        done = self.records
         if not self.path.exists():
-            return done
+            return
         good_bytes = 0
         with open(self.path, "rb") as fh:
             for line in fh:
@@ -276,19 +275,18 @@ class _WorkLog:
                     record = json.loads(line)
                 except json.JSONDecodeError:
                     break
-                done[(record["doc"], record["seed"])] = record
+                self.records[(record["doc"], record["seed"])] = record
                 good_bytes += len(line)
         if good_bytes != self.path.stat().st_size:
             with open(self.path, "r+b") as fh:
                 fh.truncate(good_bytes)
-        return done
 
     def append(self, record: dict[str, Any]) -> None:
         if self._fh is None:
             self._fh = open(self.path, "a", encoding="utf-8")
         self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
-        self.records[(record["doc"], record["seed"])] = record  # a killed process loses nothing written so far
+        self._fh.flush()  # a killed process loses nothing written so far
+        self.records[(record["doc"], record["seed"])] = record
         self._since_sync += 1
         if self._since_sync >= self.fsync_every:
             self.sync()
@@ -601,9 +599,9 @@ def build_split(
     config.output_dir.mkdir(parents=True, exist_ok=True)
     work = _prepare_work_folder(config, manifest)
     log = _WorkLog(work, config.chunk_size)
-    done = log.read()
+    log.read()
     units = [(i, seed) for i, doc in enumerate(docs) if doc is not None for seed in config.seeds]
-    todo = [unit for unit in units if unit not in done]
+    todo = [unit for unit in units if unit not in log.records]
     bar = tqdm(
         total=len(units),
         initial=len(units) - len(todo),
