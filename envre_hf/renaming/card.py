@@ -112,7 +112,15 @@ def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
     lines += ["", f"Entities by type match (exact / relaxed KB type, rule-based value, unchanged with reason): {kinds}."]
     leaks = ", ".join(f"{k}: {v}" for k, v in stats["leaks"].items())
     lines += [f"Leaks (unannotated original names left in the renamed text): {leaks}. "
-              f"New names used: {stats['names_used']}.", ""]
+              f"New names used: {stats['names_used']}."]
+    config = stats.get("renaming_config") or {}
+    if config:
+        shown = ", ".join(
+            f"{key}: {value['count']} names" if isinstance(value, dict) and "count" in value else f"{key}={value}"
+            for key, value in config.items()
+        )
+        lines.append(f"Renaming config: {shown}.")
+    lines.append("")
     return lines
 
 
@@ -142,7 +150,8 @@ def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_i
         "",
         "Rows follow the source order, document by document, one row per seed. `doc_id` is `<source key>#<seed>`, "
         "`orig_title` and `seed` give the provenance and `substitutions` lists every renamed entity "
-        "(`item_id`, `fine_type`, `original_name`, `new_name`, `match`: `exact`, `relaxed:<how>` or `rule`).",
+        "(`item_id`, `fine_type`, `original_name`, `new_name`, `match`: `exact`, `relaxed:<how>` or `rule`), "
+        "plus one `unchanged:<reason>` record per entity left as it was.",
         "",
         "## Construction statistics",
         "",
