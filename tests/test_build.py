@@ -228,7 +228,7 @@ def test_export_json_and_names_used(small_input, tmp_path):
     assert to_docred(read_documents(small_input)[0])["vertexSet"][0][0]["name"] in from_docred
 
 
-def test_second_split_joins_the_same_folder(reference, small_input, tmp_path):
+def test_second_split_joins_the_same_folder(small_input, tmp_path):
     from datasets import load_dataset
 
     out = tmp_path / "ds"
