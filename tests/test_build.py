@@ -159,7 +159,7 @@ _KILLED_BUILD = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_build import FakePipeline, _build
-_build(FakePipeline(delay=0.05), {input!r}, {out!r})
+_build(FakePipeline(delay=0.1), {input!r}, {out!r})
 """
 
 
