@@ -405,7 +405,6 @@ def test_envre_evaluate_model(tokenizer, small_docs, tmp_path, capsys):
             "--batch-size", "3",
             "--output", str(tmp_path / "scores.json"),
             "--save-predictions", str(tmp_path / "preds.json"),
-            "--brief",
         ]
     )  # fmt: skip
     assert code == 0
@@ -417,4 +416,18 @@ def test_envre_evaluate_model(tokenizer, small_docs, tmp_path, capsys):
     assert printed["f1"] == pytest.approx(expected.f1) and printed["precision"] == pytest.approx(expected.precision)
     n_p17 = sum(r.r == "P17" for d in small_docs for r in d.relations)
     assert printed["precision"] == pytest.approx(n_p17 / len(saved))
-    assert json.loads((tmp_path / "scores.json").read_text()) == printed
+    written = json.loads((tmp_path / "scores.json").read_text())
+    assert {k: written[k] for k in printed} == printed
+
+
+def test_group_bilinear_matches_autograd_of_the_outer_product():
+    from envre_hf.models import group_bilinear
+
+    torch.manual_seed(0)
+    zh = torch.randn(5, 12, dtype=torch.double, requires_grad=True)
+    zt = torch.randn(5, 12, dtype=torch.double, requires_grad=True)
+    plain = (zh.view(5, 3, 4, 1) * zt.view(5, 3, 1, 4)).reshape(5, 48)
+    assert torch.equal(group_bilinear(zh, zt, 4), plain)
+    assert torch.autograd.gradcheck(lambda a, b: group_bilinear(a, b, 4), (zh, zt))
+    with pytest.raises(ValueError):
+        group_bilinear(zh, zt, 5)

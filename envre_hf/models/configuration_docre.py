@@ -34,7 +34,8 @@ def encoder_window(encoder_config: PretrainedConfig) -> int:
 class DocREConfig(PretrainedConfig):
     """Encoder sub-config + head settings of a DocRE model.
 
-    Defaults follow ATLOP (``emb_size=768``, ``block_size=64``, 97 classes with class 0 = no
+    Defaults follow ATLOP (``emb_size`` = the encoder's hidden size, i.e. 768 for BERT-base as in
+    ATLOP, ``block_size=64``, 97 classes with class 0 = no
     relation / threshold, ``id2label`` from :func:`docred_schema`). ``window`` is the encoder
     window used for long inputs (``None``: derived from the encoder's ``max_position_embeddings``).
     NCRL settings: ``ncrl_margin`` (margin shifting: the probability of a negative relation is
@@ -49,7 +50,7 @@ class DocREConfig(PretrainedConfig):
 
     encoder: PretrainedConfig | dict | None = None
     head_type: str = "atlop"
-    emb_size: int = 768
+    emb_size: int | None = None
     block_size: int = 64
     window: int | None = None
     top_k: int | None = 4
@@ -64,6 +65,8 @@ class DocREConfig(PretrainedConfig):
         super().__post_init__(**kwargs)
         if self.label2id is None and self.id2label is not None:
             self.label2id = {name: int(i) for i, name in self.id2label.items()}
+        if self.emb_size is None:
+            self.emb_size = int(self.encoder.hidden_size)
         if self.head_type not in HEAD_TYPES:
             raise ValueError(f"head_type {self.head_type!r} is not one of {HEAD_TYPES}")
         if self.emb_size % self.block_size:

@@ -17,7 +17,7 @@ from torch import nn
 
 from .configuration_docre import DocREConfig
 from .losses import adaptive_thresholding_loss, none_class_ranking_loss
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, register_head
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear, register_head
 
 
 @register_head("atlop", "ncrl")
@@ -36,10 +36,7 @@ class ATLOPModel(DocREPreTrainedModel):
 
     def group_bilinear(self, zh: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
         """Outer products within each of the emb_size / block_size groups, flattened (pairs x emb*block)."""
-        groups, block = self.config.emb_size // self.config.block_size, self.config.block_size
-        b1 = zh.view(-1, groups, block, 1)
-        b2 = zt.view(-1, groups, 1, block)
-        return (b1 * b2).reshape(-1, self.config.emb_size * block)
+        return group_bilinear(zh, zt, self.config.block_size)
 
     def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         if self.config.head_type == "ncrl":

@@ -161,6 +161,34 @@ def localized_context(
     return context[pair_doc, rank]
 
 
+class _GroupOuter(torch.autograd.Function):
+    """Per-group outer products zh_g zt_g^T, flattened; the backward uses batched mat-vec products
+    instead of autograd's broadcast-multiply-then-sum (which materialises two more P x emb x block tensors)."""
+
+    @staticmethod
+    def forward(ctx: Any, zh: torch.Tensor, zt: torch.Tensor, groups: int, block: int) -> torch.Tensor:
+        ctx.save_for_backward(zh, zt)
+        ctx.groups, ctx.block = groups, block
+        return (zh.view(-1, groups, block, 1) * zt.view(-1, groups, 1, block)).reshape(zh.size(0), -1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:
+        zh, zt = ctx.saved_tensors
+        g, b = ctx.groups, ctx.block
+        grad = grad.reshape(-1, g, b, b)
+        grad_zh = torch.matmul(grad, zt.reshape(-1, g, b, 1)).reshape(zh.shape) if ctx.needs_input_grad[0] else None
+        grad_zt = torch.matmul(zh.reshape(-1, g, 1, b), grad).reshape(zt.shape) if ctx.needs_input_grad[1] else None
+        return grad_zh, grad_zt, None, None
+
+
+def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch.Tensor:
+    """ATLOP's grouped bilinear features: zh and zt (pairs x emb) split into emb / block_size groups;
+    within each group the outer product, all flattened to pairs x (emb * block_size)."""
+    if zh.shape != zt.shape or zh.size(-1) % block_size:
+        raise ValueError(f"group_bilinear: shapes {tuple(zh.shape)}, {tuple(zt.shape)} with block size {block_size}")
+    return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), zh.size(-1) // block_size, block_size)
+
+
 class DocREPreTrainedModel(PreTrainedModel):
     """Base class: a transformers encoder plus the shared DocRE machinery.
 
