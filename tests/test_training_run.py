@@ -49,3 +49,43 @@ def test_envre_train_evaluates_both_dev_sets_and_keeps_the_best_checkpoint(train
     steps = [e for e in state["log_history"] if "loss" in e]
     assert all("loss_clo" in e and "loss_clp" in e and "loss_pcr" in e and "loss_rcr" not in e for e in steps)
     assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+
+
+def test_envre_evaluate_env_prints_the_robustness_table_and_writes_json(trained, redocred_dev, capsys):
+    import torch
+
+    from envre_hf.documents import read_documents
+    from envre_hf.kb.corpus import CorpusKB
+    from envre_hf.metrics import score_predictions
+    from envre_hf.models.prediction import load_for_inference, predict
+    from envre_hf.renaming import RenamingPipeline
+    from envre_hf.training.report import REPORT_COLUMNS
+
+    root, out = trained
+    # A model that predicts relations (threshold class pushed down), so every score is informative.
+    model, tokenizer = load_for_inference(str(out), "cpu")
+    with torch.no_grad():
+        model.bilinear.bias[0] = -50.0
+    model.save_pretrained(root / "eager")
+    tokenizer.save_pretrained(root / "eager")
+    gold = read_documents(root / "dev.json")
+    renamed = [RenamingPipeline(CorpusKB(redocred_dev)).rename(d, seed=s) for s in (1, 2) for d in gold]
+    env = write_documents(renamed, root / "dev_env.jsonl")
+    report_path = root / "report.json"
+    capsys.readouterr()
+    argv = ["evaluate", "--model", str(root / "eager"), "--gold", str(root / "dev.json"), "--env", str(env)]
+    argv += ["--train", str(root / "train.json"), "--output", str(report_path), "--device", "cpu"]
+    assert envre(argv) == 0
+    table = capsys.readouterr().out
+    assert "| Test set | P | R | F1 | Ign F1 | Intra F1 | Inter F1 |" in table and "| Renamed (2 sets) |" in table
+    report = json.loads(report_path.read_text())
+    train = read_documents(root / "train.json")
+    expected = score_predictions(predict(model, gold, tokenizer, progress=False), gold, train)
+    for _, attr in REPORT_COLUMNS:
+        assert report["original"][attr] == pytest.approx(getattr(expected, attr))
+    assert 0 < report["original"]["recall"] <= 1 and 0 < report["renamed"]["recall"] <= 1
+    seeds = report["renamed_sets"]
+    assert set(seeds) == {"seed 1", "seed 2"}
+    mean_f1 = (seeds["seed 1"]["f1"] + seeds["seed 2"]["f1"]) / 2
+    assert report["renamed"]["f1"] == pytest.approx(mean_f1)
+    assert report["relative_drop"]["f1"] == pytest.approx((report["original"]["f1"] - mean_f1) / report["original"]["f1"])

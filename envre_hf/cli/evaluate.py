@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "instead of stopping with an error",
     )
     add_model_arguments(parser)
+    add_env_arguments(parser)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,10 +80,46 @@ def run_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_env_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--env ENV`` (with ``--model``): the robustness report on ``--gold`` and its renamed version (helper EVRT)."""
+    group = parser.add_argument_group("robustness report: --model DIR --gold ORIGINAL --env RENAMED")
+    group.add_argument(
+        "--env",
+        type=Path,
+        help="renamed version of --gold (DocRED JSON/JSONL, or an envre build folder); prints P, R, F1, Ign F1, "
+        "Intra/Inter F1 on both and the relative drop as a markdown table, --output writes it as JSON",
+    )
+    group.add_argument("--env-split", default="test", help="split to read from an envre build folder (default test)")
+
+
+def run_robustness(args: argparse.Namespace) -> int:
+    """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
+    from ..models.prediction import load_for_inference
+    from ..training.report import model_robustness_report
+    from .analyze import read_benchmark
+
+    if getattr(args, "model", None) is None:
+        raise ValueError("--env needs --model DIR (the model to evaluate on both sets)")
+    gold = read_documents(_require_gold(args))
+    renamed = read_benchmark(args.env, args.env_split)
+    train = read_documents(args.train) if args.train is not None else None
+    model, tokenizer = load_for_inference(str(args.model), args.device)
+    report = model_robustness_report(
+        model, tokenizer, gold, renamed, train, batch_size=args.batch_size, top_k=args.top_k
+    )
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    print(report.to_markdown())
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         if getattr(args, "predictions", None) is not None:
             return run_predictions(args)
+        if getattr(args, "env", None) is not None:
+            return run_robustness(args)
         if getattr(args, "model", None) is not None:
             return run_model(args)
         # further modes (--model, --env) branch here

@@ -116,12 +116,15 @@ def load_excluded_names(paths: Iterable[str | Path]) -> frozenset[str]:
     """Names training renames must not use, from names files and renamed benchmarks.
 
     * ``*.txt``: one name a line (blank lines ignored).
-    * a directory: a dataset saved with ``datasets.save_to_disk`` holding renamed documents.
-    * anything else: a renamed DocRED JSON / JSONL file.
-
-    For renamed documents the new names of their substitutions are taken
-    (:func:`envre_hf.renaming.used_names`).
+    * an ``envre build`` output folder or its ``names_used.json``: the names the build introduced
+      (read by :func:`envre_hf.renaming.build.load_excluded_names`).
+    * renamed documents (DocRED JSON / JSONL, or a ``datasets.save_to_disk`` folder): the new names
+      of their substitutions (:func:`envre_hf.renaming.used_names`).
+    * documents without substitutions: every mention name (e.g. another split's names).
     """
+    from ..renaming import build
+    from ..renaming.isolation import document_names, used_names
+
     names: set[str] = set()
     for raw in paths:
         path = Path(raw)
@@ -130,10 +133,12 @@ def load_excluded_names(paths: Iterable[str | Path]) -> frozenset[str]:
         if path.suffix == ".txt":
             with open(path, encoding="utf-8") as fh:
                 names.update(line.strip() for line in fh if line.strip())
-            continue
-        from ..renaming.isolation import used_names
-
-        names.update(used_names(_read_any(path)))
+        elif (path.is_dir() and (path / build.NAMES_FILE).exists()) or path.name == build.NAMES_FILE:
+            names.update(build.load_excluded_names(path))
+        else:
+            docs = _read_any(path)
+            renamed = any(doc.substitutions for doc in docs)
+            names.update(used_names(docs) if renamed else document_names(docs))
     return frozenset(names)
 
 
