@@ -193,7 +193,7 @@ from transformers import AutoModel, BertConfig, BertModel  # noqa: E402
 
 from envre_hf.documents import docred_schema  # noqa: E402
 from envre_hf.features import DocRECollator, featurize_document  # noqa: E402
-from envre_hf.models import DocREConfig, DocuNetModel, KDDocREModel  # noqa: E402
+from envre_hf.models import DocREConfig, DocREModel, DocuNetModel, KDDocREModel  # noqa: E402
 
 FAMILIES = {
     # Tiny heads: small U-Net / axial stack, no dropout so that training runs are deterministic.
@@ -312,8 +312,12 @@ def test_save_load_auto_model_and_from_encoder_pretrained(head_type, tokenizer, 
     fresh = cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, extra_head=settings)
     assert type(fresh) is cls and fresh.config.head_type == head_type
     assert torch.equal(fresh.encoder.embeddings.word_embeddings.weight, encoder.embeddings.word_embeddings.weight)
+    via_dispatcher = DocREModel.from_encoder_pretrained(
+        str(tmp_path / "encoder"), head_type=head_type, emb_size=64, block_size=16, extra_head=settings
+    )
+    assert type(via_dispatcher) is cls
     with pytest.raises(ValueError, match="unknown to head_type"):
-        cls.from_encoder_pretrained(str(tmp_path / "encoder"), extra_head={"no_such_setting": 1})
+        cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, extra_head={"no_such_setting": 1})
 
 
 def test_kd_docre_distillation_is_off_by_default_and_pulls_towards_the_teacher(tokenizer, short_batch):
