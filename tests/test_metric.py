@@ -196,6 +196,8 @@ def test_unknown_relation_ids_just_never_match():
         ({"title": "Alpha", "h_idx": 0, "r": "P17"}, "t_idx", "missing"),
         (pred("Alpha", 0, 1, "P17", "0"), "evidence", "sentence ids"),
         (pred("Alpha", 0, 1, "P17", [0, "1"]), "evidence", "sentence ids"),
+        (pred("Alpha", 0, 2, "P131", [[0], [1]]), "evidence", "sentence ids"),
+        (pred("Alpha", 0, 2, "P131", 1.5), "evidence", "sentence ids"),
         ({"h_idx": 0, "t_idx": 1, "r": "P17"}, "doc_id", "doc_id or a title"),
     ],
 )

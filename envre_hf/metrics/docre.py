@@ -359,7 +359,7 @@ def score_predictions(
         evi = pred.get("evidence")
         if evi is not None:  # checked on repeats too, so that every malformed prediction is reported
             if type(evi) is list:
-                evidence_lists.append((i, name, evi))
+                evidence_lists.append(evi)
             else:
                 evi = _evidence(evi, i, name)
         k = (key, h, t, r)
@@ -372,7 +372,11 @@ def score_predictions(
             pred_intra += 1
         if evi is not None:
             any_evidence = True
-            evi = set(evi)
+            if len(evi) > 1:
+                try:
+                    evi = set(evi)
+                except TypeError:  # unhashable items: report them
+                    _evidence(evi, i, name)
             predicted_evidence += len(evi)
         gold_evi = labels.get(k)
         if gold_evi is None:
@@ -381,7 +385,10 @@ def score_predictions(
         if intra:
             correct_intra += 1
         if evi:
-            correct_evidence += len(evi.intersection(gold_evi))
+            if len(evi) == 1:
+                correct_evidence += next(iter(evi)) in gold_evi
+            else:
+                correct_evidence += len(evi.intersection(gold_evi))
         if train_pairs is not None:
             pairs = train_pairs.get(r)
             if pairs is not None:
@@ -391,10 +398,11 @@ def score_predictions(
                 if not pairs.isdisjoint(product(names[h], names[t])):
                     correct_in_train += 1
     total = i + 1
-    # plain evidence lists are type-checked in bulk (C-level); the slow path names the culprit
-    if evidence_lists and set(map(type, chain.from_iterable(e for _, _, e in evidence_lists))) - {int}:
-        for i, name, evi in evidence_lists:
-            _evidence(evi, i, name)
+    # plain evidence lists are type-checked in bulk (C-level); the slow path finds and names the culprit
+    if evidence_lists and set(map(type, chain.from_iterable(evidence_lists))) - {int}:
+        for i, pred in enumerate(predictions):
+            if pred.get("evidence") is not None:
+                _evidence(pred["evidence"], i, pred.get("doc_id") or pred.get("title"))
 
     correct = len(correct_keys)
     n_pred = len(kept) + len(unknown)
