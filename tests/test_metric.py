@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -119,7 +118,7 @@ def test_precision_recall_f1_by_hand():
 
 
 def test_duplicates_count_once_and_first_evidence_wins():
-    preds = [pred("Alpha", 0, 2, "P131", [0]), pred("Alpha", 0, 2, "P131", [0, 1]), pred("Alpha", 9 - 9, 2, "P131", [])]
+    preds = [pred("Alpha", 0, 2, "P131", [0]), pred("Alpha", 0, 2, "P131", [0, 1]), pred("Alpha", 0, 2, "P131", [])]
     scores = score_predictions(preds, [alpha()])
     assert scores.num_predictions == 1 and scores.num_duplicates == 2
     assert scores.precision == 1.0 and scores.recall == 0.25
