@@ -143,6 +143,11 @@ def load_excluded_names(paths: Iterable[str | Path]) -> frozenset[str]:
 
 
 def _read_any(path: Path) -> list[Document]:
+    """Documents of a JSON/JSONL file, an ``envre build`` folder (all its splits) or a ``save_to_disk`` folder."""
+    if path.is_dir() and (path / "data").is_dir():
+        from ..cli.analyze import read_benchmark
+
+        return read_benchmark(path, split="*")  # "*": every split's parquet shards
     if path.is_dir():
         from datasets import load_from_disk
 
