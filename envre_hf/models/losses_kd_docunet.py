@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 __all__ = ["adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss", "threshold_margins"]
 
-_NEG_INF = -1e4  # large enough to vanish in a softmax, small enough to stay finite in fp16
+_NEG_INF = -1e30  # removes a class from a softmax (losses are computed in float32)
 
 
 def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
@@ -53,8 +53,7 @@ def adaptive_focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float
     """
     _check(logits, labels)
     logits = logits.float()
-    positive = labels[:, 1:].float()
-    positive = (positive > 0).float()
+    positive = (labels[:, 1:] > 0).float()
     # Two-way softmax of each relation against the threshold = sigmoid of the margin.
     log_p = F.logsigmoid(threshold_margins(logits))
     focal = (1.0 - log_p.exp()).pow(gamma) if gamma != 0 else torch.ones_like(log_p)

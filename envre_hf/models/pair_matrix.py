@@ -14,12 +14,14 @@ not depend on what it is batched with.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .modeling_docre import hts_index  # the base's flattening of hts (batch-global entity ids)
 
 __all__ = ["AxialTransformer", "AxialTransformerLayer", "PairIndex", "PairUNet"]
 
@@ -42,8 +44,6 @@ class PairIndex:
         cls, hts: Sequence[Sequence[Sequence[int]]], num_entities: Sequence[int], device: torch.device | str = "cpu"
     ) -> "PairIndex":
         """Index the pairs ``hts`` (per document a list of ``[h, t]``) of documents with ``num_entities``."""
-        from .modeling_docre import hts_index  # the base's flattening of hts (batch-global entity ids)
-
         if len(hts) != len(num_entities):
             raise ValueError(f"hts has {len(hts)} documents but entity_pos has {len(num_entities)}")
         counts = torch.as_tensor(list(num_entities), dtype=torch.long, device=device)
