@@ -112,9 +112,16 @@ def rename_documents(pipeline: Any, docs: list[Document], seed: int, desc: str =
 
 
 def build_twin_source(
-    args: EVRTTrainingArguments, train_docs: list[Document], extra_excluded: frozenset[str] = frozenset()
+    args: EVRTTrainingArguments,
+    train_docs: list[Document],
+    extra_excluded: frozenset[str] = frozenset(),
+    default_pool: list[Document] | None = None,
 ) -> Any:
-    """The twin source of ``args.twin_source``, with the evaluation names isolated."""
+    """The twin source of ``args.twin_source``, with the evaluation names isolated.
+
+    On-the-fly renaming draws from ``args.rename_kb_pool``, else ``default_pool`` (the whole training
+    file), else ``train_docs``.
+    """
     from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, load_excluded_names
 
     excluded = load_excluded_names(args.exclude_names_from) | extra_excluded
@@ -122,7 +129,7 @@ def build_twin_source(
         twins = PrebuiltTwins(train_docs, load_documents(args.twin_file), base_seed=args.rename_seed)
         check_name_isolation(twins.all_twins(), excluded)
         return twins
-    pool = [doc for path in args.rename_kb_pool for doc in load_documents(path)] or train_docs
+    pool = [doc for path in args.rename_kb_pool for doc in load_documents(path)] or default_pool or train_docs
     return OnTheFlyTwins(build_corpus_pipeline(pool, excluded), base_seed=args.rename_seed)
 
 
@@ -159,7 +166,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
     model = build_model(model_args)
 
-    train_docs = load_documents(data_args.train_file, data_args.max_train_docs)
+    all_train = load_documents(data_args.train_file)
+    train_docs = all_train[: data_args.max_train_docs] if data_args.max_train_docs is not None else all_train
     eval_documents: dict[str, list[Document]] = {}
     renamed_dev_names: frozenset[str] = frozenset()
     if data_args.dev_file:
@@ -168,7 +176,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         if data_args.dev_renamed_file:
             eval_documents["dev_renamed"] = load_documents(data_args.dev_renamed_file, data_args.max_eval_docs)
         elif data_args.rename_dev_seed is not None:
-            pool = [doc for path in training_args.rename_kb_pool for doc in load_documents(path)] or train_docs + dev
+            pool = [doc for path in training_args.rename_kb_pool for doc in load_documents(path)] or all_train + dev
             pipeline = build_corpus_pipeline(pool)
             eval_documents["dev_renamed"] = rename_documents(pipeline, dev, data_args.rename_dev_seed, "Renaming dev")
         if "dev_renamed" in eval_documents:
@@ -179,7 +187,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
 
     featurize = functools.partial(featurize_document, tokenizer=tokenizer, max_seq_length=data_args.max_seq_length)
     if training_args.evrt:
-        twins = build_twin_source(training_args, train_docs, renamed_dev_names)
+        twins = build_twin_source(training_args, train_docs, renamed_dev_names, default_pool=all_train)
         train_dataset = EVRTPairDataset(train_docs, featurize, twins)
     else:
         train_dataset = DocumentFeaturesDataset(train_docs, featurize)
