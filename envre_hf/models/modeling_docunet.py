@@ -26,8 +26,7 @@ from transformers import initialization as init
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import balanced_threshold_loss
-from .modeling_atlop import ATLOPModel
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, register_head
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear, register_head
 from .modeling_kd_docre import head_settings
 from .pair_matrix import PairIndex, PairUNet
 
@@ -131,7 +130,7 @@ class DocuNetModel(DocREPreTrainedModel):
         cells = index.gather(segmented)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, cells], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, cells], dim=-1)))
-        features = ATLOPModel.group_bilinear(self, zh, zt)  # ATLOP's group bilinear, shared
+        features = group_bilinear(zh, zt, self.config.block_size)  # ATLOP's group bilinear
         logits = self.bilinear(features)
         loss = None
         if labels is not None:

@@ -24,8 +24,7 @@ from torch import nn
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import adaptive_focal_loss, distillation_loss
-from .modeling_atlop import ATLOPModel
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, register_head
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear, register_head
 from .pair_matrix import AxialTransformer, PairIndex
 
 __all__ = ["KDDocREHeadConfig", "KDDocREModel", "head_settings"]
@@ -119,8 +118,7 @@ class KDDocREModel(DocREPreTrainedModel):
         hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, rs], dim=-1)))
-        # ATLOP's group bilinear (one implementation, shared through the ATLOP class).
-        projected = self.projection(ATLOPModel.group_bilinear(self, zh, zt))
+        projected = self.projection(group_bilinear(zh, zt, self.config.block_size))  # ATLOP's group bilinear
         index = PairIndex.build(hts, [len(e) for e in entity_pos], device=projected.device)
         matrix = index.scatter(projected)
         refined = self.axial(matrix, index.cell_mask()) + matrix
