@@ -431,3 +431,17 @@ def test_group_bilinear_matches_autograd_of_the_outer_product():
     assert torch.autograd.gradcheck(lambda a, b: group_bilinear(a, b, 4), (zh, zt))
     with pytest.raises(ValueError):
         group_bilinear(zh, zt, 5)
+
+
+def test_atlop_forward_equals_its_textbook_composition(tokenizer, batch):
+    """The per-entity extractor shortcut and the batched pooling give ATLOP's formula exactly."""
+    model = tiny_model(tokenizer).eval()
+    with torch.no_grad():
+        logits = model(**batch).logits
+        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
+        hs, ts, rs = model.pair_features(seq, att, batch["entity_pos"], batch["hts"])
+        zh = torch.tanh(model.head_extractor(torch.cat([hs, rs], -1)))
+        zt = torch.tanh(model.tail_extractor(torch.cat([ts, rs], -1)))
+        b1, b2 = zh.view(-1, 4, 8, 1), zt.view(-1, 4, 1, 8)
+        reference = model.bilinear((b1 * b2).reshape(-1, 32 * 8))
+    assert torch.allclose(logits, reference, atol=1e-5)

@@ -134,7 +134,8 @@ def featurize_document(
     if doc.num_entities < 1:
         logger.warning("document %r has no entities: it yields no entity pairs", doc.key)
     words, word_spans = _marked_words(doc, marker)
-    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False)
+    # verbose=False: no "longer than the model's maximum" warning; long inputs are windowed by the models
+    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
     input_ids = list(encoding["input_ids"])
     word_ids = encoding.word_ids()
     first_piece: dict[int, int] = {}

@@ -13,11 +13,20 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .configuration_docre import DocREConfig
 from .losses import adaptive_thresholding_loss, none_class_ranking_loss
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear, register_head
+from .modeling_docre import (
+    DocREModelOutput,
+    DocREPreTrainedModel,
+    group_bilinear,
+    hts_index,
+    localized_context,
+    pool_entities,
+    register_head,
+)
 
 
 @register_head("atlop", "ncrl")
@@ -38,6 +47,13 @@ class ATLOPModel(DocREPreTrainedModel):
         """Outer products within each of the emb_size / block_size groups, flattened (pairs x emb*block)."""
         return group_bilinear(zh, zt, self.config.block_size)
 
+    @staticmethod
+    def _extract(linear: nn.Linear, entities: torch.Tensor, index: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """``linear(cat([entities[index], context]))`` with the entity half computed once per entity, not per pair."""
+        hidden = entities.size(-1)
+        per_entity = F.linear(entities, linear.weight[:, :hidden])
+        return per_entity[index] + F.linear(context, linear.weight[:, hidden:], linear.bias)
+
     def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         if self.config.head_type == "ncrl":
             return none_class_ranking_loss(
@@ -57,9 +73,11 @@ class ATLOPModel(DocREPreTrainedModel):
         """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
         collator extras such as ``doc_keys``."""
         sequence_output, attention = self.encode(input_ids, attention_mask)
-        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
-        zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))
-        zt = torch.tanh(self.tail_extractor(torch.cat([ts, rs], dim=-1)))
+        entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
+        h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
+        context = localized_context(sequence_output, entity_att[h_idx], entity_att[t_idx], pair_doc)
+        zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx, context))
+        zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx, context))
         features = self.group_bilinear(zh, zt)
         logits = self.bilinear(features)
         loss = None
