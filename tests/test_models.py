@@ -472,3 +472,19 @@ def test_roberta_style_encoder_window_and_long_inputs(redocred_dev):
     with torch.no_grad():
         out = model(**batch)
     assert out.logits.shape == (sum(len(f["hts"]) for f in feats), 97) and torch.isfinite(out.loss)
+
+
+@pytest.mark.parametrize("head_type", ["atlop", "ncrl"])
+def test_documents_without_pairs(tokenizer, small_docs, head_type):
+    from dataclasses import replace
+
+    doc = small_docs[0]
+    one = replace(doc, entities=doc.entities[:1], relations=[])
+    none = replace(doc, entities=[], relations=[])
+    model = tiny_model(tokenizer, head_type)
+    out = model(**DocRECollator(tokenizer)([featurize_document(d, tokenizer) for d in (one, none)]))
+    assert out.logits.shape == (0, 97) and out.loss.item() == 0.0
+    out.loss.backward()  # a batch without pairs must not break training
+    mixed = [featurize_document(d, tokenizer) for d in (one, doc)]
+    out = model(**DocRECollator(tokenizer)(mixed))
+    assert out.logits.shape == (len(mixed[1]["hts"]), 97) and torch.isfinite(out.loss)

@@ -20,6 +20,8 @@ class DocRECollator:
 
     tokenizer: Any = None
     pad_to_multiple_of: int | None = None
+    #: Width of the label rows, used for documents without pairs (fewer than two entities).
+    num_labels: int = 97
 
     @property
     def pad_token_id(self) -> int:
@@ -48,7 +50,9 @@ class DocRECollator:
             "doc_keys": [f.get("doc_key") for f in features],
         }
         if all(f.get("labels") is not None for f in features):
-            labels = [torch.as_tensor(f["labels"], dtype=torch.float32) for f in features]
-            labels = [lab.reshape(len(f["hts"]), -1) for lab, f in zip(labels, features)]
+            labels = [
+                torch.as_tensor(f["labels"], dtype=torch.float32).reshape(len(f["hts"]), self.num_labels)
+                for f in features
+            ]
             batch["labels"] = torch.cat(labels, dim=0)
         return batch

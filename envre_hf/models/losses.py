@@ -29,7 +29,7 @@ def adaptive_thresholding_loss(logits: torch.Tensor, labels: torch.Tensor) -> to
     loss_pos = -(F.log_softmax(pos_logits, dim=-1) * positives).sum(-1)
     neg_logits = logits.masked_fill(positives == 1, _NEG)
     loss_neg = -F.log_softmax(neg_logits, dim=-1)[:, 0]
-    return (loss_pos + loss_neg).mean()
+    return (loss_pos + loss_neg).sum() / max(logits.size(0), 1)  # 0, not NaN, for a batch without pairs
 
 
 def _binary_log_terms(margin: torch.Tensor, target: torch.Tensor, shift: float, eps: float) -> torch.Tensor:

@@ -169,7 +169,8 @@ class _GroupOuter(torch.autograd.Function):
     def forward(ctx: Any, zh: torch.Tensor, zt: torch.Tensor, groups: int, block: int) -> torch.Tensor:
         ctx.save_for_backward(zh, zt)
         ctx.groups, ctx.block = groups, block
-        return (zh.view(-1, groups, block, 1) * zt.view(-1, groups, 1, block)).reshape(zh.size(0), -1)
+        outer = zh.view(-1, groups, block, 1) * zt.view(-1, groups, 1, block)
+        return outer.reshape(zh.size(0), groups * block * block)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:
