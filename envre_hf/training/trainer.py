@@ -22,6 +22,7 @@ best checkpoint by dev F1.
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +39,8 @@ from .pairing import split_pair_batch
 EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
 #: Batch keys that are bookkeeping, never model inputs.
 _NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key")
+
+logger = logging.getLogger(__name__)
 
 
 class TwinEpochCallback(TrainerCallback):
@@ -80,9 +83,18 @@ class EVRTTrainer(Trainer):
         if not isinstance(self.args, EVRTTrainingArguments):
             raise TypeError("EVRTTrainer needs EVRTTrainingArguments (the EVRT switches live there)")
         if self.train_dataset is not None and hasattr(self.train_dataset, "set_epoch"):
+            twins = getattr(self.train_dataset, "twins", None)
+            if self.args.dataloader_persistent_workers and twins is not None and not twins.cacheable():
+                raise ValueError(
+                    "dataloader_persistent_workers keeps the workers' copy of the dataset, which would serve the "
+                    "first epoch's on-the-fly twins forever; turn it off (workers are then re-created each epoch)"
+                )
             self.add_callback(TwinEpochCallback(self.train_dataset))
+        # compute_loss normalises per micro-batch itself: no need for Trainer's item counting (a gather per step).
+        self.model_accepts_loss_kwargs = False
         self._loss_sums: dict[str, torch.Tensor] = {}
         self._loss_counts: dict[str, int] = {}
+        self._warned_unpaired = False
 
     # ------------------------------------------------------------------ loss
 
@@ -117,6 +129,9 @@ class EVRTTrainer(Trainer):
             original, twin = split_pair_batch(inputs)
         else:
             original, twin = inputs, None
+            if args.evrt and model.training and not self._warned_unpaired:
+                logger.warning("evrt is on but the training batches carry no twins (use EVRTPairDataset): training vanilla")
+                self._warned_unpaired = True
         outputs = model(**self._forward_inputs(model, original))
         if outputs.loss is None:
             raise ValueError("the model returned no loss: training batches need labels")
