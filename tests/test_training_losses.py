@@ -72,6 +72,16 @@ def test_arguments_validate_and_order_the_ablation_switches(tmp_path):
         EVRTTrainingArguments(output_dir=str(tmp_path), evrt=True, twin_source="prebuilt")
 
 
+def test_command_line_ablation_switches(tmp_path):
+    from envre_hf.training.run import parse_args
+
+    base = ["--model_name_or_path", "enc", "--train_file", "t.json", "--output_dir", str(tmp_path), "--evrt"]
+    _, data, args = parse_args(base + ["--evrt_losses", "rcr", "clp", "--evrt_alpha", "0.5"])
+    assert args.evrt_losses == ["clp", "rcr"] and args.evrt_alpha == 0.5 and data.train_file == "t.json"
+    assert parse_args(base + ["--evrt_losses", "none"])[2].evrt_losses == []
+    assert parse_args(base)[2].evrt_losses == ["clp", "rcr", "pcr"]
+
+
 # --------------------------------------------------------------------------- objective composition
 
 

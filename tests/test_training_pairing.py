@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
 
 import pytest
@@ -110,8 +111,11 @@ def test_training_renames_never_use_benchmark_names(train_docs, pool, tmp_path):
     bench_path = write_documents(benchmark, tmp_path / "env_dev.json")
     names_path = tmp_path / "names.txt"
     names_path.write_text("Some Name\n\nOther Name\n", encoding="utf-8")
-    excluded = load_excluded_names([bench_path, names_path])
-    assert excluded == used_names(benchmark) | {"Some Name", "Other Name"}
+    build_names = tmp_path / "build" / "names_used.json"  # what envre build writes next to its parquet
+    build_names.parent.mkdir()
+    build_names.write_text(json.dumps({"format": "envre-names-used/1", "splits": {"test": ["Built Name"]}}))
+    excluded = load_excluded_names([bench_path, names_path, build_names.parent])
+    assert excluded == used_names(benchmark) | {"Some Name", "Other Name", "Built Name"}
     bench_keys = _kb_names(benchmark)
 
     free = [RenamingPipeline(kb).rename(d, seed=s) for s in (0, 1) for d in train_docs]
