@@ -488,3 +488,23 @@ def test_documents_without_pairs(tokenizer, small_docs, head_type):
     mixed = [featurize_document(d, tokenizer) for d in (one, doc)]
     out = model(**DocRECollator(tokenizer)(mixed))
     assert out.logits.shape == (len(mixed[1]["hts"]), 97) and torch.isfinite(out.loss)
+
+
+def test_trainer_with_featurized_dataset_and_collator(tokenizer, small_docs, tmp_path):
+    """featurize_dataset + DocRECollator plug into transformers.Trainer unchanged (unused columns dropped)."""
+    from transformers import Trainer, TrainingArguments
+
+    from envre_hf.features import featurize_dataset
+
+    model = tiny_model(tokenizer, max_positions=128)
+    before = model.bilinear.weight.detach().clone()
+    args = TrainingArguments(
+        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3,
+        report_to=[], use_cpu=True, save_strategy="no", logging_steps=1,
+    )  # fmt: skip
+    trainer = Trainer(
+        model=model, args=args, train_dataset=featurize_dataset(small_docs, tokenizer), data_collator=DocRECollator(tokenizer)
+    )
+    result = trainer.train()
+    assert result.global_step == 2 and math.isfinite(result.training_loss)
+    assert not torch.equal(before, model.bilinear.weight.detach())
