@@ -502,9 +502,8 @@ def test_trainer_with_featurized_dataset_and_collator(tokenizer, small_docs, tmp
         output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3,
         report_to=[], use_cpu=True, save_strategy="no", logging_steps=1,
     )  # fmt: skip
-    trainer = Trainer(
-        model=model, args=args, train_dataset=featurize_dataset(small_docs, tokenizer), data_collator=DocRECollator(tokenizer)
-    )
+    train = featurize_dataset(small_docs, tokenizer)
+    trainer = Trainer(model=model, args=args, train_dataset=train, data_collator=DocRECollator(tokenizer))
     result = trainer.train()
     assert result.global_step == 2 and math.isfinite(result.training_loss)
     assert not torch.equal(before, model.bilinear.weight.detach())
