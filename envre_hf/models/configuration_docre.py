@@ -17,7 +17,9 @@ from ..documents.relations import docred_schema
 
 #: Encoder families whose position ids start after the padding index (``padding_idx + 1``), so
 #: ``max_position_embeddings`` overstates the usable window by ``pad_token_id + 1``.
-_OFFSET_POSITION_MODELS = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "bart", "mbart", "data2vec-text"})
+_OFFSET_POSITION_MODELS = frozenset(
+    {"roberta", "xlm-roberta", "camembert", "longformer", "bart", "mbart", "data2vec-text"}
+)
 
 #: Head types known to the library (families register classes for them in ``modeling_docre.DOCRE_HEADS``).
 HEAD_TYPES = ("atlop", "ncrl", "kd_docre", "docunet")
@@ -35,13 +37,14 @@ class DocREConfig(PretrainedConfig):
     """Encoder sub-config + head settings of a DocRE model.
 
     Defaults follow ATLOP (``emb_size`` = the encoder's hidden size, i.e. 768 for BERT-base as in
-    ATLOP, ``block_size=64``, 97 classes with class 0 = no
-    relation / threshold, ``id2label`` from :func:`docred_schema`). ``window`` is the encoder
+    ATLOP, ``block_size=64``, 97 classes with class 0 = no relation / threshold, ``id2label`` from
+    :func:`docred_schema`). ``window`` is the encoder
     window used for long inputs (``None``: derived from the encoder's ``max_position_embeddings``).
     NCRL settings: ``ncrl_margin`` (margin shifting: the probability of a negative relation is
     lowered by this much before its loss, 0.05 as in the NCRL paper's experiments) and
     ``ncrl_none_weight`` (weight of the none-class term). ``top_k`` caps relations per pair at
-    decoding (4 as in ATLOP's DocRED runs; ``None``: no cap). ``extra_head`` holds family-specific settings (KD-DocRE, DocuNet).
+    decoding (4 as in ATLOP's DocRED runs; ``None`` or 0: no cap). ``extra_head`` holds
+    family-specific settings (KD-DocRE, DocuNet).
     ``encoder_name_or_path`` records where the encoder weights came from (for the model card).
     """
 
