@@ -272,12 +272,13 @@ class DocREPreTrainedModel(PreTrainedModel):
         if length <= window:
             out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_attentions=True)
             return out.last_hidden_state, out.attentions[-1]
-        plans = self._window_plan(attention_mask.sum(1).tolist(), window)
+        lengths = [int(n) for n in attention_mask.sum(1).tolist()]  # one device sync for the whole batch
+        plans = self._window_plan(lengths, window)
         n_windows = len(plans)
         win_ids = input_ids.new_full((n_windows, window), self.config.encoder.pad_token_id or 0)
         win_mask = attention_mask.new_zeros((n_windows, window))
         for k, (b, s, n_win, _, _, _) in enumerate(plans):
-            n = int(attention_mask[b].sum())
+            n = lengths[b]
             if n <= window:
                 win_ids[k, :n] = input_ids[b, :n]
             else:
