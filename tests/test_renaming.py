@@ -240,3 +240,36 @@ def test_config_fingerprint():
     assert a.fingerprint() == b.fingerprint()
     assert a.fingerprint() != RenamingConfig(exclude_names=frozenset({"a"})).fingerprint()
     assert RenamingConfig().fingerprint() != RenamingConfig(fix_leaks=True).fingerprint()
+
+
+def test_leading_article_is_not_doubled():
+    sents = ["He toured the United States and Mexico .".split(), "United States fans cheered .".split()]
+    doc = Document(
+        title="Tour",
+        sents=sents,
+        entities=[
+            Entity([_m("United States", 0, 3, 5, "LOC"), _m("United States", 1, 0, 2, "LOC")]),
+            Entity([_m("Mexico", 0, 6, 7, "LOC")]),
+        ],
+        relations=[],
+    )
+    kb = FakeKB(
+        items={
+            "Q30": (["country"], ["United States"]),
+            "Q96": (["country"], ["Mexico"]),
+            "Q77": (["country"], ["The Gambia"]),
+        },
+        links={"United States": "Q30"},
+    )
+    out = RenamingPipeline(kb).rename(doc, seed=0)
+    # "the United States" -> "the Gambia", not "the The Gambia"; the name stays one name for both mentions
+    assert out.sents[0][:5] == ["He", "toured", "the", "Gambia", "and"]
+    assert [m.name for m in out.entities[0].mentions] == ["Gambia", "Gambia"]
+    assert out.sents[1][0] == "Gambia"
+    assert [s.new_name for s in out.substitutions if s.entity == 0] == ["Gambia"]
+    # a mention not preceded by "the" keeps the article of the new name
+    doc2 = Document(title="T2", sents=[["Mexico", "and", "United", "States"]],
+                    entities=[Entity([_m("United States", 0, 2, 4, "LOC")])], relations=[])
+    del kb.items["Q96"]
+    out2 = RenamingPipeline(kb).rename(doc2, seed=0)
+    assert out2.entities[0].mentions[0].name == "The Gambia"

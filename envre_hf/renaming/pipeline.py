@@ -11,7 +11,9 @@ For every entity of a document (in entity order):
    order or on other documents;
 4. **substitute** alias-wise: the entity's distinct original names, most frequent first
    (first appearance breaks ties), get the candidate's usable names in KB order (label
-   first, then aliases). Identical original names get the same new name.
+   first, then aliases). Identical original names get the same new name. A new name's leading
+   "The" is dropped when the text already has "the" right before a mention of that original
+   name (no "the The Beatles"), unless the shorter name would collide with another name.
 
 A candidate name is *usable* when it is not in ``config.exclude_names`` (name isolation) and
 does not collide with any original name in the document, with a name already given to
@@ -146,6 +148,37 @@ def _overlapping_entities(doc: Document) -> set[int]:
     return blocked
 
 
+def _bare(key: str) -> str:
+    """A name key without its leading article ("the gambia" -> "gambia")."""
+    return key[4:] if key.startswith("the ") else key
+
+
+def _fit_articles(doc: Document, e: int, tokens: dict[str, list[str]], taken: set[str]) -> dict[str, list[str]]:
+    """Drop a new name's leading "The" where the text already has "the" right before the mention.
+
+    Without this, "in the United States" renamed to "The Swingles" reads "in the The Swingles".
+    The article is dropped for every mention of that original name (one original name -> one new
+    name), and only when the shorter name stays distinct from the entity's other new names and
+    from every name already in use.
+    """
+    preceded = set()
+    for mention in doc.entities[e].mentions:
+        if mention.start > 0 and doc.sents[mention.sent_id][mention.start - 1].casefold() == "the":
+            preceded.add(mention.name)
+    if not preceded:
+        return tokens
+    out = dict(tokens)
+    keys = {name_key(" ".join(t)) for t in tokens.values()}
+    for name in preceded:
+        new = out[name]
+        if len(new) > 1 and new[0].casefold() == "the":
+            key = name_key(" ".join(new[1:]))
+            if key not in keys and key not in taken:
+                out[name] = new[1:]
+                keys.add(key)
+    return out
+
+
 class RenamingPipeline:
     """Renames the entities of documents with names drawn from a :class:`KnowledgeBase`.
 
@@ -155,7 +188,9 @@ class RenamingPipeline:
     def __init__(self, kb: KnowledgeBase, config: RenamingConfig | None = None):
         self.kb = kb
         self.config = config if config is not None else RenamingConfig()
-        self._excluded = frozenset(name_key(n) for n in self.config.exclude_names)
+        # article-insensitive: a benchmark that used "Gambia" (its "The" dropped) also excludes "The Gambia"
+        keys = [name_key(n) for n in self.config.exclude_names]
+        self._excluded = frozenset(keys) | frozenset(_bare(k) for k in keys)
 
     # ------------------------------------------------------------------ public API
 
@@ -276,7 +311,7 @@ class RenamingPipeline:
             if picked is not None:
                 candidate, new_names = picked
                 tokens = {name: tokenize_name(new) for (name, _), new in zip(names, new_names)}
-                return _Choice(candidate.item_id, fine_type, candidate.match, tokens)
+                return _Choice(candidate.item_id, fine_type, candidate.match, _fit_articles(doc, e, tokens, taken))
         return _Choice(item, types[0], UNCHANGED + "no-candidate", {})
 
     def _usable_names(self, item_id: str, k: int, taken: set[str]) -> list[str] | None:
@@ -285,7 +320,7 @@ class RenamingPipeline:
         keys: set[str] = set()
         for name in self.kb.names(item_id):
             key = name_key(name)
-            if not key or key in taken or key in self._excluded or key in keys:
+            if not key or key in taken or key in keys or key in self._excluded or _bare(key) in self._excluded:
                 continue
             keys.add(key)
             out.append(joined_name(name))
