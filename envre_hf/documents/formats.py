@@ -75,6 +75,28 @@ def _evidence(value: Any, **where: Any) -> list[int]:
     return list(value)
 
 
+def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], **where: Any) -> Mention:
+    """One mention dict; ``etype`` is the entity's type in the Linked dialect (mentions carry none there)."""
+    return Mention(
+        name=_require(raw, "name", str, **where),
+        sent_id=_require(raw, "sent_id", int, **where),
+        pos=_pos(_require(raw, "pos", list, **where), **where),
+        type=_require(raw, "type", str, **where) if etype is None else etype,
+        extra={k: v for k, v in raw.items() if k not in keys},
+    )
+
+
+def _relation(raw: Any, i: int, h: int, t: int) -> Relation:
+    """One label dict whose head and tail were already resolved to entity indices."""
+    return Relation(
+        h=h,
+        t=t,
+        r=_require(raw, "r", str, label=i),
+        evidence=_evidence(raw.get("evidence", []), label=i),
+        extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
+    )
+
+
 def _provenance(obj: dict) -> dict[str, Any]:
     subs = obj.get("substitutions")
     return {
@@ -114,18 +136,7 @@ def from_docred(obj: dict, index: int | None = None) -> Document:
         for e, cluster in enumerate(vertex_set):
             if not isinstance(cluster, list):
                 raise DocumentError("expected a list of mentions", entity=e, field="vertexSet")
-            mentions = []
-            for m, raw in enumerate(cluster):
-                where = {"entity": e, "mention": m}
-                mentions.append(
-                    Mention(
-                        name=_require(raw, "name", str, **where),
-                        sent_id=_require(raw, "sent_id", int, **where),
-                        pos=_pos(_require(raw, "pos", list, **where), **where),
-                        type=_require(raw, "type", str, **where),
-                        extra={k: v for k, v in raw.items() if k not in _MENTION_KEYS},
-                    )
-                )
+            mentions = [_mention(raw, None, _MENTION_KEYS, entity=e, mention=m) for m, raw in enumerate(cluster)]
             entities.append(Entity(mentions=mentions))
         qids = obj.get("entity_wikidata_ids")
         if qids is not None:
@@ -136,15 +147,7 @@ def from_docred(obj: dict, index: int | None = None) -> Document:
         relations = []
         has_labels = "labels" in obj
         for i, raw in enumerate(obj.get("labels") or []):
-            relations.append(
-                Relation(
-                    h=_require(raw, "h", int, label=i),
-                    t=_require(raw, "t", int, label=i),
-                    r=_require(raw, "r", str, label=i),
-                    evidence=_evidence(raw.get("evidence", []), label=i),
-                    extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
-                )
-            )
+            relations.append(_relation(raw, i, _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)))
         return Document(
             title=title,
             sents=sents,
@@ -210,18 +213,10 @@ def from_linked(obj: dict, index: int | None = None) -> Document:
         entities, id2index = [], {}
         for e, raw in enumerate(raw_entities):
             etype = _require(raw, "type", str, entity=e)
-            mentions = []
-            for m, rm in enumerate(_require(raw, "mentions", list, entity=e)):
-                where = {"entity": e, "mention": m}
-                mentions.append(
-                    Mention(
-                        name=_require(rm, "name", str, **where),
-                        sent_id=_require(rm, "sent_id", int, **where),
-                        pos=_pos(_require(rm, "pos", list, **where), **where),
-                        type=etype,
-                        extra={k: v for k, v in rm.items() if k not in _LINKED_MENTION_KEYS},
-                    )
-                )
+            mentions = [
+                _mention(rm, etype, _LINKED_MENTION_KEYS, entity=e, mention=m)
+                for m, rm in enumerate(_require(raw, "mentions", list, entity=e))
+            ]
             ent_id = raw.get("id", e)
             if ent_id in id2index:
                 raise DocumentError(f"duplicate entity id {ent_id!r}", entity=e, field="id")
@@ -235,15 +230,7 @@ def from_linked(obj: dict, index: int | None = None) -> Document:
             for key, ent_id in (("h", h), ("t", t)):
                 if ent_id not in id2index:
                     raise DocumentError(f"no entity has id {ent_id}", label=i, field=key)
-            relations.append(
-                Relation(
-                    h=id2index[h],
-                    t=id2index[t],
-                    r=_require(raw, "r", str, label=i),
-                    evidence=_evidence(raw.get("evidence", []), label=i),
-                    extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
-                )
-            )
+            relations.append(_relation(raw, i, id2index[h], id2index[t]))
         return Document(
             title=title,
             sents=sents,

@@ -8,7 +8,6 @@ variable and sent only in the ``Authorization`` header: it never enters logs, ca
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
 import logging
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import requests
+
+from ..kb.http import parse_retry_after
 
 logger = logging.getLogger(__name__)
 
@@ -87,21 +88,6 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class OpenAIChatBackend:
@@ -194,7 +180,7 @@ class OpenAIChatBackend:
                         last = f"malformed reply ({type(err).__name__}: {str(err)[:200]})"
                 elif resp.status_code == 429 or resp.status_code >= 500:
                     last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                    retry_after = _retry_after(resp.headers.get("Retry-After"))
+                    retry_after = parse_retry_after(resp.headers.get("Retry-After"))
                 else:
                     raise BackendError(f"{url} answered HTTP {resp.status_code}: {resp.text[:500]}")
             if attempt < self.max_retries:
