@@ -157,3 +157,21 @@ def test_two_process_accelerate_run_keeps_ranks_identical(tmp_path, encoder_dir,
     assert reports[0]["checksum"] == reports[1]["checksum"]
     assert reports[0]["changed"] and reports[1]["changed"]
     assert reports[0]["losses"] and all(math.isfinite(v) for r in reports for v in r["losses"])
+
+
+def test_classifier_learning_rate_puts_the_head_on_its_own_rate(tmp_path, encoder_dir, tokenizer, docs, redocred_dev):
+    model = tiny_model(encoder_dir, "atlop")
+    args = _args(tmp_path, learning_rate=1e-4, classifier_learning_rate=3e-3, weight_decay=0.01, max_steps=1)
+    trainer = _trainer(model, args, paired_dataset(docs, redocred_dev, tokenizer), tokenizer)
+    optimizer = trainer.create_optimizer()
+    rate_of = {id(p): (g["lr"], g["weight_decay"]) for g in optimizer.param_groups for p in g["params"]}
+    names = dict(model.named_parameters())
+    assert len(rate_of) == len(names)  # every parameter in exactly one group
+    decay = set(trainer.get_decay_parameter_names(model))
+    for name, param in names.items():
+        lr, wd = rate_of[id(param)]
+        assert lr == (1e-4 if name.startswith("encoder.") else 3e-3), name
+        assert wd == (0.01 if name in decay else 0.0), name
+    # without the setting, Trainer's single rate applies to everything
+    plain = _trainer(tiny_model(encoder_dir, "atlop"), _args(tmp_path / "p", learning_rate=1e-4), paired_dataset(docs, redocred_dev, tokenizer), tokenizer)
+    assert {g["lr"] for g in plain.create_optimizer().param_groups} == {1e-4}

@@ -85,6 +85,13 @@ class EVRTTrainingArguments(TrainingArguments):
         default=0,
         metadata={"help": "Base seed of the training renames; epoch e uses rename_seed + e."},
     )
+    classifier_learning_rate: float | None = field(
+        default=None,
+        metadata={
+            "help": "Learning rate of everything outside the encoder (the DocRE head), as ATLOP trains its classifier "
+            "faster than the encoder (ATLOP: 1e-4 head, 5e-5 encoder); default: learning_rate for all parameters."
+        },
+    )
     remove_unused_columns: bool = field(
         default=False,
         metadata={"help": "Kept False: EVRT examples are nested {original, twin} dicts."},

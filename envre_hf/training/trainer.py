@@ -96,6 +96,31 @@ class EVRTTrainer(Trainer):
         self._loss_counts: dict[str, int] = {}
         self._warned_unpaired = False
 
+    def create_optimizer(self, model: torch.nn.Module | None = None):
+        """Trainer's optimizer, with the head on ``classifier_learning_rate`` when that is set."""
+        head_lr = self.args.classifier_learning_rate
+        if head_lr is None or self.optimizer is not None:
+            return super().create_optimizer(model) if model is not None else super().create_optimizer()
+        model = self.model if model is None else model
+        decay = set(self.get_decay_parameter_names(model))
+        groups: dict[tuple[bool, bool], list[torch.nn.Parameter]] = {}
+        for name, param in model.named_parameters():
+            if param.requires_grad:
+                groups.setdefault((name.startswith("encoder."), name in decay), []).append(param)
+        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(self.args, model)
+        self.optimizer = optimizer_cls(
+            [
+                {
+                    "params": params,
+                    "lr": self.args.learning_rate if in_encoder else head_lr,
+                    "weight_decay": self.args.weight_decay if decays else 0.0,
+                }
+                for (in_encoder, decays), params in sorted(groups.items())
+            ],
+            **optimizer_kwargs,
+        )
+        return self.optimizer
+
     # ------------------------------------------------------------------ loss
 
     def _forward_inputs(self, model: torch.nn.Module, batch: dict[str, Any]) -> dict[str, Any]:
