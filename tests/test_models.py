@@ -238,6 +238,19 @@ def test_save_load_round_trip_and_auto_model(tokenizer, batch, tmp_path):
     assert type(AutoModel.from_config(model.config)) is ATLOPModel
 
 
+def test_pickled_checkpoints_are_never_loaded(tokenizer, tmp_path):
+    model = tiny_model(tokenizer, "atlop")
+    model.save_pretrained(tmp_path)
+    # a directory offering only a pickled checkpoint (as an untrusted download might) is refused
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    (tmp_path / "model.safetensors").unlink()
+    for loader in (AutoModel.from_pretrained, DocREModel.from_pretrained, ATLOPModel.from_pretrained):
+        with pytest.raises(EnvironmentError, match="safetensors"):
+            loader(tmp_path)
+    with pytest.raises(EnvironmentError, match="safetensors"):
+        ATLOPModel.from_encoder_pretrained(tmp_path)
+
+
 def test_head_registry_and_config_validation():
     assert DOCRE_HEADS["atlop"] is ATLOPModel and DOCRE_HEADS["ncrl"] is ATLOPModel
     assert all(issubclass(cls, DocREPreTrainedModel) for cls in DOCRE_HEADS.values())

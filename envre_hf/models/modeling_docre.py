@@ -234,15 +234,22 @@ class DocREPreTrainedModel(PreTrainedModel):
     # ------------------------------------------------------------------ construction
 
     @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: Any, *model_args: Any, **kwargs: Any):
+        """transformers' loader, restricted to safetensors weights: a pickled checkpoint is never unpickled."""
+        kwargs.setdefault("use_safetensors", True)
+        return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+
+    @classmethod
     def from_encoder_pretrained(
         cls, encoder_name_or_path: str, *, encoder_kwargs: dict[str, Any] | None = None, **head: Any
     ) -> DocREPreTrainedModel:
         """A new model whose encoder weights come from ``encoder_name_or_path`` (head randomly initialised).
 
         ``head`` holds :class:`DocREConfig` settings (``head_type``, ``emb_size``, ``block_size``, ...);
-        ``encoder_kwargs`` go to the encoder's ``from_pretrained`` (e.g. ``revision``).
+        ``encoder_kwargs`` go to the encoder's ``from_pretrained`` (e.g. ``revision``); weights are read from
+        safetensors only, unless ``encoder_kwargs`` says ``use_safetensors=False`` for an encoder you trust.
         """
-        encoder_kwargs = dict(encoder_kwargs or {})
+        encoder_kwargs = {"use_safetensors": True, **(encoder_kwargs or {})}
         encoder = AutoModel.from_pretrained(encoder_name_or_path, attn_implementation="eager", **encoder_kwargs)
         head.setdefault("head_type", cls.default_head_type)
         head.setdefault("encoder_name_or_path", str(encoder_name_or_path))
