@@ -9,7 +9,7 @@ relative drop) of every run plus the time per epoch.
 Name isolation, both ways: the renamed test set never uses a name of the training documents, and
 the training twins never use a name of the renamed test set.
 
-The defaults are sized for a 2-core CPU (within about two hours, measured about one hour: all 500
+The defaults are sized for a 2-core CPU (within about two hours; measured 55 min on a quiet 2-core CPU: all 500
 training documents for 8 epochs, the head on a 10x higher learning rate than the encoder so that a
 short run learns, a smaller head than ATLOP's 768/64, ``max_seq_length`` 256 (mentions past it are
 dropped), the 500 test documents); scale up on a GPU, e.g.
