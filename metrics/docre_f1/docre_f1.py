@@ -14,23 +14,10 @@ import datasets
 import evaluate
 
 from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_documents, to_docred
+from envre_hf.citations import DOCRED_CITATION, REDOCRED_CITATION
 from envre_hf.metrics import PredictionError, TrainFacts, score_predictions
 
-_CITATION = """\
-@inproceedings{yao-etal-2019-docred,
-    title = "{D}oc{RED}: A Large-Scale Document-Level Relation Extraction Dataset",
-    author = "Yao, Yuan and Ye, Deming and Li, Peng and Han, Xu and Lin, Yankai and Liu, Zhenghao and Liu, Zhiyuan and Huang, Lixin and Zhou, Jie and Sun, Maosong",
-    booktitle = "Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics",
-    year = "2019",
-    pages = "764--777",
-}
-@inproceedings{tan-etal-2022-revisiting,
-    title = "Revisiting {D}oc{RED} - Addressing the False Negative Problem in Relation Extraction",
-    author = "Tan, Qingyu and Xu, Lu and Bing, Lidong and Ng, Hwee Tou and Aljunied, Sharifah Mahani",
-    booktitle = "Proceedings of the 2022 Conference on Empirical Methods in Natural Language Processing",
-    year = "2022",
-}
-"""
+_CITATION = DOCRED_CITATION + "\n\n" + REDOCRED_CITATION
 
 _DESCRIPTION = """\
 Micro precision, recall and F1 of document-level relation extraction over (document, head entity, tail entity,
