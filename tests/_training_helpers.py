@@ -82,3 +82,24 @@ def paired_dataset(docs, pool, tokenizer, max_seq_length: int = 160, base_seed: 
 def small_docs(docs, n: int, max_entities: int = 12):
     """The first ``n`` documents with at most ``max_entities`` entities (keeps pair counts small)."""
     return [d for d in docs if d.num_entities <= max_entities][:n]
+
+
+def tiny_training_args(output_dir, **overrides):
+    """EVRTTrainingArguments of the training tests: 2 logged steps, no saving, no reporting, seed 0."""
+    from envre_hf.training import EVRTTrainingArguments
+
+    settings = dict(
+        output_dir=str(output_dir),
+        evrt=True,
+        per_device_train_batch_size=2,
+        learning_rate=1e-3,
+        max_steps=2,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=0,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    settings.update(overrides)
+    return EVRTTrainingArguments(**settings)

@@ -14,10 +14,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from _training_helpers import paired_dataset, tiny_model
+from _training_helpers import paired_dataset, tiny_model, tiny_training_args
 from envre_hf.documents import read_documents
 from envre_hf.features import DocRECollator
-from envre_hf.training import EVRTPairCollator, EVRTTrainer, EVRTTrainingArguments
+from envre_hf.training import EVRTPairCollator, EVRTTrainer
 
 
 def checksum(model: torch.nn.Module) -> str:
@@ -38,19 +38,7 @@ def main() -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(cli.encoder)
     docs = read_documents(cli.train)
-    args = EVRTTrainingArguments(
-        output_dir=cli.output,
-        evrt=True,
-        per_device_train_batch_size=1,
-        learning_rate=1e-3,
-        max_steps=2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-        seed=0,
-        disable_tqdm=True,
-        use_cpu=True,
-    )
+    args = tiny_training_args(cli.output, per_device_train_batch_size=1, use_cpu=True)
     model = tiny_model(cli.encoder)
     start = checksum(model)
     trainer = EVRTTrainer(

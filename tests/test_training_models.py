@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from _training_helpers import paired_dataset, save_tiny_encoder, small_docs, tiny_model
+from _training_helpers import paired_dataset, save_tiny_encoder, small_docs, tiny_model, tiny_training_args
 from envre_hf.documents import write_documents
 from envre_hf.features import DocRECollator
 from envre_hf.training import EVRTPairCollator, EVRTTrainer, EVRTTrainingArguments
@@ -42,21 +42,7 @@ def docs(redocred_dev):
 
 
 def _args(tmp_path, **overrides) -> EVRTTrainingArguments:
-    settings = dict(
-        output_dir=str(tmp_path / "out"),
-        evrt=True,
-        per_device_train_batch_size=2,
-        learning_rate=1e-3,
-        max_steps=2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-        seed=0,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
-    settings.update(overrides)
-    return EVRTTrainingArguments(**settings)
+    return tiny_training_args(tmp_path / "out", **overrides)
 
 
 def _trainer(model, args, dataset, tokenizer) -> EVRTTrainer:

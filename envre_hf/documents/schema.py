@@ -15,6 +15,15 @@ from typing import Any
 ENTITY_TYPES = ("PER", "ORG", "LOC", "TIME", "NUM", "MISC")
 
 
+def sentence_offsets(sents: list[list[str]]) -> list[int]:
+    """Start of each sentence of ``sents`` in the document-level token sequence."""
+    offsets, total = [], 0
+    for sent in sents:
+        offsets.append(total)
+        total += len(sent)
+    return offsets
+
+
 @dataclass
 class Mention:
     """One occurrence of an entity: tokens ``sents[sent_id][pos[0]:pos[1]]``."""
@@ -112,11 +121,7 @@ class Document:
 
     def sentence_offsets(self) -> list[int]:
         """Start of each sentence in the document-level token sequence."""
-        offsets, total = [], 0
-        for sent in self.sents:
-            offsets.append(total)
-            total += len(sent)
-        return offsets
+        return sentence_offsets(self.sents)
 
     def is_intra(self, h: int, t: int) -> bool:
         """True when some mention of ``h`` and some mention of ``t`` share a sentence."""

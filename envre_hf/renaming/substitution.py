@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..documents import Document, Entity, Mention, Relation
+from ..documents.schema import sentence_offsets
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def substitute(
     new_sents, span_map = replace_spans(doc.sents, replacements)
     changed = span_map.changed
     old_offsets = doc.sentence_offsets()
-    new_offsets = _offsets(new_sents) if changed else old_offsets
+    new_offsets = sentence_offsets(new_sents) if changed else old_offsets
     entities = []
     for e, entity in enumerate(doc.entities):
         mentions = []
@@ -179,10 +180,3 @@ def substitute(
     values.update(fields)
     return Document(**values)  # type: ignore[arg-type]
 
-
-def _offsets(sents: Sequence[Sequence[str]]) -> list[int]:
-    out, total = [], 0
-    for sent in sents:
-        out.append(total)
-        total += len(sent)
-    return out
