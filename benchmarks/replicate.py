@@ -1,23 +1,32 @@
 #!/usr/bin/env python3
 """Replication experiment: does EVRT make a DocRE model more robust to entity renaming?
 
-Trains ATLOP (and NCRL with ``--ncrl``) on Re-DocRED dev with and without EVRT, from the real
-MiniLM-L6 encoder, then scores each model on Re-DocRED test and on its renamed version built with
-the offline corpus KB, and prints the robustness table (P, R, F1, Ign F1, Intra/Inter F1 and the
-relative drop) of every run plus the time per epoch.
+Trains ATLOP and NCRL on Re-DocRED dev with and without EVRT, from the real MiniLM-L6 encoder,
+then scores each model on Re-DocRED test and on its renamed version built with the offline corpus
+KB, and writes the robustness table (P, R, F1, Ign F1, Intra/Inter F1 and the relative drops),
+the twins' substitution rates, the loss components per logging step and the time per epoch to
+``<output-dir>/replicate_results.json`` (``--results`` also copies it, e.g. to
+``benchmarks/results/replicate-cpu.json``). ``--save-models`` keeps the trained models
+(``<output-dir>/models/<run>``, ``save_pretrained`` format) for the attribution study.
 
-Name isolation, both ways: the renamed test set never uses a name of the training documents, and
-the training twins never use a name of the renamed test set.
+The recipe is the released one (THU-BPM/Env-DocRE ``scripts/run_re-docred_bert.sh``,
+``envre_hf.training.presets``: NCRL shift 0.04, EVRT weights 0.1/0.1, released loss forms,
+warm-up 6%, clipping 1.0, AdamW eps 1e-6, top-4 decoding, 8 epochs) except what a 2-core CPU
+cannot afford: MiniLM-L6 instead of BERT-base, a smaller head (emb 384, block 32), documents
+capped at 256 word pieces, batch 2 with the learning rates 1e-4 (encoder) / 1e-3 (head) so that
+a short run learns, and a subset of the documents (``--max-train-docs``/``--max-test-docs``).
 
-The defaults are sized for a 2-core CPU (within about two hours; measured 55 min on a quiet 2-core CPU: all 500
-training documents for 8 epochs, the head on a 10x higher learning rate than the encoder so that a
-short run learns, a smaller head than ATLOP's 768/64, ``max_seq_length`` 256 (mentions past it are
-dropped), the 500 test documents); scale up on a GPU, e.g.
+Name isolation, both ways: the renamed test set is drawn from the test split's own entities and
+never uses a name of the training documents; the training twins are drawn from the training
+documents and never use a name of the renamed test set (so isolation costs the twins nothing:
+their substitution rates are printed and stored).
 
-    python benchmarks/replicate.py --device cuda --bf16 --max-train-docs 500 --max-test-docs 500 \\
-        --epochs 30 --max-seq-length 0 --emb-size 768 --block-size 64 --batch-size 4 --ncrl
+On a GPU, at the released size:
 
-A smoke run: ``python benchmarks/replicate.py --max-train-docs 20 --max-test-docs 20 --epochs 1``.
+    python benchmarks/replicate.py --device cuda --bf16 --max-seq-length 0 --emb-size 768 \
+        --block-size 64 --batch-size 4 --lr 5e-5 --head-lr 1e-4 --encoder bert-base-cased
+
+A smoke run: ``python benchmarks/replicate.py --max-train-docs 8 --max-test-docs 8 --epochs 1``.
 """
 
 from __future__ import annotations
@@ -44,9 +53,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--encoder", default=None, help="encoder directory or hub id (default: MiniLM-L6, offline)")
     p.add_argument("--train", type=Path, default=SHARED / "dev_revised.json", help="training documents")
     p.add_argument("--test", type=Path, default=SHARED / "test_revised.json", help="test documents")
-    p.add_argument("--max-train-docs", type=int, default=500)
+    p.add_argument("--max-train-docs", type=int, default=300)
     p.add_argument("--max-test-docs", type=int, default=500)
     p.add_argument("--test-seeds", type=int, nargs="+", default=[1], help="renamed test sets (one per seed)")
+    p.add_argument("--heads", nargs="+", default=["atlop", "ncrl"], choices=["atlop", "ncrl"])
     p.add_argument("--epochs", type=float, default=8)
     p.add_argument("--batch-size", type=int, default=2)
     p.add_argument("--lr", type=float, default=1e-4, help="encoder learning rate")
@@ -54,9 +64,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-seq-length", type=int, default=256, help="0: no cap (long documents are windowed)")
     p.add_argument("--emb-size", type=int, default=384, help="ATLOP uses 768")
     p.add_argument("--block-size", type=int, default=32, help="ATLOP uses 64")
-    p.add_argument("--ncrl", action="store_true", help="also train NCRL (with and without EVRT)")
-    p.add_argument("--evrt-alpha", type=float, default=None, help="default: EVRTTrainingArguments'")
-    p.add_argument("--evrt-beta", type=float, default=None, help="default: EVRTTrainingArguments'")
+    p.add_argument("--ncrl-shift", type=float, default=0.04, help="NCRL margin shift (released: 0.04 Re-DocRED)")
+    p.add_argument("--evrt-alpha", type=float, default=0.1, help="weight of L_rcr (released Re-DocRED: 0.1)")
+    p.add_argument("--evrt-beta", type=float, default=0.1, help="weight of L_pcr (released Re-DocRED: 0.1)")
+    p.add_argument("--evrt-rcr-reduction", default="mean", choices=["mean", "sum"])
+    p.add_argument("--evrt-pcr-form", default="bce_margin", choices=["bce_margin", "sym_kl"])
+    p.add_argument("--top-k", type=int, default=4, help="relations per pair at decoding (released: 4)")
+    p.add_argument("--save-models", action="store_true", help="keep the trained models under <output-dir>/models")
+    p.add_argument("--results", type=Path, default=None, help="also write the results JSON here")
     p.add_argument("--evrt-losses", nargs="+", default=["clp", "rcr", "pcr"])
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -131,29 +146,36 @@ def main() -> None:
     collator = EVRTPairCollator(DocRECollator(tokenizer))
     cli.output_dir.mkdir(parents=True, exist_ok=True)
 
-    heads = ["atlop"] + (["ncrl"] if cli.ncrl else [])
+    heads = cli.heads
     results: dict[str, dict] = {}
     for head in heads:
         for evrt in (False, True):
             name = f"{head}{'+evrt' if evrt else ''}"
             set_seed(cli.seed)
             model = DocREModel.from_encoder_pretrained(
-                encoder, head_type=head, emb_size=cli.emb_size, block_size=cli.block_size
+                encoder,
+                head_type=head,
+                emb_size=cli.emb_size,
+                block_size=cli.block_size,
+                ncrl_margin=cli.ncrl_shift,
+                top_k=cli.top_k,
             )
-            extra = {}
-            if cli.evrt_alpha is not None:
-                extra["evrt_alpha"] = cli.evrt_alpha
-            if cli.evrt_beta is not None:
-                extra["evrt_beta"] = cli.evrt_beta
             args = EVRTTrainingArguments(
                 output_dir=str(cli.output_dir / name),
                 evrt=evrt,
                 evrt_losses=cli.evrt_losses,
+                evrt_alpha=cli.evrt_alpha,
+                evrt_beta=cli.evrt_beta,
+                evrt_rcr_reduction=cli.evrt_rcr_reduction,
+                evrt_pcr_form=cli.evrt_pcr_form,
                 num_train_epochs=cli.epochs,
                 per_device_train_batch_size=cli.batch_size,
                 learning_rate=cli.lr,
                 classifier_learning_rate=cli.head_lr,
                 warmup_steps=0.06,
+                max_grad_norm=1.0,
+                adam_epsilon=1e-6,
+                weight_decay=0.0,
                 logging_steps=10,
                 save_strategy="no",
                 eval_strategy="no",
@@ -162,7 +184,7 @@ def main() -> None:
                 bf16=cli.bf16,
                 use_cpu=cli.device == "cpu",
                 dataloader_num_workers=0,
-                **extra,
+                disable_tqdm=True,
             )
             dataset = (
                 EVRTPairDataset(train_docs, featurize, OnTheFlyTwins(twin_pipeline, base_seed=cli.seed))
@@ -179,9 +201,12 @@ def main() -> None:
                 callbacks=[timer.callback],
                 max_seq_length=max_len,
             )
-            print(f"\n=== {name}: training {cli.epochs} epoch(s) on {len(train_docs)} documents ===")
+            print(f"\n=== {name}: training {cli.epochs} epoch(s) on {len(train_docs)} documents ===", flush=True)
             trainer.train()
             model.eval()
+            if cli.save_models:
+                model.save_pretrained(cli.output_dir / "models" / name)
+                tokenizer.save_pretrained(cli.output_dir / "models" / name)
             with torch.autocast(args.device.type, dtype=torch.bfloat16, enabled=cli.bf16):
                 report = model_robustness_report(
                     model,
@@ -192,13 +217,21 @@ def main() -> None:
                     batch_size=cli.eval_batch_size,
                     max_seq_length=max_len,
                 )
+            history = trainer.state.log_history
             results[name] = {
                 "report": report.to_dict(),
                 "epoch_seconds": timer.epochs,
-                "final_train_loss": next((e["train_loss"] for e in trainer.state.log_history if "train_loss" in e), None),
+                "twin_substitution_rates": trainer.twin_rates,
+                "loss_curve": [
+                    {k: v for k, v in e.items() if k.startswith("loss") or k in ("epoch", "step", "grad_norm")}
+                    for e in history
+                    if "loss" in e
+                ],
+                "final_train_loss": next((e["train_loss"] for e in history if "train_loss" in e), None),
                 "markdown": report.to_markdown(title=name),
             }
-            print(results[name]["markdown"])
+            print(results[name]["markdown"], flush=True)
+            _write(cli, encoder, results, started, renamed_test)
             del trainer, model
 
     print("\n## Results (Re-DocRED test vs renamed test, corpus KB, names isolated from training)\n")
@@ -209,18 +242,37 @@ def main() -> None:
     for head in heads:
         base, evrt = results[head]["report"], results[f"{head}+evrt"]["report"]
         print(
-            f"{head}: renamed F1 {100 * (base['renamed']['f1'] or 0):.2f} -> {100 * (evrt['renamed']['f1'] or 0):.2f} "
+            f"{head}: original F1 {100 * (base['original']['f1'] or 0):.2f} -> {100 * (evrt['original']['f1'] or 0):.2f}, "
+            f"renamed F1 {100 * (base['renamed']['f1'] or 0):.2f} -> {100 * (evrt['renamed']['f1'] or 0):.2f} "
             f"with EVRT; relative F1 drop {_pct(base['relative_drop']['f1'])} -> {_pct(evrt['relative_drop']['f1'])}"
         )
+    out = _write(cli, encoder, results, started, renamed_test)
+    print(f"\ntotal {(time.perf_counter() - started) / 60:.1f} min; results written to {out}")
+
+
+def _write(cli: argparse.Namespace, encoder: str, results: dict, started: float, renamed_test: list) -> Path:
+    """The results so far, atomically, to the output folder (and ``--results``)."""
+    import sys
+
+    from envre_hf.renaming import substitution_rates
+
     summary = {
+        "command": "python benchmarks/replicate.py " + " ".join(sys.argv[1:]),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(cli).items()},
-        "encoder": encoder,
+        "encoder": os.path.basename(encoder.rstrip("/")) if os.path.isdir(encoder) else encoder,
+        "renamed_test_substitution_rates": {
+            k: round(v["rate"], 4) for k, v in substitution_rates(renamed_test).items()
+        },
         "runs": results,
         "total_seconds": time.perf_counter() - started,
     }
-    out = cli.output_dir / "replicate_results.json"
-    out.write_text(json.dumps(summary, indent=2))
-    print(f"\ntotal {summary['total_seconds'] / 60:.1f} min; results written to {out}")
+    targets = [cli.output_dir / "replicate_results.json"] + ([cli.results] if cli.results else [])
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(summary, indent=2))
+        os.replace(tmp, target)
+    return targets[-1]
 
 
 def _pct(value: float | None) -> str:

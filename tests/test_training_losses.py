@@ -23,24 +23,83 @@ def _kl_bernoulli(p: float, q: float) -> float:
     return p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
 
 
-def test_representation_consistency_is_mean_squared_distance():
+def _bce_logits(x: float, y: float) -> float:
+    """-[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], written out."""
+    s = 1 / (1 + math.exp(-x))
+    return -(y * math.log(s) + (1 - y) * math.log(1 - s))
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def test_representation_consistency_released_mean_and_paper_sum():
     z = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
     z_twin = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
-    # pair 0: 1 + 4 = 5; pair 1: 9 + 16 = 25; mean 15
-    assert representation_consistency_loss(z, z_twin).item() == pytest.approx(15.0)
+    # squared differences 1, 4, 9, 16: released MSE over pairs x dims = 30 / 4; paper: (5 + 25) / 2 pairs
+    assert representation_consistency_loss(z, z_twin).item() == pytest.approx(7.5)
+    assert representation_consistency_loss(z, z_twin, reduction="sum").item() == pytest.approx(15.0)
     assert representation_consistency_loss(z, z).item() == 0.0
+    with pytest.raises(ValueError, match="reduction"):
+        representation_consistency_loss(z, z_twin, reduction="max")
 
 
-def test_prediction_consistency_is_summed_symmetric_kl_averaged_over_pairs():
+def test_prediction_consistency_released_bce_on_threshold_margins():
+    # two pairs, threshold class 0 and two relations
+    a = torch.tensor([[0.5, 2.0, -1.0], [0.0, 0.3, 0.1]])
+    b = torch.tensor([[1.0, 0.0, 1.5], [-0.5, 0.2, 0.9]])
+    ma = [[1.5, -1.5], [0.3, 0.1]]  # logit_r - logit_0
+    mb = [[-1.0, 0.5], [0.7, 1.4]]
+    one = sum(_bce_logits(mb[i][r], _sigmoid(ma[i][r])) for i in range(2) for r in range(2))
+    two = sum(_bce_logits(ma[i][r], _sigmoid(mb[i][r])) for i in range(2) for r in range(2))
+    expected = (one + two) / 2 / 2
+    assert prediction_consistency_loss(a, b).item() == pytest.approx(expected, rel=1e-5)
+    assert prediction_consistency_loss(b, a).item() == pytest.approx(expected, rel=1e-5)
+    # targets are not detached: both sides get a gradient
+    a_, b_ = a.clone().requires_grad_(), b.clone().requires_grad_()
+    prediction_consistency_loss(a_, b_).backward()
+    assert a_.grad.abs().sum() > 0 and b_.grad.abs().sum() > 0
+    # on identical inputs the released form is not 0: it is the binary entropy of the margins' probabilities
+    # (summed over relations, averaged over pairs), so it also sharpens confident predictions
+    entropy = sum(_bce_logits(ma[i][r], _sigmoid(ma[i][r])) for i in range(2) for r in range(2)) / 2
+    assert prediction_consistency_loss(a, a).item() == pytest.approx(entropy, rel=1e-5)
+
+
+def test_prediction_consistency_paper_symmetric_kl_of_margin_probabilities():
+    a = torch.tensor([[0.0, 2.1972246, -0.4054651]])  # P = sigmoid(margin) = 0.9, 0.4
+    b = torch.tensor([[0.0, 0.4054651, 0.0]])  # P = 0.6, 0.5
+    pair0 = _kl_bernoulli(0.9, 0.6) + _kl_bernoulli(0.6, 0.9) + _kl_bernoulli(0.4, 0.5) + _kl_bernoulli(0.5, 0.4)
+    assert prediction_consistency_loss(a, b, form="sym_kl").item() == pytest.approx(pair0, rel=1e-5)
+    assert prediction_consistency_loss(a, a, form="sym_kl").item() == pytest.approx(0.0, abs=1e-7)
+    with pytest.raises(ValueError, match="form"):
+        prediction_consistency_loss(a, b, form="js")
+
+
+def test_summed_symmetric_kl_matches_the_definition():
     p = torch.tensor([[0.5, 0.9], [0.2, 0.3]])
     q = torch.tensor([[0.5, 0.6], [0.4, 0.3]])
     pair0 = 0.0 + _kl_bernoulli(0.9, 0.6) + _kl_bernoulli(0.6, 0.9)
-    pair1 = _kl_bernoulli(0.2, 0.4) + _kl_bernoulli(0.4, 0.2) + 0.0
     assert pair0 == pytest.approx(0.537528, abs=1e-6)
-    expected = (pair0 + pair1) / 2
-    assert prediction_consistency_loss(p, q).item() == pytest.approx(expected, rel=1e-5)
-    assert prediction_consistency_loss(q, p).item() == pytest.approx(expected, rel=1e-5)
-    assert prediction_consistency_loss(p, p).item() == pytest.approx(0.0, abs=1e-7)
+    assert symmetric_bernoulli_kl(p, q).sum(-1)[0].item() == pytest.approx(pair0, rel=1e-5)
+    assert symmetric_bernoulli_kl(p, q).sum(-1)[1].item() == pytest.approx(
+        _kl_bernoulli(0.2, 0.4) + _kl_bernoulli(0.4, 0.2), rel=1e-5
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_closed_form_group_bilinear_consistency_equals_the_materialised_features(reduction):
+    from envre_hf.models.modeling_docre import group_bilinear
+    from envre_hf.training.losses import group_bilinear_consistency_loss
+
+    torch.manual_seed(0)
+    zh, zt, zh2, zt2 = (torch.randn(7, 12, dtype=torch.float64, requires_grad=True) for _ in range(4))
+    closed = group_bilinear_consistency_loss(zh, zt, zh2, zt2, block_size=4, reduction=reduction)
+    full = representation_consistency_loss(group_bilinear(zh, zt, 4), group_bilinear(zh2, zt2, 4), reduction=reduction)
+    assert closed.item() == pytest.approx(full.item(), rel=1e-5)
+    g_closed = torch.autograd.grad(closed, (zh, zt2))
+    g_full = torch.autograd.grad(full, (zh, zt2))
+    for a, b in zip(g_closed, g_full):
+        assert torch.allclose(a.float(), b.float(), rtol=1e-4, atol=1e-6)
 
 
 def test_symmetric_kl_stays_finite_on_saturated_probabilities():
@@ -53,6 +112,10 @@ def test_misaligned_tensors_are_rejected():
         representation_consistency_loss(torch.zeros(3, 2), torch.zeros(2, 2))
     with pytest.raises(ValueError, match="row-aligned"):
         prediction_consistency_loss(torch.zeros(3, 4), torch.zeros(3, 5))
+    from envre_hf.training.losses import group_bilinear_consistency_loss
+
+    with pytest.raises(ValueError, match="row-aligned"):
+        group_bilinear_consistency_loss(torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(2, 4), torch.zeros(2, 4), 2)
 
 
 def test_empty_pair_sets_give_zero_with_gradient():
@@ -108,8 +171,11 @@ class _PairModel(torch.nn.Module):
             reps.extend(torch.cat([ents[h], ents[t]]) for h, t in doc_hts)
         z = torch.stack(reps)
         logits = self.head(z)
-        loss = None if labels is None else torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+        loss = None if labels is None else self.loss_function(logits, labels)
         return _Output(loss, logits, z)
+
+    def loss_function(self, logits, labels):
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
 
     def relation_probabilities(self, logits):
         return torch.sigmoid(logits[:, 1:])
@@ -181,8 +247,10 @@ def _trainer(tmp_path, **kwargs) -> EVRTTrainer:
 @pytest.mark.parametrize(
     "losses", [["clp", "rcr", "pcr"], ["clp"], ["rcr"], ["pcr"], ["rcr", "pcr"], []], ids=lambda x: "+".join(x) or "none"
 )
-def test_objective_is_the_weighted_sum_of_the_switched_on_terms(tmp_path, losses):
+@pytest.mark.parametrize("single_pass", [True, False], ids=["one-pass", "two-pass"])
+def test_objective_is_the_weighted_sum_of_the_switched_on_terms(tmp_path, losses, single_pass):
     trainer = _trainer(tmp_path, evrt=True, evrt_alpha=0.3, evrt_beta=2.0, evrt_losses=losses)
+    trainer.args.evrt_single_pass = single_pass
     model = trainer.model
     batch = _paired_batch()
     loss = trainer.compute_loss(model, dict(batch))
@@ -197,9 +265,11 @@ def test_objective_is_the_weighted_sum_of_the_switched_on_terms(tmp_path, losses
         expected = expected + out_t.loss
         parts["clp"] = out_t.loss.item()
     diff = out_o.pair_representations - out_t.pair_representations
-    rcr = (diff**2).sum(-1).mean()
-    p, q = torch.sigmoid(out_o.logits[:, 1:]), torch.sigmoid(out_t.logits[:, 1:])
-    pcr = ((p * (p / q).log() + (1 - p) * ((1 - p) / (1 - q)).log()) + (q * (q / p).log() + (1 - q) * ((1 - q) / (1 - p)).log())).sum(-1).mean()
+    rcr = (diff**2).mean()  # released: MSE over pairs x dims
+    ma = out_o.logits[:, 1:] - out_o.logits[:, :1]
+    mb = out_t.logits[:, 1:] - out_t.logits[:, :1]
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    pcr = (bce(mb, torch.sigmoid(ma), reduction="sum") + bce(ma, torch.sigmoid(mb), reduction="sum")) / 2 / ma.shape[0]
     if "rcr" in losses:
         expected = expected + 0.3 * rcr
         parts["rcr"] = rcr.item()

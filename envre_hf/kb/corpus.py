@@ -14,6 +14,9 @@ Step 3 (:meth:`CorpusKB.candidates`) offers pool entities whose signature is com
 * **relaxed**: if no entity with enough names matches exactly, roles are dropped one at a
   time, least common role first (``match = "relaxed:dropped t:P131,h:P17"``), down to
   ``"relaxed:coarse type only"``.
+* **fallback**: :meth:`CorpusKB.types` lists ``"<coarse>|*"`` after the signature, so when
+  every compatible candidate is unusable (own item, taken or isolated names) the pipeline
+  draws from every pool entity of the coarse type (``match = "relaxed:coarse type fallback"``).
 
 The pool is indexed once (coarse type + role -> items); answers are cached per (type,
 min_names), so the per-entity cost does not grow with the pool. Entities of documents outside
@@ -30,6 +33,10 @@ from functools import lru_cache
 from ..documents import Document, docred_schema
 from .base import Candidate, KnowledgeBase
 
+#: Role placeholder of the last type of an item's ladder: any pool entity of the coarse type.
+ANY_ROLE = "*"
+#: How the fallback step is reported in ``Substitution.match``.
+FALLBACK = "coarse type fallback"
 PREFIX = "corpus:"
 
 
@@ -160,11 +167,22 @@ class CorpusKB(KnowledgeBase):
         return item_id
 
     def types(self, item_id: str) -> list[str]:
+        """The item's signature, then its coarse type with :data:`ANY_ROLE` (the last step of the ladder).
+
+        The fallback matters when every compatible candidate is unusable (the entity's own item, or
+        names that are taken or isolated away): the pipeline then tries the next type instead of
+        leaving the entity unchanged.
+        """
         i = self._index.get(item_id)
         if i is not None:
-            return [self._types[i]]
-        known = self._external.get(item_id)
-        return [known[0]] if known else []
+            signature = self._types[i]
+        else:
+            known = self._external.get(item_id)
+            if not known:
+                return []
+            signature = known[0]
+        coarse = signature.split("|", 1)[0]
+        return [signature] if signature == coarse else [signature, f"{coarse}|{ANY_ROLE}"]
 
     def names(self, item_id: str) -> list[str]:
         i = self._index.get(item_id)
@@ -212,6 +230,8 @@ class CorpusKB(KnowledgeBase):
 
     def _compute(self, type_id: str, min_names: int) -> tuple[Candidate, ...]:
         coarse, *roles = type_id.split("|")
+        if roles == [ANY_ROLE]:
+            return self._candidates(coarse, (), min_names, f"relaxed:{FALLBACK}")
         if self._match(coarse, tuple(roles), min_names):
             return self._candidates(coarse, tuple(roles), min_names, "exact")
         # relax: drop the least common role first (it is what makes the query unsatisfiable)

@@ -83,4 +83,6 @@ class ATLOPModel(DocREPreTrainedModel):
         loss = None
         if labels is not None:
             loss = self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features)
+        return DocREModelOutput(
+            loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt)
+        )

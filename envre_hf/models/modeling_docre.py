@@ -56,12 +56,16 @@ class DocREModelOutput(ModelOutput):
 
     ``loss`` (when labels are given), ``logits`` (sum_pairs x num_labels; class 0 is the
     no-relation / threshold class) and ``pair_representations`` (sum_pairs x D: the features the
-    family's classifier consumes; see each family for what D is).
+    family's classifier consumes; see each family for what D is). ``bilinear_factors``
+    (``(zh, zt)``, each sum_pairs x emb_size) is set by the families whose pair representation is
+    the group-bilinear product of ``zh`` and ``zt`` (ATLOP/NCRL, DocuNet): EVRT's L_rcr is then
+    computed from them in closed form, without a pass over the emb_size x block_size features.
     """
 
     loss: torch.FloatTensor | None = None
     logits: torch.FloatTensor | None = None
     pair_representations: torch.FloatTensor | None = None
+    bilinear_factors: tuple[torch.FloatTensor, torch.FloatTensor] | None = None
 
 
 @dataclass

@@ -135,4 +135,6 @@ class DocuNetModel(DocREPreTrainedModel):
         loss = None
         if labels is not None:
             loss = self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features)
+        return DocREModelOutput(
+            loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt)
+        )

@@ -8,9 +8,11 @@ EVRT terms are on (any subset of ``clp``, ``rcr``, ``pcr``), so every row of the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from transformers import TrainingArguments
+
+from .losses import PCR_FORMS, RCR_REDUCTIONS
 
 #: The EVRT loss terms that can be switched on or off.
 EVRT_LOSSES = ("clp", "rcr", "pcr")
@@ -45,11 +47,42 @@ class EVRTTrainingArguments(TrainingArguments):
     )
     evrt_alpha: float = field(
         default=0.1,
-        metadata={"help": "Weight of the representation consistency loss L_rcr (squared L2 between pair representations)."},
+        metadata={"help": "Weight of the representation consistency loss L_rcr (released code, Re-DocRED: 0.1)."},
     )
     evrt_beta: float = field(
-        default=1.0,
-        metadata={"help": "Weight of the prediction consistency loss L_pcr (symmetric KL of per-relation Bernoullis)."},
+        default=0.1,
+        metadata={"help": "Weight of the prediction consistency loss L_pcr (released code, Re-DocRED: 0.1)."},
+    )
+    evrt_rcr_reduction: str = field(
+        default="mean",
+        metadata={
+            "help": "L_rcr reduction: mean = MSE over pairs x dims (released code); sum = squared L2 over dims, "
+            "mean over pairs (the paper's Eq. 1, D times larger).",
+            "choices": list(RCR_REDUCTIONS),
+        },
+    )
+    evrt_pcr_form: str = field(
+        default="bce_margin",
+        metadata={
+            "help": "L_pcr form: bce_margin = symmetric BCE on threshold margins (released code); sym_kl = symmetric "
+            "KL of per-relation Bernoullis (the paper's Eq. 2).",
+            "choices": list(PCR_FORMS),
+        },
+    )
+    evrt_single_pass: bool = field(
+        default=True,
+        metadata={
+            "help": "Encode originals and twins in one forward pass (one padded batch of 2B documents); False: two "
+            "passes, as the released code does (same losses, more time and memory)."
+        },
+    )
+    evrt_preset: str | None = field(
+        default=None,
+        metadata={
+            "help": "Released training recipe (weights, learning rates, warmup, clipping, AdamW eps, batch, epochs, "
+            "checkpoint selection): redocred-bert, redocred-roberta, docred-bert, docred-roberta. Options given "
+            "explicitly on the command line win over the preset (see envre_hf.training.presets)."
+        },
     )
     evrt_losses: list[str] = field(
         default_factory=lambda: list(EVRT_LOSSES),
@@ -97,7 +130,25 @@ class EVRTTrainingArguments(TrainingArguments):
         metadata={"help": "Kept False: EVRT examples are nested {original, twin} dicts."},
     )
 
+    def _apply_preset(self) -> None:
+        """Set the preset's values on every field still at its dataclass default (explicit values win)."""
+        from .presets import get_preset
+
+        preset = get_preset(self.evrt_preset)
+        defaults = {
+            f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+            for f in fields(self)
+            if f.default is not MISSING or f.default_factory is not MISSING
+        }
+        for name, value in preset.training_settings().items():
+            if name not in defaults:
+                raise ValueError(f"evrt_preset {preset.name!r} sets unknown field {name!r}")
+            if getattr(self, name) == defaults[name]:
+                setattr(self, name, value)
+
     def __post_init__(self) -> None:
+        if self.evrt_preset:
+            self._apply_preset()
         if not self.use_cpu and not _has_accelerator():
             # Without an accelerator, train on the CPU explicitly: this makes bf16 autocast legal on CPU and
             # makes CPU processes launched by torchrun/accelerate join a gloo process group.
@@ -114,6 +165,10 @@ class EVRTTrainingArguments(TrainingArguments):
             raise ValueError(f"twin_source must be one of {list(TWIN_SOURCES)}, got {self.twin_source!r}")
         if self.evrt and self.twin_source == "prebuilt" and not self.twin_file:
             raise ValueError("twin_source=prebuilt needs --twin_file (a renamed copy of the training set)")
+        if self.evrt_rcr_reduction not in RCR_REDUCTIONS:
+            raise ValueError(f"evrt_rcr_reduction must be one of {list(RCR_REDUCTIONS)}, got {self.evrt_rcr_reduction!r}")
+        if self.evrt_pcr_form not in PCR_FORMS:
+            raise ValueError(f"evrt_pcr_form must be one of {list(PCR_FORMS)}, got {self.evrt_pcr_form!r}")
         if self.evrt_alpha < 0 or self.evrt_beta < 0:
             raise ValueError(f"evrt_alpha and evrt_beta must be >= 0, got {self.evrt_alpha} and {self.evrt_beta}")
 

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from ..documents import Document, DocumentError, read_documents
+from ..renaming.stats import substitution_rates
 
 Features = dict[str, Any]
 Featurizer = Callable[[Document], Features]
@@ -255,6 +256,17 @@ class OnTheFlyTwins(TwinSource):
 # --------------------------------------------------------------------------- datasets
 
 
+#: Coarse types whose twin substitution rate should reach :data:`MIN_TWIN_RATE` (MISC is noisy by nature).
+CHECKED_TWIN_TYPES = ("PER", "ORG", "LOC", "TIME", "NUM")
+#: Below this substitution rate of a checked type, training warns that its twins are starved.
+MIN_TWIN_RATE = 0.9
+
+
+def starved_twin_types(rates: dict[str, dict[str, float]], minimum: float = MIN_TWIN_RATE) -> dict[str, float]:
+    """The checked coarse types whose twin substitution rate is below ``minimum`` (type -> rate)."""
+    return {t: rates[t]["rate"] for t in CHECKED_TWIN_TYPES if t in rates and rates[t]["rate"] < minimum}
+
+
 class DocumentFeaturesDataset(torch.utils.data.Dataset):
     """Featurized documents (no twins): the vanilla training set and any plain evaluation set."""
 
@@ -295,6 +307,14 @@ class EVRTPairDataset(DocumentFeaturesDataset):
     def twin_document(self, index: int) -> Document:
         """The twin of document ``index`` in the current epoch."""
         return self.twins.twin(self.documents[index], self.epoch)
+
+    def twin_substitution_rates(self) -> dict[str, dict[str, float]]:
+        """Substitution rate per coarse type of this epoch's twins (:func:`~envre_hf.renaming.substitution_rates`).
+
+        A twin that keeps its names teaches nothing about names: the trainer reports these rates at
+        the start of training and warns below :data:`MIN_TWIN_RATE`.
+        """
+        return substitution_rates(self.twin_document(i) for i in range(len(self)))
 
     def __getitem__(self, index: int) -> dict[str, Features]:
         original = super().__getitem__(index)

@@ -21,6 +21,7 @@ best checkpoint by dev F1.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import time
@@ -32,8 +33,12 @@ from transformers import Trainer, TrainerCallback
 
 from ..documents import Document
 from .arguments import EVRTTrainingArguments
-from .losses import prediction_consistency_loss, representation_consistency_loss
-from .pairing import split_pair_batch
+from .losses import (
+    group_bilinear_consistency_loss,
+    prediction_consistency_loss,
+    representation_consistency_loss,
+)
+from .pairing import MIN_TWIN_RATE, split_pair_batch, starved_twin_types
 
 #: DocREScores attributes reported by evaluation, in this order.
 EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
@@ -55,6 +60,17 @@ class TwinEpochCallback(TrainerCallback):
 
     def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
         self.dataset.set_epoch(state.epoch or 0.0)
+
+
+class _TwinRatesCallback(TrainerCallback):
+    """Puts the twins' substitution rates into ``state.log_history`` (and so ``trainer_state.json``)."""
+
+    def __init__(self, rates: dict[str, float]):
+        self.rates = rates
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        if not any("twin_substitution_rate_ALL" in entry for entry in state.log_history):
+            state.log_history.append({f"twin_substitution_rate_{k}": v for k, v in self.rates.items()} | {"step": 0})
 
 
 class EVRTTrainer(Trainer):
@@ -95,6 +111,30 @@ class EVRTTrainer(Trainer):
         self._loss_sums: dict[str, torch.Tensor] = {}
         self._loss_counts: dict[str, int] = {}
         self._warned_unpaired = False
+        self.twin_rates: dict[str, float] | None = None
+
+    def train(self, *args: Any, **kwargs: Any):
+        """``Trainer.train``, after reporting how renamed the twins really are (log + ``trainer_state``)."""
+        report = getattr(self.train_dataset, "twin_substitution_rates", None)
+        if self.args.evrt and callable(report):
+            rates = report()
+            self.twin_rates = {k: round(v["rate"], 4) for k, v in rates.items()}
+            logger.info(
+                "twins' substitution rates: %s",
+                ", ".join(f"{k} {100 * v:.1f}%" for k, v in self.twin_rates.items()),
+            )
+            starved = starved_twin_types(rates)
+            if starved:
+                logger.warning(
+                    "TWINS ARE STARVED: only %s of the entities are renamed in the training twins (want >= %.0f%%): "
+                    "EVRT learns little about names from twins that keep them. Give the renaming a larger or "
+                    "different --rename_kb_pool, or build the evaluation benchmark from a pool that is not the "
+                    "training split (docs/evrt.md).",
+                    ", ".join(f"{k} {100 * v:.1f}%" for k, v in starved.items()),
+                    100 * MIN_TWIN_RATE,
+                )
+            self.add_callback(_TwinRatesCallback(self.twin_rates))
+        return super().train(*args, **kwargs)
 
     def create_optimizer(self, model: torch.nn.Module | None = None):
         """Trainer's optimizer, with the head on ``classifier_learning_rate`` when that is set."""
@@ -150,39 +190,97 @@ class EVRTTrainer(Trainer):
     ):
         args: EVRTTrainingArguments = self.args
         paired = "num_originals" in inputs
-        if paired:
-            original, twin = split_pair_batch(inputs)
+        use = {term: paired and args.uses(term) for term in ("clp", "rcr", "pcr")}
+        if not paired and args.evrt and model.training and not self._warned_unpaired:
+            logger.warning("evrt is on but the training batches carry no twins (use EVRTPairDataset): training vanilla")
+            self._warned_unpaired = True
+        if not any(use.values()):
+            original = split_pair_batch(inputs)[0] if paired else inputs
+            outputs = model(**self._forward_inputs(model, original))
+            if outputs.loss is None:
+                raise ValueError("the model returned no loss: training batches need labels")
+            loss = outputs.loss.float()
+            self._record("clo", loss)
+            return (loss, outputs) if return_outputs else loss
+        if self._single_pass(model, inputs):
+            outputs, twin_out, clo, clp = self._paired_forward_once(model, inputs, use["clp"])
         else:
-            original, twin = inputs, None
-            if args.evrt and model.training and not self._warned_unpaired:
-                logger.warning("evrt is on but the training batches carry no twins (use EVRTPairDataset): training vanilla")
-                self._warned_unpaired = True
+            outputs, twin_out, clo, clp = self._paired_forward_twice(model, inputs, use["clp"])
+        loss = clo
+        self._record("clo", clo)
+        if use["clp"]:
+            self._record("clp", clp)
+            loss = loss + clp
+        if use["rcr"]:
+            rcr = self._rcr(model, outputs, twin_out)
+            self._record("rcr", rcr)
+            loss = loss + args.evrt_alpha * rcr
+        if use["pcr"]:
+            pcr = prediction_consistency_loss(outputs.logits, twin_out.logits, form=args.evrt_pcr_form)
+            self._record("pcr", pcr)
+            loss = loss + args.evrt_beta * pcr
+        return (loss, outputs) if return_outputs else loss
+
+    def _single_pass(self, model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
+        """Originals and twins share one encoder pass unless the loss needs more than (logits, labels)."""
+        target = self.accelerator.unwrap_model(model)
+        return (
+            self.args.evrt_single_pass
+            and callable(getattr(target, "loss_function", None))
+            and inputs.get("labels") is not None
+            and not any(k in inputs for k in ("teacher_logits",))
+        )
+
+    def _paired_forward_once(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
+        """One forward over originals + twins (2B documents); outputs split at the originals' pair count.
+
+        Each classification loss is the family's ``loss_function`` on its half, so L_clo and L_clp equal
+        the two-pass values (the halves only share padding, which the attention mask hides).
+        """
+        n_docs = int(inputs["num_originals"])
+        n_pairs = sum(len(doc_hts) for doc_hts in inputs["hts"][:n_docs])
+        labels = inputs["labels"]
+        batch = {k: v for k, v in inputs.items() if k not in ("num_originals", "labels")}
+        both = model(**self._forward_inputs(model, batch))
+        loss_fn = self.accelerator.unwrap_model(model).loss_function
+        labels = labels.to(both.logits.device)
+
+        def rows_of(value: Any, rows: slice) -> Any:
+            if isinstance(value, tuple):
+                return tuple(rows_of(v, rows) for v in value)
+            return value[rows] if torch.is_tensor(value) and value.dim() > 0 else value
+
+        first, second = slice(0, n_pairs), slice(n_pairs, None)
+        clo = loss_fn(both.logits[first], labels[first]).float()
+        clp = loss_fn(both.logits[second], labels[second]).float() if with_clp else None
+        fields = {f.name: getattr(both, f.name) for f in dataclasses.fields(both) if f.name != "loss"}
+        outputs = type(both)(loss=clo, **{k: rows_of(v, first) for k, v in fields.items()})
+        twin_out = type(both)(loss=clp, **{k: rows_of(v, second) for k, v in fields.items()})
+        return outputs, twin_out, clo, clp
+
+    def _paired_forward_twice(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
+        """Originals and twins in two forward calls (families whose loss needs extra inputs)."""
+        original, twin = split_pair_batch(inputs)
         outputs = model(**self._forward_inputs(model, original))
         if outputs.loss is None:
             raise ValueError("the model returned no loss: training batches need labels")
-        loss = outputs.loss.float()
-        self._record("clo", loss)
+        twin_inputs = self._forward_inputs(model, twin)
+        if not with_clp:
+            twin_inputs.pop("labels", None)
+        twin_out = model(**twin_inputs)
+        return outputs, twin_out, outputs.loss.float(), (twin_out.loss.float() if with_clp else None)
 
-        use = {term: paired and args.uses(term) for term in ("clp", "rcr", "pcr")}
-        if any(use.values()):
-            twin_inputs = self._forward_inputs(model, twin)
-            if not use["clp"]:
-                twin_inputs.pop("labels", None)
-            twin_out = model(**twin_inputs)
-            if use["clp"]:
-                clp = twin_out.loss.float()
-                self._record("clp", clp)
-                loss = loss + clp
-            if use["rcr"]:
-                rcr = representation_consistency_loss(outputs.pair_representations, twin_out.pair_representations)
-                self._record("rcr", rcr)
-                loss = loss + args.evrt_alpha * rcr
-            if use["pcr"]:
-                probs = self.accelerator.unwrap_model(model).relation_probabilities
-                pcr = prediction_consistency_loss(probs(outputs.logits.float()), probs(twin_out.logits.float()))
-                self._record("pcr", pcr)
-                loss = loss + args.evrt_beta * pcr
-        return (loss, outputs) if return_outputs else loss
+    def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any) -> torch.Tensor:
+        """L_rcr; from the group-bilinear factors in closed form when the family exposes them."""
+        reduction = self.args.evrt_rcr_reduction
+        factors = getattr(outputs, "bilinear_factors", None), getattr(twin_out, "bilinear_factors", None)
+        if all(f is not None for f in factors):
+            block = self.accelerator.unwrap_model(model).config.block_size
+            (zh, zt), (zh2, zt2) = factors
+            return group_bilinear_consistency_loss(zh, zt, zh2, zt2, block, reduction=reduction)
+        return representation_consistency_loss(
+            outputs.pair_representations, twin_out.pair_representations, reduction=reduction
+        )
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         """Adds the loss components (``loss_clo``, ``loss_clp``, ...) to the training logs."""

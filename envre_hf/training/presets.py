@@ -1,0 +1,99 @@
+"""The released training recipes of EVRT (THU-BPM/Env-DocRE ``scripts/run_*.sh``) as named presets.
+
+Every preset trains NCRL (ATLOP's architecture with the none-class ranking loss and its
+regulariser) with EVRT, as the released ``evrt/main.py`` does: AdamW (eps 1e-6), linear schedule
+with 6% warm-up, gradient clipping at 1.0, batch 4, 8 epochs, the head on 1e-4, at most 4
+relations per pair at decoding, and the best checkpoint chosen by dev F1 + dev Ign F1.
+
+============================  =====================  ==========================================
+preset                        released script        differs
+============================  =====================  ==========================================
+``redocred-bert``             run_re-docred_bert     shift 0.04, rcr/pcr 0.1, encoder lr 5e-5
+``redocred-roberta``          run_re-docred_roberta  shift 0.04, rcr/pcr 0.2, lr 3e-5, accum 2
+``docred-bert``               run_docred_bert        shift 0.05, rcr/pcr 1.0, encoder lr 5e-5
+``docred-roberta``            run_docred_roberta     shift 0.05, rcr/pcr 1.0, lr 3e-5, accum 2
+============================  =====================  ==========================================
+
+The Env-DocRE / Env-Re-DocRED scripts train the same way (only their evaluation files differ).
+The released code renames each training document once (a fixed ``evrt.json``); envre-hf's
+default on-the-fly twins draw a fresh renaming every epoch (``twin_source=prebuilt`` with one
+seed reproduces the released behaviour).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Settings every released script shares (``TrainingArguments`` / EVRT field names).
+_COMMON_TRAINING: dict[str, Any] = {
+    "evrt": True,
+    "evrt_losses": ["clp", "rcr", "pcr"],
+    "evrt_rcr_reduction": "mean",
+    "evrt_pcr_form": "bce_margin",
+    "classifier_learning_rate": 1e-4,
+    "warmup_steps": 0.06,  # a float < 1 is a ratio of the total steps (transformers 5)
+    "max_grad_norm": 1.0,
+    "adam_epsilon": 1e-6,
+    "weight_decay": 0.0,
+    "lr_scheduler_type": "linear",
+    "per_device_train_batch_size": 4,
+    "per_device_eval_batch_size": 8,
+    "num_train_epochs": 8.0,
+    "seed": 42,
+    "metric_for_best_model": "dev_f1_plus_ign_f1",
+    "greater_is_better": True,
+}
+
+
+@dataclass(frozen=True)
+class EVRTPreset:
+    """One released recipe: training settings, model settings, and the encoder it was run with."""
+
+    name: str
+    script: str
+    encoder: str
+    training: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+
+    def training_settings(self) -> dict[str, Any]:
+        """``EVRTTrainingArguments`` fields this preset sets."""
+        return {**_COMMON_TRAINING, **self.training}
+
+    def model_settings(self) -> dict[str, Any]:
+        """``DocREConfig`` / model-argument fields this preset sets (NCRL, its margin shift, top-4 decoding)."""
+        return {"head_type": "ncrl", "ncrl_none_weight": 1.0, "top_k": 4, **self.model}
+
+
+def _preset(name: str, script: str, encoder: str, weight: float, lr: float, shift: float, accum: int) -> EVRTPreset:
+    return EVRTPreset(
+        name=name,
+        script=f"scripts/{script}.sh",
+        encoder=encoder,
+        training={
+            "evrt_alpha": weight,
+            "evrt_beta": weight,
+            "learning_rate": lr,
+            "gradient_accumulation_steps": accum,
+        },
+        model={"ncrl_margin": shift},
+    )
+
+
+PRESETS: dict[str, EVRTPreset] = {
+    p.name: p
+    for p in (
+        _preset("redocred-bert", "run_re-docred_bert", "bert-base-cased", 0.1, 5e-5, 0.04, 1),
+        _preset("redocred-roberta", "run_re-docred_roberta", "roberta-large", 0.2, 3e-5, 0.04, 2),
+        _preset("docred-bert", "run_docred_bert", "bert-base-cased", 1.0, 5e-5, 0.05, 1),
+        _preset("docred-roberta", "run_docred_roberta", "roberta-large", 1.0, 3e-5, 0.05, 2),
+    )
+}
+
+
+def get_preset(name: str) -> EVRTPreset:
+    """The preset called ``name``; a clear error listing the known ones otherwise."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown evrt_preset {name!r}; choose from {sorted(PRESETS)}") from None
