@@ -44,8 +44,14 @@ def test_envre_train_evaluates_both_dev_sets_and_keeps_the_best_checkpoint(train
     state = json.loads((out / checkpoints[-1] / "trainer_state.json").read_text())
     evals = [e for e in state["log_history"] if "eval_dev_f1" in e]
     assert [e["epoch"] for e in evals] == [1.0, 2.0]
-    assert state["best_metric"] == max(e["eval_dev_f1"] for e in evals)
-    assert state["best_model_checkpoint"].endswith(checkpoints[[e["eval_dev_f1"] for e in evals].index(state["best_metric"])])
+    # selection as the released code: dev F1 + dev Ign F1
+    for e in evals:
+        assert e["eval_dev_f1_plus_ign_f1"] == pytest.approx(e["eval_dev_f1"] + e["eval_dev_ign_f1"], abs=2e-6)
+    selection = [e["eval_dev_f1_plus_ign_f1"] for e in evals]
+    assert state["best_metric"] == max(selection)
+    assert state["best_model_checkpoint"].endswith(checkpoints[selection.index(state["best_metric"])])
+    twin_rates = next(e for e in state["log_history"] if "twin_substitution_rate_ALL" in e)
+    assert 0.0 < twin_rates["twin_substitution_rate_ALL"] <= 1.0
     steps = [e for e in state["log_history"] if "loss" in e]
     assert all("loss_clo" in e and "loss_clp" in e and "loss_pcr" in e and "loss_rcr" not in e for e in steps)
     assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()

@@ -41,6 +41,9 @@ _COMMON_TRAINING: dict[str, Any] = {
     "per_device_eval_batch_size": 8,
     "num_train_epochs": 8.0,
     "seed": 42,
+    "eval_strategy": "epoch",
+    "save_strategy": "epoch",
+    "load_best_model_at_end": True,
     "metric_for_best_model": "dev_f1_plus_ign_f1",
     "greater_is_better": True,
 }

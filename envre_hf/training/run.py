@@ -5,7 +5,7 @@ Three argument dataclasses parsed with ``HfArgumentParser`` (command line, or on
 :class:`~envre_hf.training.arguments.EVRTTrainingArguments` (every ``TrainingArguments`` option plus
 the EVRT switches). The run trains a DocRE model with or without EVRT, evaluates on the original
 and the renamed dev set during training (``eval_dev_f1``, ``eval_dev_renamed_f1``, ...; the best
-checkpoint is chosen by ``metric_for_best_model``, ``dev_f1`` by default), saves the model and
+checkpoint is chosen by ``metric_for_best_model``, ``dev_f1_plus_ign_f1`` by default, as the released code selects), saves the model and
 tokenizer to ``output_dir`` and writes ``all_results.json``.
 """
 
@@ -40,6 +40,10 @@ class ModelArguments:
     tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer (default: model_name_or_path)."})
     emb_size: int | None = field(default=None, metadata={"help": "Head embedding size (default: DocREConfig's, 768)."})
     block_size: int | None = field(default=None, metadata={"help": "Group-bilinear block size (default 64)."})
+    ncrl_margin: float | None = field(
+        default=None, metadata={"help": "NCRL margin shift (default: DocREConfig's 0.05; released Re-DocRED recipe 0.04)."}
+    )
+    top_k: int | None = field(default=None, metadata={"help": "Most relations per pair at decoding (default 4)."})
     extra_head: str | None = field(
         default=None,
         metadata={"help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).'},
@@ -77,20 +81,26 @@ def load_documents(path: str | os.PathLike, limit: int | None = None) -> list[Do
     return docs[:limit] if limit is not None else docs
 
 
-def build_model(model_args: ModelArguments) -> Any:
-    """A saved DocRE model (config model_type ``docre``) or a new one on top of an encoder."""
+def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
+    """A saved DocRE model (config model_type ``docre``) or a new one on top of an encoder.
+
+    ``preset`` (an ``evrt_preset`` name) gives the head settings the released recipe uses (NCRL,
+    its margin shift, top-4 decoding) wherever ``model_args`` leaves them unset.
+    """
     from transformers import AutoConfig
 
     from ..models import DocREConfig, DocREModel
+    from .presets import get_preset
 
     config = AutoConfig.from_pretrained(model_args.model_name_or_path)
     if isinstance(config, DocREConfig):
         return DocREModel.from_pretrained(model_args.model_name_or_path)
-    head: dict[str, Any] = {"head_type": model_args.head_type}
-    if model_args.emb_size is not None:
-        head["emb_size"] = model_args.emb_size
-    if model_args.block_size is not None:
-        head["block_size"] = model_args.block_size
+    head: dict[str, Any] = dict(get_preset(preset).model_settings()) if preset else {}
+    if model_args.head_type != ModelArguments.head_type or not preset:
+        head["head_type"] = model_args.head_type
+    for name in ("emb_size", "block_size", "ncrl_margin", "top_k"):
+        if getattr(model_args, name) is not None:
+            head[name] = getattr(model_args, name)
     if model_args.extra_head:
         head["extra_head"] = json.loads(model_args.extra_head)
     return DocREModel.from_encoder_pretrained(model_args.model_name_or_path, **head)
@@ -164,7 +174,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     logging.basicConfig(level=logging.INFO if training_args.should_log else logging.WARNING)
     set_seed(training_args.seed)
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
-    model = build_model(model_args)
+    model = build_model(model_args, training_args.evrt_preset)
 
     all_train = load_documents(data_args.train_file)
     train_docs = all_train[: data_args.max_train_docs] if data_args.max_train_docs is not None else all_train
@@ -181,8 +191,13 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
             eval_documents["dev_renamed"] = rename_documents(pipeline, dev, data_args.rename_dev_seed, "Renaming dev")
         if "dev_renamed" in eval_documents:
             renamed_dev_names = frozenset(used_names(eval_documents["dev_renamed"]))
+    if not eval_documents and training_args.eval_strategy != "no":
+        logger.warning("no --dev_file: evaluation and best-checkpoint selection are off")
+        training_args.eval_strategy = "no"
+        training_args.load_best_model_at_end = False
     if eval_documents and training_args.metric_for_best_model in (None, "loss", "eval_loss"):
-        training_args.metric_for_best_model = "dev_f1"
+        # the released code keeps the checkpoint with the best dev F1 + dev Ign F1
+        training_args.metric_for_best_model = "dev_f1_plus_ign_f1"
         training_args.greater_is_better = True
 
     featurize = functools.partial(featurize_document, tokenizer=tokenizer, max_seq_length=data_args.max_seq_length)

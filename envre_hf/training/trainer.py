@@ -114,27 +114,38 @@ class EVRTTrainer(Trainer):
         self.twin_rates: dict[str, float] | None = None
 
     def train(self, *args: Any, **kwargs: Any):
-        """``Trainer.train``, after reporting how renamed the twins really are (log + ``trainer_state``)."""
-        report = getattr(self.train_dataset, "twin_substitution_rates", None)
-        if self.args.evrt and callable(report):
-            rates = report()
-            self.twin_rates = {k: round(v["rate"], 4) for k, v in rates.items()}
-            logger.info(
-                "twins' substitution rates: %s",
-                ", ".join(f"{k} {100 * v:.1f}%" for k, v in self.twin_rates.items()),
-            )
-            starved = starved_twin_types(rates)
-            if starved:
-                logger.warning(
-                    "TWINS ARE STARVED: only %s of the entities are renamed in the training twins (want >= %.0f%%): "
-                    "EVRT learns little about names from twins that keep them. Give the renaming a larger or "
-                    "different --rename_kb_pool, or build the evaluation benchmark from a pool that is not the "
-                    "training split (docs/evrt.md).",
-                    ", ".join(f"{k} {100 * v:.1f}%" for k, v in starved.items()),
-                    100 * MIN_TWIN_RATE,
-                )
-            self.add_callback(_TwinRatesCallback(self.twin_rates))
+        """``Trainer.train``, after reporting how renamed the twins really are (:meth:`report_twins`)."""
+        if self.args.evrt and self.twin_rates is None:
+            rates = self.report_twins()
+            if rates is not None:
+                self.add_callback(_TwinRatesCallback(rates))
         return super().train(*args, **kwargs)
+
+    def report_twins(self) -> dict[str, float] | None:
+        """Logs the twins' substitution rate per coarse type and warns when a checked type is below 90%.
+
+        Returns ``{type: rate}`` (also kept as ``self.twin_rates`` and written to ``trainer_state.json``
+        by :meth:`train`), or ``None`` when the training set has no twins.
+        """
+        report = getattr(self.train_dataset, "twin_substitution_rates", None)
+        if not callable(report):
+            return None
+        rates = report()
+        self.twin_rates = {k: round(v["rate"], 4) for k, v in rates.items()}
+        logger.info(
+            "twins' substitution rates: %s", ", ".join(f"{k} {100 * v:.1f}%" for k, v in self.twin_rates.items())
+        )
+        starved = starved_twin_types(rates)
+        if starved:
+            logger.warning(
+                "TWINS ARE STARVED: only %s of the entities are renamed in the training twins (want >= %.0f%%): "
+                "EVRT learns little about names from twins that keep them. Give the renaming a larger or "
+                "different --rename_kb_pool, or build the evaluation benchmark from a pool that is not the "
+                "training split (docs/evrt.md).",
+                ", ".join(f"{k} {100 * v:.1f}%" for k, v in starved.items()),
+                100 * MIN_TWIN_RATE,
+            )
+        return self.twin_rates
 
     def create_optimizer(self, model: torch.nn.Module | None = None):
         """Trainer's optimizer, with the head on ``classifier_learning_rate`` when that is set."""
@@ -341,6 +352,9 @@ class EVRTTrainer(Trainer):
                 value = getattr(scores, attr)
                 if value is not None:
                     metrics[f"{metric_key_prefix}_{name}_{attr}"] = round(float(value), 6)
+            if scores.f1 is not None and scores.ign_f1 is not None:
+                # the released code's checkpoint selection score
+                metrics[f"{metric_key_prefix}_{name}_f1_plus_ign_f1"] = round(float(scores.f1 + scores.ign_f1), 6)
         metrics[f"{metric_key_prefix}_runtime"] = round(time.time() - start, 4)
         if self.state.epoch is not None:
             metrics["epoch"] = self.state.epoch
