@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_json, write_text
 from ..documents import Document
 from ..kb.base import KnowledgeBase
 from .entity_count import EntityCountCurve, f1_by_entity_count
@@ -168,9 +169,9 @@ def write_report(figures: Mapping[str, Any], output_dir: str | os.PathLike) -> d
             {name: EntityCountCurve(**c) for name, c in curves.items()}, out / ENTITY_COUNT_PLOT
         )
     paths["figures"] = out / FIGURES
-    paths["figures"].write_text(json.dumps(figures, indent=2, ensure_ascii=False), "utf-8")
+    write_json(paths["figures"], figures)
     paths["report"] = out / REPORT
-    paths["report"].write_text(render_markdown(figures, ENTITY_COUNT_PLOT if curves else None), "utf-8")
+    write_text(paths["report"], render_markdown(figures, ENTITY_COUNT_PLOT if curves else None))
     return paths
 
 
