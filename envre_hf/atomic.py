@@ -53,6 +53,11 @@ def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
     The parent folder is created. With ``durable`` the data is fsynced before the rename.
     """
     path = Path(path)
+    for parent in path.parents:  # the nearest existing ancestor must be a folder
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(20, f"cannot write {path}: {parent} is a file, not a folder", str(parent))
+            break
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():

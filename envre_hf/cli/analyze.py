@@ -42,7 +42,7 @@ def read_benchmark(path: Path, split: str = "test"):
     ``test_hard`` shards); a folder whose last split replacement was cut short is refused with the fix.
     """
     from ..documents import check_unique_keys, document_from_row, read_documents
-    from ..renaming.build import STATISTICS_FILE, _is_shard_of, pending_commits
+    from ..renaming.build import STATISTICS_FILE, is_shard_of, pending_commits
 
     path = Path(path)
     if not path.is_dir():
@@ -53,7 +53,7 @@ def read_benchmark(path: Path, split: str = "test"):
             f"{path}: the last write of split(s) {', '.join(pending)} was cut short; finish it with envre build "
             f"--resume (same options) before reading the folder"
         )
-    files = sorted(f for f in (path / "data").glob("*.parquet") if _is_shard_of(f.name, split))
+    files = sorted(f for f in (path / "data").glob("*.parquet") if is_shard_of(f.name, split))
     if not files:
         known = sorted((path / "data").glob("*-00000-of-*.parquet")) if (path / "data").is_dir() else []
         splits = sorted({f.name.rsplit("-00000-of-", 1)[0] for f in known})
@@ -75,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents
     from ..metrics import read_predictions
 
+    if args.output.exists() and not args.output.is_dir():
+        raise UsageError(f"--output {args.output}: a file, expected a folder")
     original = read_documents(args.original)
     renamed = read_benchmark(args.renamed, args.split)
     if args.max_docs is not None:

@@ -80,7 +80,7 @@ def _os_message(err: OSError) -> str:
     reasons = {
         errno.ENOENT: "no such file or folder",
         errno.EISDIR: "is a folder, expected a file",
-        errno.ENOTDIR: "a part of the path is not a folder",
+        errno.ENOTDIR: "a file, not a folder",
         errno.EACCES: "permission denied",
         errno.EPERM: "operation not permitted",
         errno.EROFS: "read-only file system",

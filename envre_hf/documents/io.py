@@ -51,7 +51,7 @@ def read_text(path: PathLike) -> str:
         ) from None
 
 
-def _loads(text: str, path: Path, line: int | None = None) -> Any:
+def parse_json(text: str, path: Path, line: int | None = None) -> Any:
     where = f"{path}: line {line}" if line is not None else str(path)
     try:
         return json.loads(text)
@@ -75,13 +75,13 @@ def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any
             if not line.strip():
                 continue
             try:
-                out.append(_loads(line, path, i + 1))
+                out.append(parse_json(line, path, i + 1))
             except DocumentError as err:
                 if not keep_errors:
                     raise
                 out.append(DocumentError(err.reason, doc_index=len(out)))
         return out
-    data = _loads(text, path)
+    data = parse_json(text, path)
     if isinstance(data, dict):  # a single document
         data = [data]
     if not isinstance(data, list):
@@ -115,6 +115,9 @@ class KeyChecker:
 
     def check(self, doc: Document, index: int) -> None:
         key = doc.key
+        if not isinstance(key, str):
+            field = "doc_id" if doc.doc_id is not None else "title"
+            raise DocumentError(f"expected a string, got {type(key).__name__}", doc_index=index, field=field)
         if key in self.seen:
             field = "doc_id" if doc.doc_id is not None else "title"
             where = f"{self.source}: " if self.source is not None else ""
@@ -138,12 +141,12 @@ def iter_documents(path: PathLike, *, validate: bool = True) -> Iterator[Documen
         try:
             doc = parse_document(obj, i, validate=validate)
         except DocumentError as err:
-            raise err if str(path) in str(err) else _in_file(err, path) from None
+            raise err if str(path) in str(err) else located_in_file(err, path) from None
         keys.check(doc, i)
         yield doc
 
 
-def _in_file(err: DocumentError, path: Path) -> DocumentError:
+def located_in_file(err: DocumentError, path: Path) -> DocumentError:
     return DocumentError(
         f"{err.reason} (in {path})",
         doc_index=err.doc_index,

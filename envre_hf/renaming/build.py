@@ -53,7 +53,7 @@ from ..documents import (
     write_documents,
 )
 from ..atomic import atomic_path, fsync_dir, write_json
-from ..documents.io import check_unique_keys, parse_document, read_raw_documents
+from ..documents.io import check_unique_keys, located_in_file, parse_document, read_raw_documents
 from ..kb.base import KnowledgeBaseError
 from .leaks import find_leaks
 
@@ -190,6 +190,11 @@ def file_sha256(path: PathLike) -> str:
     return digest.hexdigest()
 
 
+def _in_file(err: DocumentError, path: PathLike) -> DocumentError:
+    """``err`` naming the input file too (once)."""
+    return err if str(path) in str(err) or Path(path).name in str(err) else located_in_file(err, Path(path))
+
+
 def load_raw_documents(path: PathLike) -> list[Any]:
     """The raw JSON objects of a document file (:func:`envre_hf.documents.io.read_raw_documents`), not parsed yet.
 
@@ -248,9 +253,9 @@ def load_excluded_names(path: PathLike) -> set[str]:
         path = path / NAMES_FILE
     raw: Any = read_raw_documents(path) if path.name.endswith((".jsonl", ".jsonl.gz")) else None
     if raw is None:
-        from ..documents.io import _loads, read_text
+        from ..documents.io import parse_json, read_text
 
-        raw = _loads(read_text(path), path)
+        raw = parse_json(read_text(path), path)
     if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
         return {name for names in raw["splits"].values() for name in names}
     from .isolation import document_names
@@ -322,10 +327,10 @@ def _write_json(path: Path, obj: Any) -> None:
 def _read_json(path: Path, default: Any) -> Any:
     if not path.exists():
         return default
-    from ..documents.io import _loads, read_text
+    from ..documents.io import parse_json, read_text
 
     try:
-        return _loads(read_text(path), path)
+        return parse_json(read_text(path), path)
     except DocumentError as err:
         raise BuildError(f"{path} is damaged ({err}); restore it or build into a new folder") from None
 
@@ -636,7 +641,7 @@ def _shard_names(split: str, n_rows: int) -> list[str]:
     return [f"{split}-{i:05d}-of-{n_shards:05d}.parquet" for i in range(n_shards)]
 
 
-def _is_shard_of(name: str, split: str) -> bool:
+def is_shard_of(name: str, split: str) -> bool:
     """``name`` is a shard of ``split`` exactly (``test-hard-00000-of-00001.parquet`` is not one of ``test``)."""
     return re.fullmatch(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.parquet", name) is not None
 
@@ -740,7 +745,7 @@ def _assemble(
     new_files = {dst for _, dst in moves}
     old_shards = set(old.get("data_files", []))
     if (out / "data").is_dir():
-        old_shards |= {f"data/{p.name}" for p in (out / "data").iterdir() if _is_shard_of(p.name, split)}
+        old_shards |= {f"data/{p.name}" for p in (out / "data").iterdir() if is_shard_of(p.name, split)}
     deletes += sorted(old_shards - new_files)
     _write_json(work / COMMIT_FILE, {"split": split, "moves": moves, "deletes": deletes})  # the commit point
     _apply_commit(out, work)
@@ -783,9 +788,12 @@ def build_split(
     :class:`BuildError` for a folder that is not ours, a locked folder or a different build of the split.
     """
     start = time.perf_counter()
-    raw = load_raw_documents(input_path)
-    docs, parse_failures = parse_documents(raw, skip=config.on_error == "skip")
-    check_unique_keys((d for d in docs if d is not None), input_path)
+    try:
+        raw = load_raw_documents(input_path)
+        docs, parse_failures = parse_documents(raw, skip=config.on_error == "skip")
+        check_unique_keys((d for d in docs if d is not None), input_path)
+    except DocumentError as err:
+        raise _in_file(err, input_path) from None
     source = SourceInfo(
         input_path=str(input_path),
         input_sha256=file_sha256(input_path),
@@ -826,6 +834,8 @@ def build_split(
         with _settled_results():
             try:
                 fresh = _run_units(pipeline, docs, todo, log, config, bar)
+            except DocumentError as err:
+                raise _in_file(err, input_path) from None
             finally:
                 log.close()
                 bar.close()
