@@ -301,6 +301,16 @@ def test_a_pickled_encoder_is_refused_without_unpickling(tmp_path, monkeypatch, 
     capsys.readouterr()
 
 
+def test_damaged_weights_are_one_line(tmp_path, capsys):
+    from _training_helpers import save_tiny_encoder
+
+    encoder = save_tiny_encoder(tmp_path / "encoder")
+    (encoder / "model.safetensors").write_bytes(b"not a safetensors file")
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(encoder), "--gold", str(SAMPLE_DOCS)]) == 2
+    assert "unreadable model weights" in _one_line(capsys)
+
+
 def test_model_paths_missing_locally_are_errors_unless_hub_ids(tmp_path, monkeypatch):
     from envre_hf.cli.common import UsageError, model_location
 
