@@ -257,7 +257,12 @@ def load_excluded_names(path: PathLike) -> set[str]:
 
         raw = parse_json(read_text(path), path)
     if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
-        return {name for names in raw["splits"].values() for name in names}
+        splits = raw.get("splits")
+        if not isinstance(splits, dict) or not all(
+            isinstance(names, list) and all(isinstance(n, str) for n in names) for names in splits.values()
+        ):
+            raise BuildError(f"{path}: damaged names file (expected splits: lists of names)")
+        return {name for names in splits.values() for name in names}
     from .isolation import document_names
 
     docs, _ = parse_documents(raw if isinstance(raw, list) else [raw], skip=False)
