@@ -7,7 +7,6 @@ missing is listed under "Not analysed" with the reason rather than failing the r
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path

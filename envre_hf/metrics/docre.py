@@ -25,7 +25,6 @@ numbers agree to the last digit.
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 from collections import Counter
