@@ -107,6 +107,8 @@ def test_rebuilt_folder_is_not_served_from_a_stale_cache(source_dir, tmp_path):
     build_split(FakePipeline(), source_dir / "test_revised.json", BuildConfig(out, seeds=(0,), progress=False))
     first = _prepare(EnvReDocRED, tmp_path, data_dir=str(out))
     assert set(first["test"]["seed"]) == {0}
-    build_split(FakePipeline(), source_dir / "test_revised.json", BuildConfig(out, seeds=(3, 4), progress=False))
+    # a different build of the same split replaces it only when asked to (--overwrite)
+    rebuild = BuildConfig(out, seeds=(3, 4), progress=False, overwrite=True)
+    build_split(FakePipeline(), source_dir / "test_revised.json", rebuild)
     second = _prepare(EnvReDocRED, tmp_path, data_dir=str(out))  # same cache_dir, same data_dir
     assert set(second["test"]["seed"]) == {3, 4} and len(second["test"]) == 2 * N

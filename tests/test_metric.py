@@ -259,13 +259,13 @@ def test_cli_main_on_the_sample(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["ign_f1"] is None  # no --train, no Ign
 
 
-def test_cli_errors_exit_1_with_a_message(tmp_path, capsys):
+def test_cli_errors_exit_2_with_a_message(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([pred("Harwick Valley Orchestra", 0, 99, "P17")]))
-    assert main(["evaluate", "--predictions", str(bad), "--gold", str(SAMPLE_DOCS)]) == 1
+    assert main(["evaluate", "--predictions", str(bad), "--gold", str(SAMPLE_DOCS)]) == 2
     err = capsys.readouterr().err
     assert "prediction 0" in err and "t_idx" in err
-    assert main(["evaluate", "--predictions", str(SAMPLE_PREDICTIONS)]) == 1
+    assert main(["evaluate", "--predictions", str(SAMPLE_PREDICTIONS)]) == 2
     assert "--gold" in capsys.readouterr().err
     assert main(["evaluate"]) == 2
 

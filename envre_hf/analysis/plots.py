@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..atomic import atomic_path
 from .entity_count import EntityCountCurve
 
 
@@ -37,7 +38,8 @@ def plot_entity_count(curves: Mapping[str, EntityCountCurve], path: str | os.Pat
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, format="png")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png")
     finally:
         plt.close(fig)
     return path

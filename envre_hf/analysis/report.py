@@ -7,12 +7,12 @@ missing is listed under "Not analysed" with the reason rather than failing the r
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_json, write_text
 from ..documents import Document
 from ..kb.base import KnowledgeBase
 from .entity_count import EntityCountCurve, f1_by_entity_count
@@ -168,9 +168,9 @@ def write_report(figures: Mapping[str, Any], output_dir: str | os.PathLike) -> d
             {name: EntityCountCurve(**c) for name, c in curves.items()}, out / ENTITY_COUNT_PLOT
         )
     paths["figures"] = out / FIGURES
-    paths["figures"].write_text(json.dumps(figures, indent=2, ensure_ascii=False), "utf-8")
+    write_json(paths["figures"], figures)
     paths["report"] = out / REPORT
-    paths["report"].write_text(render_markdown(figures, ENTITY_COUNT_PLOT if curves else None), "utf-8")
+    write_text(paths["report"], render_markdown(figures, ENTITY_COUNT_PLOT if curves else None))
     return paths
 
 

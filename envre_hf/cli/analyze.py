@@ -6,46 +6,67 @@ import argparse
 import os
 from pathlib import Path
 
+from .common import UsageError, existing_path, non_negative_int, positive_int
+
 DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "wikidata"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--original", required=True, type=Path, help="original documents (DocRED JSON / JSONL)")
+    parser.add_argument("--original", required=True, type=existing_path, help="original documents (DocRED JSON / JSONL)")
     parser.add_argument(
-        "--renamed", required=True, type=Path, help="renamed documents: a file, or a folder written by envre build"
+        "--renamed", required=True, type=existing_path, help="renamed documents: a file, or a folder written by envre build"
     )
     parser.add_argument("--split", default="test", help="split to read from a renamed dataset folder (default test)")
-    parser.add_argument("--pred-original", type=Path, help="a model's predictions on the original set (official format)")
-    parser.add_argument("--pred-renamed", type=Path, help="the same model's predictions on the renamed set")
-    parser.add_argument("--train", type=Path, help="training split: Ign F1 and the name-overlap table")
+    parser.add_argument("--pred-original", type=existing_path, help="a model's predictions on the original set (official format)")
+    parser.add_argument("--pred-renamed", type=existing_path, help="the same model's predictions on the renamed set")
+    parser.add_argument("--train", type=existing_path, help="training split: Ign F1 and the name-overlap table")
     parser.add_argument(
         "--kb",
         choices=("wikidata", "dump", "corpus"),
         help="knowledge base for entity popularity (as in envre build); omitted: popularity is not analysed",
     )
-    parser.add_argument("--kb-pool", type=Path, help="corpus KB: DocRED-format file whose entities are the KB")
-    parser.add_argument("--kb-index", type=Path, help="dump KB: the SQLite index of a Wikidata JSON dump")
+    parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
+    parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")
     parser.add_argument("--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache")
     parser.add_argument(
-        "--max-docs", type=int, help="analyse only the first N documents of each set (to match envre icl --max-docs)"
+        "--max-docs", type=non_negative_int, help="analyse only the first N documents of each set (to match envre icl --max-docs)"
     )
-    parser.add_argument("--bin-width", type=int, default=1, help="Figure 4: entities per bin (default 1)")
+    parser.add_argument("--bin-width", type=positive_int, default=1, help="Figure 4: entities per bin (default 1)")
     parser.add_argument("--output", required=True, type=Path, help="output directory")
 
 
 def read_benchmark(path: Path, split: str = "test"):
-    """Documents of a DocRED-format file, or of ``data/<split>-*.parquet`` in a folder written by ``envre build``."""
-    from ..documents import document_from_row, read_documents
+    """Documents of a DocRED-format file, or of one split of a folder written by ``envre build``.
+
+    A folder's split is read from the files its ``statistics.json`` lists (so ``test`` never picks up
+    ``test_hard`` shards); a folder whose last split replacement was cut short is refused with the fix.
+    """
+    from ..documents import check_unique_keys, document_from_row, read_documents
+    from ..renaming.build import STATISTICS_FILE, is_shard_of, pending_commits
 
     path = Path(path)
     if not path.is_dir():
         return read_documents(path)
-    files = sorted((path / "data").glob(f"{split}-*.parquet"))
+    pending = pending_commits(path)
+    if pending:
+        raise UsageError(
+            f"{path}: the last write of split(s) {', '.join(pending)} was cut short; finish it with envre build "
+            f"--resume (same options) before reading the folder"
+        )
+    files = sorted(f for f in (path / "data").glob("*.parquet") if is_shard_of(f.name, split))
     if not files:
-        raise SystemExit(f"envre: no {path}/data/{split}-*.parquet files (choose the split with --split)")
+        known = sorted((path / "data").glob("*-00000-of-*.parquet")) if (path / "data").is_dir() else []
+        splits = sorted({f.name.rsplit("-00000-of-", 1)[0] for f in known})
+        raise UsageError(
+            f"{path}: no data/{split}-*.parquet files (splits there: {', '.join(splits) or 'none'}; choose with --split)"
+            if (path / STATISTICS_FILE).exists() or splits
+            else f"{path}: a folder, but not one written by envre build (no data/*.parquet); give a document file"
+        )
     import pyarrow.parquet as pq
 
-    return [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
+    docs = [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
+    check_unique_keys(docs, path)
+    return docs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents
     from ..metrics import read_predictions
 
+    if args.output.exists() and not args.output.is_dir():
+        raise UsageError(f"--output {args.output}: a file, expected a folder")
     original = read_documents(args.original)
     renamed = read_benchmark(args.renamed, args.split)
     if args.max_docs is not None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
+
+from .common import UsageError, existing_path, positive_int
 
 DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "wikidata"
 #: File-name parts that name a split, and the split they give (DocRED's "dev" is the Hub's "validation").
@@ -19,7 +20,7 @@ _SPLIT_NAMES = {"train": "train", "dev": "validation", "validation": "validation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", required=True, type=Path, help="DocRED / Re-DocRED / Linked-DocRED JSON or .jsonl")
+    parser.add_argument("--input", required=True, type=existing_path, help="DocRED / Re-DocRED / Linked-DocRED JSON or .jsonl")
     parser.add_argument(
         "--kb",
         required=True,
@@ -27,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
         "corpus: offline KB drawn from the documents of --kb-pool",
     )
-    parser.add_argument("--kb-pool", type=Path, help="corpus KB: DocRED-format file whose entities are the KB")
-    parser.add_argument("--kb-index", type=Path, help="dump KB: the SQLite index of a Wikidata JSON dump")
+    parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
+    parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")
     parser.add_argument(
         "--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache (default: %(default)s)"
     )
@@ -39,19 +40,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         action="extend",
         default=[],
-        type=Path,
+        type=existing_path,
         metavar="FILE",
         help="never use these names: another build's names_used.json (or its folder) or a DocRED file "
         "(e.g. the training split)",
     )
-    parser.add_argument("--seeds", type=int, default=5, help="renamed copies per document, seeds 0..N-1 (default 5)")
+    parser.add_argument("--seeds", type=positive_int, default=5, help="renamed copies per document, seeds 0..N-1 (default 5)")
     parser.add_argument("--output", required=True, type=Path, help="dataset folder to write (one split per run)")
     parser.add_argument(
         "--split",
         help="split name in the dataset (default: from the input file name: test_revised.json -> test, "
         "dev_revised.json -> validation)",
     )
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted build of this split")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue an interrupted build of this split (or finish its last write)"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the split even if it was built from another input / seeds / KB / config",
+    )
     parser.add_argument(
         "--on-error",
         choices=("fail", "skip"),
@@ -59,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fail: stop at the first bad document; skip: list it in errors/<split>.jsonl (default: fail)",
     )
     parser.add_argument("--fix-leaks", action="store_true", help="renaming: also replace leaked original names")
-    parser.add_argument("--num-proc", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--num-proc", type=positive_int, default=1, help="worker processes (default 1)")
     parser.add_argument("--export-json", action="store_true", help="also write json/<split>.json in DocRED JSON")
     parser.add_argument("--pretty-name", help="dataset card title (default: Env-Re-DocRED or Env-DocRED from the input)")
     parser.add_argument("--license", default="mit", help="dataset card license (default: mit, as DocRED and Re-DocRED)")
@@ -78,14 +86,14 @@ def split_name(input_path: Path, explicit: str | None) -> str:
     for part in input_path.name.lower().replace(".", "_").split("_"):
         if part in _SPLIT_NAMES:
             return _SPLIT_NAMES[part]
-    raise SystemExit(f"envre build: cannot tell the split from {input_path.name!r}; pass --split NAME")
+    raise UsageError(f"cannot tell the split from {input_path.name!r}; pass --split NAME")
 
 
 def make_kb(args: argparse.Namespace):
     """The knowledge base the options select."""
     if args.kb == "corpus":
         if args.kb_pool is None:
-            raise SystemExit("envre build: --kb corpus needs --kb-pool FILE (a DocRED-format file)")
+            raise UsageError("--kb corpus needs --kb-pool FILE (a DocRED-format file)")
         from ..documents import read_documents
         from ..kb.corpus import CorpusKB
 
@@ -94,7 +102,7 @@ def make_kb(args: argparse.Namespace):
 
     if args.kb == "dump":
         if args.kb_index is None:
-            raise SystemExit("envre build: --kb dump needs --kb-index FILE (see envre_hf.kb.wikidata_dump.index_dump)")
+            raise UsageError("--kb dump needs --kb-index FILE (see envre_hf.kb.wikidata_dump.index_dump)")
         from ..kb.wikidata_dump import WikidataDumpKB
 
         return PrecomputedLinks(WikidataDumpKB(args.kb_index))
@@ -110,15 +118,14 @@ def make_kb(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..documents import DocumentError
     from ..kb.base import KnowledgeBaseError
     from ..renaming import RenamingConfig, RenamingPipeline
-    from ..renaming.build import BuildConfig, BuildError, build_split, load_excluded_names, push_to_hub
+    from ..renaming.build import BuildConfig, build_split, check_split_name, load_excluded_names, push_to_hub
     from ..renaming.card import default_pretty_name, statistics_markdown
 
-    if args.seeds < 1:
-        raise SystemExit("envre build: --seeds must be >= 1")
-    split = split_name(args.input, args.split)
+    if not args.input.is_file():
+        raise UsageError(f"--input {args.input}: expected a document file, got a folder")
+    split = check_split_name(split_name(args.input, args.split))  # before anything is written
     exclude: set[str] = set()
     for path in args.exclude_names_from:
         exclude |= load_excluded_names(path)
@@ -129,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         seeds=tuple(range(args.seeds)),
         on_error=args.on_error,
         resume=args.resume,
+        overwrite=args.overwrite,
         export_json=args.export_json,
         num_proc=args.num_proc,
         progress=not args.no_progress,
@@ -150,13 +158,10 @@ def run(args: argparse.Namespace) -> int:
                 renaming_config=renaming_config,
                 card=card,
             )
-        except (BuildError, DocumentError) as err:
-            print(f"envre build: {err}", file=sys.stderr)
-            return 1
         except KnowledgeBaseError as err:
-            print(f"envre build: the knowledge base failed: {err}\nFinished documents are kept: rerun with "
-                  f"--resume to continue.", file=sys.stderr)
-            return 1
+            raise KnowledgeBaseError(
+                f"the knowledge base failed: {err}; finished documents are kept: rerun with --resume to continue"
+            ) from err
     n_done = result.statistics["renamed_documents"]
     rate = (n_done - result.resumed) / result.seconds if result.seconds else 0.0
     print(f"\nBuilt split {split!r} of {result.output_dir}: {n_done} renamed documents in {result.seconds:.1f}s "

@@ -11,27 +11,28 @@ the gold / train / output options and :func:`emit` for printing.
 
 Scores are printed as JSON (fractions in [0, 1]); ``--output`` writes them to a file with the
 per-relation and per-entity-count tables, which ``--details`` also prints.
-Bad input (unknown documents, out-of-range entities, malformed files) exits with status 1 and a
-message naming the prediction or document and the field.
+Bad input (unknown documents, out-of-range entities, malformed files) exits with status 2 and a
+one-line message naming the prediction or document and the field (see :mod:`envre_hf.cli.main`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from ..documents import DocumentError, read_documents
+from ..atomic import write_json
+from ..documents import read_documents
+from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common = parser.add_argument_group("gold data and output (all modes)")
-    common.add_argument("--gold", type=Path, help="gold documents (DocRED / Re-DocRED JSON, .jsonl or Linked-DocRED)")
+    common.add_argument("--gold", type=existing_path, help="gold documents (DocRED / Re-DocRED JSON, .jsonl or Linked-DocRED)")
     common.add_argument(
         "--train",
-        type=Path,
+        type=existing_path,
         help="training documents for Ign F1 (facts seen in training are ignored); without it Ign scores are null",
     )
     common.add_argument(
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--details", action="store_true", help="print the per-relation and per-entity-count tables too (default: only in --output)"
     )
     preds = parser.add_argument_group("scoring a prediction file")
-    preds.add_argument("--predictions", type=Path, help="official-format predictions (JSON list or .jsonl)")
+    preds.add_argument("--predictions", type=existing_path, help="official-format predictions (JSON list or .jsonl)")
     preds.add_argument(
         "--allow-unknown-documents",
         action="store_true",
@@ -56,9 +57,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model DIR``: predict ``--gold`` with a saved DocRE model, then score (helper MODELS)."""
     group = parser.add_argument_group("predicting with a saved model, then scoring")
     group.add_argument("--model", type=Path, help="a DocRE model folder (save_pretrained, tokenizer saved with it)")
-    group.add_argument("--batch-size", type=int, default=4, help="documents per inference batch (default 4)")
+    group.add_argument("--batch-size", type=positive_int, default=4, help="documents per inference batch (default 4)")
     group.add_argument(
-        "--top-k", type=int, default=None, help="most relations per pair (default: the model's top_k; 0: no cap)"
+        "--top-k", type=non_negative_int, default=None, help="most relations per pair (default: the model's top_k; 0: no cap)"
     )
     group.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
@@ -71,11 +72,10 @@ def run_model(args: argparse.Namespace) -> int:
 
     gold = read_documents(_require_gold(args))
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(str(args.model), args.device)
+    model, tokenizer = load_for_inference(model_location(args.model), args.device)
     predictions = predict(model, gold, tokenizer, batch_size=args.batch_size, top_k=args.top_k)
     if args.save_predictions is not None:
-        args.save_predictions.parent.mkdir(parents=True, exist_ok=True)
-        args.save_predictions.write_text(json.dumps(predictions, ensure_ascii=False), encoding="utf-8")
+        write_json(args.save_predictions, predictions, indent=None)
     emit(score_predictions(predictions, gold, train).to_dict(), args)
     return 0
 
@@ -85,7 +85,7 @@ def add_env_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("robustness report: --model DIR --gold ORIGINAL --env RENAMED")
     group.add_argument(
         "--env",
-        type=Path,
+        type=existing_path,
         help="renamed version of --gold (DocRED JSON/JSONL, or an envre build folder); prints P, R, F1, Ign F1, "
         "Intra/Inter F1 on both and the relative drop as a markdown table, --output writes it as JSON",
     )
@@ -99,40 +99,35 @@ def run_robustness(args: argparse.Namespace) -> int:
     from .analyze import read_benchmark
 
     if getattr(args, "model", None) is None:
-        raise ValueError("--env needs --model DIR (the model to evaluate on both sets)")
+        raise UsageError("--env needs --model DIR (the model to evaluate on both sets)")
     gold = read_documents(_require_gold(args))
     renamed = read_benchmark(args.env, args.env_split)
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(str(args.model), args.device)
+    model, tokenizer = load_for_inference(model_location(args.model), args.device)
     report = model_robustness_report(
         model, tokenizer, gold, renamed, train, batch_size=args.batch_size, top_k=args.top_k
     )
     if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        write_json(args.output, report.to_dict(), ensure_ascii=True)
     print(report.to_markdown())
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        if getattr(args, "predictions", None) is not None:
-            return run_predictions(args)
-        if getattr(args, "env", None) is not None:
-            return run_robustness(args)
-        if getattr(args, "model", None) is not None:
-            return run_model(args)
-        # further modes (--model, --env) branch here
-    except (DocumentError, ValueError, OSError) as err:
-        print(f"envre evaluate: error: {err}", file=sys.stderr)
-        return 1
-    print("envre evaluate: error: nothing to score; give --predictions FILE --gold FILE", file=sys.stderr)
-    return 2
+    """Errors propagate to :func:`envre_hf.cli.main.main`, which prints them on one line (exit status 2)."""
+    if getattr(args, "predictions", None) is not None:
+        return run_predictions(args)
+    if getattr(args, "env", None) is not None:
+        return run_robustness(args)
+    if getattr(args, "model", None) is not None:
+        return run_model(args)
+    # further modes branch here
+    raise UsageError("nothing to score; give --predictions FILE --gold FILE (or --model DIR --gold FILE)")
 
 
 def _require_gold(args: argparse.Namespace) -> Path:
     if args.gold is None:
-        raise ValueError("--gold FILE is required")
+        raise UsageError("--gold FILE is required")
     return args.gold
 
 
@@ -152,9 +147,7 @@ def emit(result: dict[str, Any], args: argparse.Namespace) -> None:
     """Write ``result`` to ``--output`` and print it as JSON (the big tables only under ``--details``)."""
     output = getattr(args, "output", None)
     if output is not None:
-        output = Path(output)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(Path(output), result)
     if not getattr(args, "details", False):
         result = {k: v for k, v in result.items() if k not in ("per_relation", "by_entity_count")}
     print(json.dumps(result, indent=2, ensure_ascii=False))

@@ -6,13 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
+from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--test", required=True, help="test documents: DocRED JSON / JSONL / Linked-DocRED, or an envre build folder"
+        "--test", required=True, type=existing_path, help="test documents: DocRED JSON / JSONL / Linked-DocRED, or an envre build folder"
     )
     parser.add_argument("--split", default="test", help="split to read from an envre build folder (default test)")
-    parser.add_argument("--train", required=True, help="training documents: demonstrations, Ign F1, DA's corpus KB")
+    parser.add_argument("--train", required=True, type=existing_path, help="training documents: demonstrations, Ign F1, DA's corpus KB")
     parser.add_argument("--backend", choices=("openai", "local"), required=True)
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local model path/name")
     parser.add_argument("--base-url", default="https://api.openai.com/v1", help="OpenAI-compatible API root")
@@ -21,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--da", action="store_true", help="demonstration augmentation: add each demo's renamed copy")
     parser.add_argument("--cg", action="store_true", help="consistency guidance in the instruction")
     parser.add_argument("--seed", type=int, default=0, help="demonstration draw and renaming seed (default 0)")
-    parser.add_argument("--max-docs", type=int, default=None, help="evaluate only the first N test documents")
-    parser.add_argument("--max-tokens", type=int, default=512, help="completion length limit (default 512)")
+    parser.add_argument("--max-docs", type=non_negative_int, default=None, help="evaluate only the first N test documents")
+    parser.add_argument("--max-tokens", type=positive_int, default=512, help="completion length limit (default 512)")
     parser.add_argument("--cache", default=None, help="response cache (SQLite; default OUTPUT/responses.sqlite)")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
@@ -31,9 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents
     from .analyze import read_benchmark
-    from ..icl import ICLRunError, LocalBackend, OpenAIChatBackend, PromptConfig, run_icl
+    from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig, run_icl
 
     out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--output {out}: a file, expected a folder")
     cache = args.cache or str(out / "responses.sqlite")
     test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
     renamer = None
@@ -47,13 +51,10 @@ def run(args: argparse.Namespace) -> int:
             args.model, base_url=args.base_url, api_key_env=args.api_key_env, max_tokens=args.max_tokens, cache_path=cache
         )
     else:
-        backend = LocalBackend.from_pretrained(args.model, max_new_tokens=args.max_tokens, cache_path=cache)
+        backend = LocalBackend.from_pretrained(model_location(args.model), max_new_tokens=args.max_tokens, cache_path=cache)
     config = PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed)
-    try:
-        result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume)
-    except ICLRunError as err:
-        print(f"envre icl: {err}")
-        return 2
+    # ICLRunError / BackendError reach envre_hf.cli.main: one line on stderr, exit status 2
+    result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume)
     totals = result.parse_summary["totals"]
     print(f"{result.documents} documents ({result.skipped} resumed), {len(result.predictions)} predictions")
     print("parse: " + ", ".join(f"{k}={v}" for k, v in totals.items()))

@@ -1,14 +1,21 @@
-"""``envre``: one entry point, one module per subcommand.
+"""``envre``: one entry point, one module per subcommand, one error path.
 
 Each subcommand lives in ``envre_hf/cli/<name>.py`` and exposes ``add_arguments(parser)`` and
 ``run(args) -> int``. Modules are imported only when their subcommand runs, so ``envre --help``
 stays fast and a missing optional dependency of one command never breaks another.
+
+Every subcommand runs inside :func:`main`'s error handler: bad arguments, bad documents or
+predictions, missing or unwritable paths, a full disk, backend failures and damaged weights end in
+one line on stderr (``envre <command>: error: <file/document/field>: <what>``) and exit status 2.
+``envre --debug <command> ...`` (or ``ENVRE_DEBUG=1``) shows the traceback instead. An unexpected
+exception (a bug) is reported on one line too, with exit status 1 and the hint to rerun with ``--debug``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 SUBCOMMANDS = {
@@ -18,32 +25,86 @@ SUBCOMMANDS = {
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",
 }
+#: Subcommands that forward their arguments untouched (``--debug`` is then only read before the command).
+_FORWARDING = {"train"}
+EXIT_BAD_INPUT = 2
+EXIT_BUG = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="envre",
         description="envre-hf: robustness of document-level relation extraction to entity name variations.",
+        epilog="Errors are one line on stderr (exit status 2); envre --debug COMMAND ... (or ENVRE_DEBUG=1) "
+        "shows the traceback.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMANDS.items():
         sub.add_parser(name, help=help_text, description=help_text, add_help=False)
     return parser
 
 
+def _debug_from_env() -> bool:
+    return os.environ.get("ENVRE_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
-    if not argv or argv[0] not in SUBCOMMANDS:
-        args = parser.parse_args(argv)  # prints help / errors for unknown commands
-        parser.print_help()
-        return 2
-    name = argv[0]
-    module = importlib.import_module(f"envre_hf.cli.{name}")
-    sub = argparse.ArgumentParser(prog=f"envre {name}", description=SUBCOMMANDS[name])
-    module.add_arguments(sub)
-    args = sub.parse_args(argv[1:])
-    return int(module.run(args) or 0)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_from_env()
+    while argv and argv[0] == "--debug":
+        debug = True
+        argv.pop(0)
+    if not argv or argv[0] in ("-h", "--help"):
+        build_parser().print_help()
+        return 0 if argv else EXIT_BAD_INPUT
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"envre: error: unknown command {name!r} (choose from {', '.join(SUBCOMMANDS)}; see envre --help)",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if name not in _FORWARDING and "--debug" in rest:
+        debug = True
+    return run_subcommand(name, rest, debug=debug)
+
+
+def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
+    """Parse ``argv`` for subcommand ``name`` and run it inside the one error handler."""
+    from .common import ArgumentParser, error_message
+
+    prog = f"envre {name}"
+    try:
+        module = importlib.import_module(f"envre_hf.cli.{name}")
+        sub = ArgumentParser(prog=prog, description=SUBCOMMANDS[name])
+        module.add_arguments(sub)
+        if name not in _FORWARDING:
+            sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
+        args = sub.parse_args(argv)
+        return int(module.run(args) or 0)
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            raise  # --help, or a command's own exit status
+        if debug:
+            raise
+        message = " ".join(str(stop.code).split())
+        prefix = "" if message.startswith("envre") else f"{prog}: error: "
+        print(f"{prefix}{message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - the one place where errors become messages
+        if debug:
+            raise
+        message = error_message(err)
+        if message is None:
+            print(f"{prog}: internal error: {type(err).__name__}: {' '.join(str(err).split())} "
+                  f"(a bug; rerun with envre --debug {name} ... for the traceback)", file=sys.stderr)
+            return EXIT_BUG
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -3,12 +3,17 @@
 Every argument after ``train`` is forwarded unchanged to ``HfArgumentParser`` (``envre train --help``
 lists them all), e.g. ``envre train --model_name_or_path DIR --train_file train.json --output_dir out --evrt``.
 For several processes use ``accelerate launch trainer/run_docre.py ...`` with the same arguments.
+A bad or unknown option is a one-line usage error (exit status 2), like every other subcommand's.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .common import UsageError, model_location
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +29,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.parse_known_args = forward  # type: ignore[method-assign]
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..training.run import main
+@contextmanager
+def _usage_errors() -> Iterator[None]:
+    """HfArgumentParser's argparse errors as :class:`UsageError` (one line) instead of usage text + exit."""
+    from transformers import HfArgumentParser
 
-    main(list(args.run_docre_args))
+    def error(self: argparse.ArgumentParser, message: str):
+        raise UsageError(f"{message} (see envre train --help)")
+
+    had_own = "error" in HfArgumentParser.__dict__
+    previous = HfArgumentParser.__dict__.get("error")
+    HfArgumentParser.error = error  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        if had_own:
+            HfArgumentParser.error = previous  # type: ignore[method-assign]
+        else:
+            del HfArgumentParser.error
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..training.run import parse_args, run as run_training
+
+    argv = list(args.run_docre_args)
+    with _usage_errors():
+        try:
+            model_args, data_args, training_args = parse_args(argv)
+        except ValueError as err:
+            if "not used by the HfArgumentParser" in str(err):
+                unknown = str(err).split(":", 1)[-1].strip()
+                raise UsageError(f"unknown option(s) {unknown} (see envre train --help)") from None
+            raise
+    model_args.model_name_or_path = model_location(model_args.model_name_or_path)
+    run_training(model_args, data_args, training_args)
     return 0

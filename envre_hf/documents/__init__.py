@@ -3,7 +3,7 @@
 from .errors import DocumentError
 from .formats import from_dict, from_docred, from_linked, to_docred, to_linked
 from .hf import DOCUMENT_FEATURES, dataset_to_documents, document_from_row, document_to_row, documents_to_dataset
-from .io import iter_documents, read_documents, write_documents
+from .io import check_unique_keys, iter_documents, read_documents, read_raw_documents, write_documents
 from .relations import DOCRED_RELATIONS, NO_RELATION, RelationSchema, RelationType, docred_schema
 from .schema import ENTITY_TYPES, Document, Entity, Mention, Relation, Substitution
 from .validation import QuirkCounts, Quirks, count_quirks, document_quirks, validate_document, validate_documents
@@ -23,6 +23,7 @@ __all__ = [
     "RelationSchema",
     "RelationType",
     "Substitution",
+    "check_unique_keys",
     "count_quirks",
     "dataset_to_documents",
     "docred_schema",
@@ -35,6 +36,7 @@ __all__ = [
     "from_linked",
     "iter_documents",
     "read_documents",
+    "read_raw_documents",
     "to_docred",
     "to_linked",
     "validate_document",

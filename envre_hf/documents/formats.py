@@ -146,6 +146,8 @@ def from_docred(obj: dict, index: int | None = None) -> Document:
                 entity.wikidata_id = qid
         relations = []
         has_labels = "labels" in obj
+        if obj.get("labels") is not None and not isinstance(obj["labels"], list):
+            raise DocumentError(f"expected list, got {type(obj['labels']).__name__}", field="labels")
         for i, raw in enumerate(obj.get("labels") or []):
             relations.append(_relation(raw, i, _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)))
         return Document(
@@ -225,6 +227,8 @@ def from_linked(obj: dict, index: int | None = None) -> Document:
             entities.append(Entity(mentions=mentions, wikidata_id=_linked_qid(raw), extra=extra))
         relations = []
         has_labels = "relations" in obj
+        if obj.get("relations") is not None and not isinstance(obj["relations"], list):
+            raise DocumentError(f"expected list, got {type(obj['relations']).__name__}", field="relations")
         for i, raw in enumerate(obj.get("relations") or []):
             h, t = _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)
             for key, ent_id in (("h", h), ("t", t)):

@@ -1,15 +1,25 @@
-"""Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED.
+"""Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED, gzipped or not.
 
 The dialect of each document is detected from its keys (``vertexSet`` vs ``entities``), the
-container from the file name (``.jsonl`` = one document a line, anything else = a JSON list).
+container from the file name (``.jsonl`` = one document a line, anything else = a JSON list; a
+trailing ``.gz`` is decompressed).
+
+This is the one reader every entry point uses (``envre evaluate --gold/--train``, ``analyze``, ``icl``,
+``build`` and ``--kb-pool``): a file that one of them refuses, all of them refuse. Every problem is a
+:class:`DocumentError` naming the file, the document and the field: not UTF-8, not gzip, not JSON,
+nested too deeply, a malformed or invalid document (:func:`~envre_hf.documents.validate_document`),
+two documents with the same key (``doc_id``, else ``title``: scores and renamed ``doc_id`` s would mix them up).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import DocumentError
 from .formats import from_dict, to_docred, to_linked
@@ -24,56 +34,161 @@ def _is_jsonl(path: PathLike) -> bool:
     return str(path).endswith((".jsonl", ".jsonl.gz"))
 
 
-def iter_documents(path: PathLike) -> Iterator[Document]:
-    """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file."""
+def read_text(path: PathLike) -> str:
+    """The text of ``path`` (gunzipped when the name ends in ``.gz``; a UTF-8 byte-order mark is dropped)."""
     path = Path(path)
-    if _is_jsonl(path):
-        with open(path, encoding="utf-8") as fh:
-            for i, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise DocumentError(f"{path}: line {i + 1} is not valid JSON ({err.msg})", doc_index=i) from None
-                yield from_dict(obj, i)
-        return
-    with open(path, encoding="utf-8") as fh:
+    data = path.read_bytes()  # OSError (missing, a folder, unreadable) names the path itself
+    if path.name.endswith(".gz"):
         try:
-            data = json.load(fh)
-        except json.JSONDecodeError as err:
-            raise DocumentError(f"{path} is not valid JSON: {err}") from None
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise DocumentError(f"{path}: not a readable gzip file ({err})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise DocumentError(
+            f"{path}: not UTF-8 text (byte {err.start} is {data[err.start:err.start + 1]!r}); re-encode it as UTF-8"
+        ) from None
+
+
+def parse_json(text: str, path: Path, line: int | None = None) -> Any:
+    where = f"{path}: line {line}" if line is not None else str(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DocumentError(f"{where} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except RecursionError:
+        raise DocumentError(f"{where}: JSON nested too deeply to be a document") from None
+
+
+def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any]:
+    """The JSON objects of a document file, not parsed yet (one per JSON list item or JSON Lines line).
+
+    With ``keep_errors`` a JSON Lines line that is not valid JSON becomes a :class:`DocumentError` in the
+    list (so ``envre build --on-error skip`` can list it and go on); otherwise it is raised.
+    """
+    path = Path(path)
+    text = read_text(path)
+    if _is_jsonl(path):
+        out: list[Any] = []
+        for i, line in enumerate(text.splitlines()):
+            if not line.strip():
+                continue
+            try:
+                out.append(parse_json(line, path, i + 1))
+            except DocumentError as err:
+                if not keep_errors:
+                    raise
+                out.append(DocumentError(err.reason, doc_index=len(out)))
+        return out
+    data = parse_json(text, path)
     if isinstance(data, dict):  # a single document
         data = [data]
     if not isinstance(data, list):
         raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
-    for i, obj in enumerate(data):
-        yield from_dict(obj, i)
+    return data
 
 
-def read_documents(path: PathLike) -> list[Document]:
+def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
+    """One raw document, parsed (and validated): any malformation is a :class:`DocumentError`."""
+    from .validation import validate_document
+
+    try:
+        doc = from_dict(obj, index)
+    except DocumentError:
+        raise
+    except (TypeError, KeyError, AttributeError, ValueError) as err:  # e.g. a malformed provenance record
+        title = obj.get("title") if isinstance(obj, dict) else None
+        raise DocumentError(f"malformed document ({err})", doc_index=index,
+                            title=title if isinstance(title, str) else None) from None
+    if validate:
+        validate_document(doc, index)
+    return doc
+
+
+class KeyChecker:
+    """Refuses a second document with the same key (``doc_id``, else ``title``) in one collection."""
+
+    def __init__(self, source: PathLike | None = None):
+        self.source = source
+        self.seen: dict[Any, int] = {}
+
+    def check(self, doc: Document, index: int) -> None:
+        key = doc.key
+        if not isinstance(key, str):
+            field = "doc_id" if doc.doc_id is not None else "title"
+            raise DocumentError(f"expected a string, got {type(key).__name__}", doc_index=index, field=field)
+        if key in self.seen:
+            field = "doc_id" if doc.doc_id is not None else "title"
+            where = f"{self.source}: " if self.source is not None else ""
+            raise DocumentError(
+                f"{where}duplicate document key {key!r} (also document {self.seen[key]}); every document needs "
+                f"its own {field}",
+                doc_index=index,
+                field=field,
+            )
+        self.seen[key] = index
+
+
+def iter_documents(path: PathLike, *, validate: bool = True) -> Iterator[Document]:
+    """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file (see the module doc).
+
+    ``validate=False`` only parses (for tools that repair files); keys are checked for duplicates always.
+    """
+    path = Path(path)
+    keys = KeyChecker(path)
+    for i, obj in enumerate(read_raw_documents(path)):
+        try:
+            doc = parse_document(obj, i, validate=validate)
+        except DocumentError as err:
+            raise err if str(path) in str(err) else located_in_file(err, path) from None
+        keys.check(doc, i)
+        yield doc
+
+
+def located_in_file(err: DocumentError, path: Path) -> DocumentError:
+    return DocumentError(
+        f"{err.reason} (in {path})",
+        doc_index=err.doc_index,
+        title=err.title,
+        entity=err.entity,
+        mention=err.mention,
+        label=err.label,
+        field=err.field,
+    )
+
+
+def read_documents(path: PathLike, *, validate: bool = True) -> list[Document]:
     """Read every document of ``path`` (see :func:`iter_documents`)."""
-    return list(iter_documents(path))
+    return list(iter_documents(path, validate=validate))
+
+
+def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) -> None:
+    """Raise :class:`DocumentError` when two documents share a key."""
+    keys = KeyChecker(source)
+    for i, doc in enumerate(docs):
+        keys.check(doc, i)
 
 
 def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "docred") -> Path:
     """Write ``docs`` to ``path`` as a JSON list, or JSON Lines when the name ends in ``.jsonl``.
 
     ``dialect`` is ``"docred"`` (vertexSet/labels) or ``"linked"`` (entities/relations).
-    The file is written to a temporary name and moved into place, so a crash never leaves half a file.
+    The file is written atomically (:mod:`envre_hf.atomic`), so a crash never leaves half a file.
     """
+    from ..atomic import atomic_path
+
     if dialect not in _WRITERS:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(_WRITERS)}")
     convert = _WRITERS[dialect]
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        if _is_jsonl(path):
-            for doc in docs:
-                fh.write(json.dumps(convert(doc), ensure_ascii=False))
-                fh.write("\n")
-        else:
-            json.dump([convert(doc) for doc in docs], fh, ensure_ascii=False)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(tmp, "wt", encoding="utf-8") as fh:
+            if _is_jsonl(path):
+                for doc in docs:
+                    fh.write(json.dumps(convert(doc), ensure_ascii=False))
+                    fh.write("\n")
+            else:
+                json.dump([convert(doc) for doc in docs], fh, ensure_ascii=False)
     return path

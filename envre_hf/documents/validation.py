@@ -1,6 +1,7 @@
 """Checks that a document is well formed, and counts the real-data quirks that are not errors.
 
-Errors (raise :class:`DocumentError`): empty entities, ``sent_id``/``pos`` out of range, empty
+Errors (raise :class:`DocumentError`): a ``title`` that is not a string, a ``doc_id`` that is not a
+string (it is the document's key everywhere), a ``seed`` that is not an integer, no sentences, empty entities, ``sent_id``/``pos`` out of range, empty
 spans, ``h``/``t`` out of range, unknown relation ids, duplicate labels, evidence out of range.
 
 Quirks (counted, never raised): a mention whose ``name`` differs from its tokens joined by
@@ -23,6 +24,12 @@ def validate_document(doc: Document, index: int | None = None, schema: RelationS
     schema = schema if schema is not None else docred_schema()
     where = {"doc_index": index, "title": doc.title}
     n_sents = len(doc.sents)
+    if not isinstance(doc.title, str):
+        raise DocumentError(f"expected a string, got {type(doc.title).__name__}", field="title", **where)
+    if doc.doc_id is not None and not isinstance(doc.doc_id, str):
+        raise DocumentError(f"expected a string, got {type(doc.doc_id).__name__}", field="doc_id", **where)
+    if doc.seed is not None and (not isinstance(doc.seed, int) or isinstance(doc.seed, bool)):
+        raise DocumentError(f"expected an integer, got {type(doc.seed).__name__}", field="seed", **where)
     if not doc.sents:
         raise DocumentError("the document has no sentences", field="sents", **where)
     for e, entity in enumerate(doc.entities):

@@ -22,6 +22,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from ..atomic import write_json
 from ..documents import Document, RelationSchema, docred_schema
 from .backends import ChatBackend
 from .parser import TripleParser
@@ -120,7 +121,7 @@ def run_icl(
         for key in ("model", "prompt"):
             if old.get(key) != run_config[key]:
                 raise ICLRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
-    config_path.write_text(json.dumps(run_config, indent=2), "utf-8")
+    write_json(config_path, run_config, ensure_ascii=True)
 
     records = {rec["doc"]: rec for rec in (_load_results(results_path) if resume else [])}
     keys = [d.key for d in docs]
@@ -154,10 +155,10 @@ def run_icl(
     scores = None
     if docs and all(d.has_labels for d in docs):
         scores = score_predictions(predictions, docs, train=[d for d in train if d.has_labels] or None).to_dict()
-    (out / PREDICTIONS).write_text(json.dumps(predictions, ensure_ascii=False), "utf-8")
-    (out / PARSE_REPORT).write_text(json.dumps(summary, indent=2, ensure_ascii=False), "utf-8")
+    write_json(out / PREDICTIONS, predictions, indent=None)
+    write_json(out / PARSE_REPORT, summary)
     if scores is not None:
-        (out / SCORES).write_text(json.dumps(scores, indent=2), "utf-8")
+        write_json(out / SCORES, scores, ensure_ascii=True)
     return ICLResult(
         predictions=predictions,
         scores=scores,

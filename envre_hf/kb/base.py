@@ -11,7 +11,10 @@ Backends: Wikidata over HTTP (``wikidata_http``), a Wikidata JSON dump indexed i
 
 from __future__ import annotations
 
+import functools
+import unicodedata
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..documents import Document
@@ -32,11 +35,54 @@ class Candidate:
     match: str = "exact"
 
 
+#: Bidi controls (embeddings, overrides, isolates, marks): a name carrying one displays as something else
+#: than what it is, so it is refused.
+_BIDI = frozenset(chr(c) for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+
+
+def clean_name(name: object) -> str | None:
+    """A KB name as it may enter a benchmark, or ``None`` when it is refused.
+
+    NFC-normalised; whitespace runs (tabs, newlines, line separators) become one space; zero-width and other
+    invisible format characters (ZWSP, ZWJ, word joiner, BOM, soft hyphen) are removed. Refused: a name with
+    a control character (NUL, ESC, ...), a bidi control (U+202E right-to-left override, ...), a surrogate or
+    private-use character, or nothing left. Such names would otherwise be written into renamed documents and
+    ``names_used.json``, where they display as something else than what they are.
+    """
+    if not isinstance(name, str):
+        return None
+    kept = []
+    for ch in unicodedata.normalize("NFC", name):
+        category = unicodedata.category(ch)
+        if ch.isspace() or category in ("Zl", "Zp"):
+            kept.append(" ")
+        elif ch in _BIDI or category in ("Cc", "Cs", "Co"):
+            return None
+        elif category not in ("Cf", "Cn"):
+            kept.append(ch)
+    return " ".join("".join(kept).split()) or None
+
+
+def clean_names(names: Iterable[object]) -> list[str]:
+    """:func:`clean_name` over ``names``, without duplicates or empty names, order kept."""
+    return [name for name in dict.fromkeys(clean_name(n) for n in names) if name]
+
+
 def distinct_names(label: str | None, aliases: list[str] | tuple[str, ...]) -> list[str]:
-    """Label first, then aliases, without duplicates or empty strings (the order is part of the KB snapshot)."""
+    """Label first, then aliases, cleaned (:func:`clean_name`), without duplicates or empty strings (the order
+    is part of the KB snapshot)."""
     out = [label] if label else []
     out.extend(aliases)
-    return [name for name in dict.fromkeys(n.strip() for n in out) if name]
+    return clean_names(out)
+
+
+def _cleaned(names: Callable[..., list[str]]) -> Callable[..., list[str]]:
+    @functools.wraps(names)
+    def wrapper(self: "KnowledgeBase", item_id: str) -> list[str]:
+        return clean_names(names(self, item_id))
+
+    wrapper.__envre_clean_names__ = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class KnowledgeBase(ABC):
@@ -44,6 +90,13 @@ class KnowledgeBase(ABC):
 
     #: Short backend name used in statistics and dataset cards.
     name: str = "kb"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Every backend's :meth:`names` is the entry point of KB names into renaming: clean them there, once."""
+        super().__init_subclass__(**kwargs)
+        names = cls.__dict__.get("names")
+        if callable(names) and not getattr(names, "__envre_clean_names__", False):
+            cls.names = _cleaned(names)  # type: ignore[method-assign]
 
     @abstractmethod
     def link(self, doc: Document, entity_index: int) -> str | None:
@@ -62,7 +115,9 @@ class KnowledgeBase(ABC):
 
     @abstractmethod
     def names(self, item_id: str) -> list[str]:
-        """The item's distinct English names, label first then aliases (see :func:`distinct_names`)."""
+        """The item's distinct English names, label first then aliases (see :func:`distinct_names`).
+
+        Whatever a backend returns is passed through :func:`clean_names` (see ``__init_subclass__``)."""
 
     def popularity(self, item_id: str) -> int | None:
         """Number of statements the item takes part in; ``None`` when the backend does not know."""

@@ -25,7 +25,6 @@ numbers agree to the last digit.
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 from collections import Counter
@@ -478,22 +477,31 @@ def score_predictions(
 
 
 def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Read an official-format prediction file: a JSON list of objects, or JSON Lines (``.jsonl``)."""
+    """Read an official-format prediction file: a JSON list of objects, or JSON Lines (``.jsonl``; ``.gz`` too).
+
+    The container and the document keys are checked here (UTF-8, JSON, objects, ``title``/``doc_id`` strings);
+    entity indices and relations when scoring.
+    """
+    from ..documents import DocumentError
+    from ..documents.io import _is_jsonl, parse_json, read_text
+
     path = Path(path)
-    with open(path, encoding="utf-8") as fh:
-        if path.name.endswith(".jsonl"):
-            try:
-                preds = [json.loads(line) for line in fh if line.strip()]
-            except json.JSONDecodeError as err:
-                raise PredictionError(f"{path} is not valid JSON Lines: {err}") from None
+    try:
+        text = read_text(path)
+        if _is_jsonl(path):
+            preds = [parse_json(line, path, i + 1) for i, line in enumerate(text.splitlines()) if line.strip()]
         else:
-            try:
-                preds = json.load(fh)
-            except json.JSONDecodeError as err:
-                raise PredictionError(f"{path} is not valid JSON: {err}") from None
+            preds = parse_json(text, path)
+    except DocumentError as err:
+        raise PredictionError(str(err)) from None
     if not isinstance(preds, list):
         raise PredictionError(f"{path}: expected a JSON list of predictions, got {type(preds).__name__}")
     for i, pred in enumerate(preds):
         if not isinstance(pred, dict):
             raise PredictionError(f"{path}: expected an object, got {type(pred).__name__}", index=i)
+        for key in ("title", "doc_id"):
+            if pred.get(key) is not None and not isinstance(pred[key], str):
+                raise PredictionError(
+                    f"{path}: expected a string, got {type(pred[key]).__name__}", index=i, field=key
+                )
     return preds

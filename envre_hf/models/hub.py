@@ -124,7 +124,9 @@ def prepare_upload(
     card = model_card(model, training_data, scores, license)
     if repo_id:
         card = card.replace('"REPO_ID"', f'"{repo_id}"')
-    (folder / "README.md").write_text(card, encoding="utf-8")
+    from ..atomic import write_text
+
+    write_text(folder / "README.md", card)
     return folder
 
 

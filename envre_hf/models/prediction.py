@@ -113,7 +113,7 @@ def load_for_inference(model_dir: str, device: str | None = None) -> tuple[DocRE
     from . import DocREConfig  # noqa: F401  (registers the docre model type)
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model = AutoModel.from_pretrained(model_dir).to(device).eval()
+    model = AutoModel.from_pretrained(model_dir, use_safetensors=True).to(device).eval()
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     except (OSError, ValueError, TypeError):

@@ -12,6 +12,14 @@ that ``datasets.load_dataset(folder)`` loads and ``push_to_hub`` publishes:
   (``on_error="skip"``); nothing is dropped silently;
 * ``json/<split>.json`` with ``export_json``: the split in DocRED JSON with provenance fields.
 
+Nothing lost, nothing half-written: the folder carries a marker (``.envre-build``) and is locked while a
+build writes it; a non-empty folder without the marker is refused, and so is replacing a split built from
+another input, seeds, KB snapshot or renaming config unless ``overwrite=True``. The new files of a split are
+written into ``.build/<split>/stage/`` first; a journal (``.build/<split>/commit.json``) is then written
+atomically and its renames applied, shards first and the card last. A kill before the journal leaves the
+old output untouched; a kill after it leaves a pending commit that every later build (and ``resume``)
+finishes first, and that :func:`pending_commits` reports to readers.
+
 Kills are cheap: each finished (document, seed) is appended to ``.build/<split>/records.jsonl``
 (flushed at once, fsynced every ``chunk_size`` records) next to a manifest fingerprinting input, seeds,
 KB snapshot and renaming config. ``resume=True`` skips the recorded pairs; the parquet is always
@@ -25,6 +33,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -41,9 +50,10 @@ from ..documents import (
     DocumentError,
     document_from_row,
     document_to_row,
-    from_dict,
     write_documents,
 )
+from ..atomic import atomic_path, fsync_dir, write_json
+from ..documents.io import check_unique_keys, located_in_file, parse_document, read_raw_documents
 from ..kb.base import KnowledgeBaseError
 from .leaks import find_leaks
 
@@ -56,6 +66,26 @@ STATISTICS_FILE = "statistics.json"
 NAMES_FILE = "names_used.json"
 NAMES_FORMAT = "envre-names-used/1"
 ON_ERROR = ("fail", "skip")
+#: The marker of a folder written by envre build (created once, never replaced: builds lock it).
+MARKER_FILE = ".envre-build"
+MARKER_FORMAT = "envre-build/1"
+#: In ``.build/<split>/``: the new files of the split, and the journal that moves them into place.
+STAGE_DIR = "stage"
+COMMIT_FILE = "commit.json"
+try:  # what ``datasets`` accepts as a split name (``test-hard`` is not: its files would match ``test-*``)
+    from datasets.naming import _split_re as _DATASETS_SPLIT_RE
+except ImportError:  # pragma: no cover - older/newer datasets
+    _DATASETS_SPLIT_RE = r"^\w+(\.\w+)*$"
+
+
+def check_split_name(split: str) -> str:
+    """``split`` when ``datasets`` accepts it as a split name; ``ValueError`` (before anything is written) if not."""
+    if not isinstance(split, str) or not re.match(_DATASETS_SPLIT_RE, split):
+        raise ValueError(
+            f"split name {split!r} is not accepted by datasets (letters, digits and _, optionally dot-separated; "
+            f"e.g. test_hard instead of test-hard)"
+        )
+    return split
 
 
 class Renamer(Protocol):
@@ -85,6 +115,8 @@ class BuildConfig:
     #: Records between two fsyncs, and the work unit of a worker process.
     chunk_size: int = 64
     progress: bool = True
+    #: Replace a split built from another input / seeds / KB snapshot / renaming config.
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output_dir", Path(self.output_dir))
@@ -93,8 +125,7 @@ class BuildConfig:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {self.on_error!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be distinct and non-empty, got {self.seeds}")
-        if not self.split or not self.split.replace("_", "").replace("-", "").isalnum():
-            raise ValueError(f"split must be a plain name (letters, digits, _ and -), got {self.split!r}")
+        check_split_name(self.split)
         if self.num_proc < 1 or self.chunk_size < 1:
             raise ValueError("num_proc and chunk_size must be >= 1")
 
@@ -159,33 +190,18 @@ def file_sha256(path: PathLike) -> str:
     return digest.hexdigest()
 
 
+def _in_file(err: DocumentError, path: PathLike) -> DocumentError:
+    """``err`` naming the input file too (once)."""
+    return err if str(path) in str(err) or Path(path).name in str(err) else located_in_file(err, Path(path))
+
+
 def load_raw_documents(path: PathLike) -> list[Any]:
-    """The raw JSON objects of a DocRED JSON list or JSON Lines file, not parsed yet.
+    """The raw JSON objects of a document file (:func:`envre_hf.documents.io.read_raw_documents`), not parsed yet.
 
     Parsing happens per document in :func:`parse_documents`, so one malformed document does not stop
     the others from being renamed with ``on_error="skip"``.
     """
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if path.name.endswith(".jsonl"):
-        out = []
-        for i, line in enumerate(text.splitlines()):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                out.append(DocumentError(f"line {i + 1} is not valid JSON ({err.msg})", doc_index=len(out)))
-        return out
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DocumentError(f"{path} is not valid JSON: {err}") from None
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, list):
-        raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
-    return data
+    return read_raw_documents(path, keep_errors=True)
 
 
 def parse_documents(raw: Sequence[Any], skip: bool = True) -> tuple[list[Document | None], list[DocumentFailure]]:
@@ -197,7 +213,7 @@ def parse_documents(raw: Sequence[Any], skip: bool = True) -> tuple[list[Documen
         try:
             if isinstance(obj, DocumentError):
                 raise obj
-            docs.append(from_dict(obj, i))
+            docs.append(parse_document(obj, i, validate=False))  # validated by the pipeline, per seed
         except DocumentError as err:
             if not skip:
                 raise
@@ -235,12 +251,18 @@ def load_excluded_names(path: PathLike) -> set[str]:
     path = Path(path)
     if path.is_dir():
         path = path / NAMES_FILE
-    if path.name.endswith(".jsonl"):
-        raw: Any = load_raw_documents(path)
-    else:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+    raw: Any = read_raw_documents(path) if path.name.endswith((".jsonl", ".jsonl.gz")) else None
+    if raw is None:
+        from ..documents.io import parse_json, read_text
+
+        raw = parse_json(read_text(path), path)
     if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
-        return {name for names in raw["splits"].values() for name in names}
+        splits = raw.get("splits")
+        if not isinstance(splits, dict) or not all(
+            isinstance(names, list) and all(isinstance(n, str) for n in names) for names in splits.values()
+        ):
+            raise BuildError(f"{path}: damaged names file (expected splits: lists of names)")
+        return {name for names in splits.values() for name in names}
     from .isolation import document_names
 
     docs, _ = parse_documents(raw if isinstance(raw, list) else [raw], skip=False)
@@ -304,34 +326,177 @@ class _WorkLog:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, obj, sort_keys=False)
 
 
 def _read_json(path: Path, default: Any) -> Any:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else default
+    if not path.exists():
+        return default
+    from ..documents.io import parse_json, read_text
+
+    try:
+        return parse_json(read_text(path), path)
+    except DocumentError as err:
+        raise BuildError(f"{path} is damaged ({err}); restore it or build into a new folder") from None
 
 
 def _prepare_work_folder(config: BuildConfig, manifest: dict[str, Any]) -> Path:
     work = config.output_dir / WORK_DIR / config.split
     manifest_path = work / "manifest.json"
     if work.exists():
-        if not config.resume:
+        previous = _read_json(manifest_path, {})
+        same = previous.get("fingerprint") == manifest["fingerprint"]
+        if config.overwrite and not same:
+            shutil.rmtree(work)  # an unfinished build of something else, replaced as asked
+        elif not config.resume:
             raise BuildError(
                 f"{work} holds an unfinished build of split {config.split!r}; pass --resume to continue it "
                 f"or delete that folder to start again"
             )
-        previous = _read_json(manifest_path, {})
-        if previous.get("fingerprint") != manifest["fingerprint"]:
+        elif not same:
             raise BuildError(
                 f"cannot resume {work}: it was started with a different input, seeds, KB snapshot or renaming "
-                f"config (manifest {manifest_path}); delete that folder to start again"
+                f"config (manifest {manifest_path}); pass --overwrite to start again"
             )
-        return work
+        else:
+            shutil.rmtree(work / STAGE_DIR, ignore_errors=True)  # files of an assembly cut short: made again
+            return work
     work.mkdir(parents=True)
     _write_json(manifest_path, manifest)
     return work
+
+
+# --------------------------------------------------------------------------- owned, locked output folder
+
+
+def _is_legacy_build(folder: Path) -> bool:
+    """A folder written by envre build before the marker existed: statistics.json of fingerprinted splits."""
+    try:
+        stats = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(stats, dict) and bool(stats) and all(
+        isinstance(v, dict) and "fingerprint" in v and "data_files" in v for v in stats.values()
+    )
+
+
+def claim_output_folder(folder: PathLike) -> Path:
+    """Make ``folder`` an envre build folder, or refuse it: a file, or a non-empty folder not written by envre."""
+    folder = Path(folder)
+    marker = folder / MARKER_FILE
+    if folder.exists() and not folder.is_dir():
+        raise BuildError(f"--output {folder} is a file, not a folder")
+    if marker.is_file():
+        return folder
+    if folder.is_dir() and any(folder.iterdir()) and not _is_legacy_build(folder):
+        raise BuildError(
+            f"{folder} is not empty and was not written by envre build (no {MARKER_FILE} marker); "
+            f"choose a new or empty --output folder"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return folder
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"format": MARKER_FORMAT, "note": "folder written by envre build; do not delete"}) + "\n")
+    return folder
+
+
+@contextmanager
+def locked_output_folder(folder: PathLike) -> Iterator[None]:
+    """Hold the build lock of ``folder`` (``flock`` on its marker: released by the kernel even on ``kill -9``)."""
+    marker = Path(folder) / MARKER_FILE
+    with open(marker, "a+", encoding="utf-8") as fh:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            yield
+            return
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildError(
+                f"another envre build is writing {folder} (it holds the lock on {marker}); wait for it to finish"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def pending_commits(folder: PathLike) -> list[str]:
+    """Splits of ``folder`` whose replacement was cut short after its commit point (finish: build ``--resume``)."""
+    root = Path(folder) / WORK_DIR
+    return sorted(p.parent.name for p in root.glob(f"*/{COMMIT_FILE}")) if root.is_dir() else []
+
+
+def _apply_commit(folder: Path, work: Path) -> None:
+    """Apply (or finish applying) the journal of ``work``: idempotent, so a kill during it is repaired by rerunning."""
+    journal = _read_json(work / COMMIT_FILE, None)
+    if journal is None:
+        return
+    touched: set[Path] = set()
+    for src, dst in journal["moves"]:
+        source, target = work / STAGE_DIR / src, folder / dst
+        if source.exists():  # not moved yet
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            touched.add(target.parent)
+    for rel in journal["deletes"]:
+        target = folder / rel
+        target.unlink(missing_ok=True)
+        touched.add(target.parent)
+    for parent in touched:
+        fsync_dir(parent)
+    shutil.rmtree(work)
+    _remove_empty_work_root(folder)
+
+
+def _remove_empty_work_root(folder: Path) -> None:
+    work_root = folder / WORK_DIR
+    if work_root.exists() and not any(work_root.iterdir()):
+        work_root.rmdir()
+
+
+def finish_pending_commits(folder: PathLike) -> list[str]:
+    """Finish every pending commit of ``folder`` (the caller holds the lock); returns the splits repaired."""
+    folder = Path(folder)
+    splits = pending_commits(folder)
+    for split in splits:
+        _apply_commit(folder, folder / WORK_DIR / split)
+    return splits
+
+
+def _difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What differs between two builds' statistics, for the refusal message."""
+    parts = []
+    if old.get("input", {}).get("sha256") != new["input"]["sha256"]:
+        parts.append(f"input {old.get('input', {}).get('path')!r} -> {new['input']['path']!r}")
+    if old.get("seeds") != new["seeds"]:
+        parts.append(f"seeds {old.get('seeds')} -> {new['seeds']}")
+    if old.get("kb") != new["kb"]:
+        parts.append(f"KB {old.get('kb')} -> {new['kb']}")
+    if old.get("renaming_config") != new["renaming_config"]:
+        parts.append("renaming config")
+    return ", ".join(parts) or "renaming config"
+
+
+def _check_replacement(config: BuildConfig, source: SourceInfo) -> None:
+    """Refuse to replace a split built from something else, unless ``overwrite``."""
+    old = _read_json(config.output_dir / STATISTICS_FILE, {}).get(config.split)
+    if not old or config.overwrite or old.get("fingerprint") == source.fingerprint(config.seeds):
+        return
+    new = {
+        "input": {"path": Path(source.input_path).name, "sha256": source.input_sha256},
+        "seeds": list(config.seeds),
+        "kb": {"name": source.kb_name, "snapshot": source.kb_snapshot},
+        "renaming_config": source.renaming_config,
+    }
+    raise BuildError(
+        f"{config.output_dir} already holds split {config.split!r} built differently ({_difference(old, new)}); "
+        f"pass --overwrite to replace it, or choose another --output"
+    )
 
 
 # --------------------------------------------------------------------------- renaming
@@ -476,9 +641,14 @@ def construction_statistics(
 # --------------------------------------------------------------------------- output folder
 
 
-def _shard_paths(data_dir: Path, split: str, n_rows: int) -> list[Path]:
+def _shard_names(split: str, n_rows: int) -> list[str]:
     n_shards = max(1, -(-n_rows // MAX_ROWS_PER_SHARD))
-    return [data_dir / f"{split}-{i:05d}-of-{n_shards:05d}.parquet" for i in range(n_shards)]
+    return [f"{split}-{i:05d}-of-{n_shards:05d}.parquet" for i in range(n_shards)]
+
+
+def is_shard_of(name: str, split: str) -> bool:
+    """``name`` is a shard of ``split`` exactly (``test-hard-00000-of-00001.parquet`` is not one of ``test``)."""
+    return re.fullmatch(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.parquet", name) is not None
 
 
 def _write_parquet(rows: list[dict[str, Any]], data_dir: Path, split: str) -> list[Path]:
@@ -489,24 +659,19 @@ def _write_parquet(rows: list[dict[str, Any]], data_dir: Path, split: str) -> li
     from datasets.table import InMemoryTable
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    for stale in data_dir.glob(f"{split}-*.parquet"):
-        stale.unlink()
-    paths = _shard_paths(data_dir, split, len(rows))
+    paths = [data_dir / name for name in _shard_names(split, len(rows))]
     for i, path in enumerate(paths):
         shard = rows[i * MAX_ROWS_PER_SHARD : (i + 1) * MAX_ROWS_PER_SHARD]
         table = pa.Table.from_pylist(shard, schema=DOCUMENT_FEATURES.arrow_schema)
-        Dataset(InMemoryTable(table)).to_parquet(str(path))
+        with atomic_path(path) as tmp:
+            Dataset(InMemoryTable(table)).to_parquet(str(tmp))
     return paths
 
 
-def _write_failures(output_dir: Path, split: str, failures: Sequence[DocumentFailure]) -> None:
-    path = output_dir / "errors" / f"{split}.jsonl"
-    if not failures:
-        if path.exists():
-            path.unlink()
-        return
-    path.parent.mkdir(exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
+def _write_failures(path: Path, failures: Sequence[DocumentFailure]) -> None:
+    from ..atomic import atomic_open
+
+    with atomic_open(path, "w") as fh:
         for failure in failures:
             fh.write(json.dumps(asdict(failure), ensure_ascii=False) + "\n")
 
@@ -518,9 +683,14 @@ def _assemble(
     fresh: dict[tuple[int, int], Document],
     n_docs: int,
     parse_failures: list[DocumentFailure],
+    work: Path,
+    card: dict[str, Any],
 ) -> tuple[list[Path], dict[str, Any], list[DocumentFailure]]:
-    """Write the split from the records in input order; ``fresh`` holds the copies renamed by this process
-    (records resumed from disk are turned back into documents)."""
+    """Stage the split's new files from the records in input order, then commit them (see the module doc).
+
+    ``fresh`` holds the copies renamed by this process (records resumed from disk are turned back into documents).
+    """
+    from .card import dataset_card_text
     from .isolation import used_names
 
     rows: list[dict[str, Any]] = []
@@ -541,23 +711,68 @@ def _assemble(
                 err = record["error"]
                 failures.append(DocumentFailure(doc_index, err["title"], seed, err["message"], err["type"]))
     failures.sort(key=lambda f: (f.doc_index, -1 if f.seed is None else f.seed))
-    out = config.output_dir
-    paths = _write_parquet(rows, out / "data", config.split)
+    out, split = config.output_dir, config.split
+    stage = work / STAGE_DIR
+    shutil.rmtree(stage, ignore_errors=True)
+    staged = _write_parquet(rows, stage / "data", split)
     names_used = used_names(renamed)
     stats = construction_statistics(renamed, leaks, names_used, n_docs, failures, source, config.seeds)
-    stats["data_files"] = [p.relative_to(out).as_posix() for p in paths]
+    stats["data_files"] = [f"data/{p.name}" for p in staged]
     stats["fingerprint"] = source.fingerprint(config.seeds)
-    _write_failures(out, config.split, failures)
-    all_stats = _read_json(out / STATISTICS_FILE, {})
-    all_stats[config.split] = stats
-    _write_json(out / STATISTICS_FILE, dict(sorted(all_stats.items())))
-    names = _read_json(out / NAMES_FILE, {"format": NAMES_FORMAT, "splits": {}})
-    names["splits"][config.split] = sorted(names_used)
-    names["splits"] = dict(sorted(names["splits"].items()))
-    _write_json(out / NAMES_FILE, names)
+    moves = [(f"data/{p.name}", f"data/{p.name}") for p in staged]
+    errors_rel = f"errors/{split}.jsonl"
+    deletes: list[str] = []
+    if failures:
+        _write_failures(stage / errors_rel, failures)
+        moves.append((errors_rel, errors_rel))
+    else:
+        deletes.append(errors_rel)
     if config.export_json:
-        write_documents(renamed, out / "json" / f"{config.split}.json")
-    return paths, stats, failures
+        write_documents(renamed, stage / "json" / f"{split}.json")
+        moves.append((f"json/{split}.json", f"json/{split}.json"))
+    all_stats = _read_json(out / STATISTICS_FILE, {})
+    old = all_stats.get(split) or {}
+    all_stats[split] = stats
+    all_stats = dict(sorted(all_stats.items()))
+    names = _read_json(out / NAMES_FILE, {"format": NAMES_FORMAT, "splits": {}})
+    names["splits"][split] = sorted(names_used)
+    names["splits"] = dict(sorted(names["splits"].items()))
+    _write_json(stage / NAMES_FILE, names)
+    _write_json(stage / STATISTICS_FILE, all_stats)
+    sizes = {}
+    for name, split_stats in all_stats.items():
+        base = stage if name == split else out
+        sizes[name] = sum((base / f).stat().st_size for f in split_stats["data_files"] if (base / f).exists())
+    from ..atomic import write_text
+
+    write_text(stage / "README.md", dataset_card_text(all_stats, sizes=sizes, **card))
+    moves += [(NAMES_FILE, NAMES_FILE), (STATISTICS_FILE, STATISTICS_FILE), ("README.md", "README.md")]
+    new_files = {dst for _, dst in moves}
+    old_shards = set(old.get("data_files", []))
+    if (out / "data").is_dir():
+        old_shards |= {f"data/{p.name}" for p in (out / "data").iterdir() if is_shard_of(p.name, split)}
+    deletes += sorted(old_shards - new_files)
+    _write_json(work / COMMIT_FILE, {"split": split, "moves": moves, "deletes": deletes})  # the commit point
+    _apply_commit(out, work)
+    return [out / "data" / p.name for p in staged], stats, failures
+
+
+def _result_of_existing(config: BuildConfig, n_units: int, start: float) -> BuildResult:
+    """The result of a split that is already built as asked (``resume`` after the commit finished)."""
+    stats = _read_json(config.output_dir / STATISTICS_FILE, {})[config.split]
+    failures = []
+    errors = config.output_dir / "errors" / f"{config.split}.jsonl"
+    if errors.exists():
+        failures = [DocumentFailure(**json.loads(line)) for line in errors.read_text(encoding="utf-8").splitlines()]
+    return BuildResult(
+        split=config.split,
+        output_dir=config.output_dir,
+        data_files=[config.output_dir / f for f in stats["data_files"]],
+        statistics=stats,
+        failures=failures,
+        resumed=n_units,
+        seconds=time.perf_counter() - start,
+    )
 
 
 def build_split(
@@ -574,13 +789,16 @@ def build_split(
 
     ``kb_name``/``kb_snapshot`` and ``renaming_config`` are recorded (they decide the output together with
     the input and the seeds); ``card`` holds :func:`envre_hf.renaming.card.write_dataset_card` options.
-    Raises :class:`DocumentError` on the first bad document when ``config.on_error == "fail"``.
+    Raises :class:`DocumentError` on the first bad document when ``config.on_error == "fail"``, and
+    :class:`BuildError` for a folder that is not ours, a locked folder or a different build of the split.
     """
-    from .card import write_dataset_card
-
     start = time.perf_counter()
-    raw = load_raw_documents(input_path)
-    docs, parse_failures = parse_documents(raw, skip=config.on_error == "skip")
+    try:
+        raw = load_raw_documents(input_path)
+        docs, parse_failures = parse_documents(raw, skip=config.on_error == "skip")
+        check_unique_keys((d for d in docs if d is not None), input_path)
+    except DocumentError as err:
+        raise _in_file(err, input_path) from None
     source = SourceInfo(
         input_path=str(input_path),
         input_sha256=file_sha256(input_path),
@@ -596,32 +814,40 @@ def build_split(
         "seeds": list(config.seeds),
         "source": asdict(source),
     }
-    config.output_dir.mkdir(parents=True, exist_ok=True)
-    work = _prepare_work_folder(config, manifest)
-    log = _WorkLog(work, config.chunk_size)
-    log.read()
     units = [(i, seed) for i, doc in enumerate(docs) if doc is not None for seed in config.seeds]
-    todo = [unit for unit in units if unit not in log.records]
-    bar = tqdm(
-        total=len(units),
-        initial=len(units) - len(todo),
-        desc=f"renaming {config.split}",
-        unit="doc",
-        disable=not config.progress,
-    )
-    with _settled_results():
-        try:
-            fresh = _run_units(pipeline, docs, todo, log, config, bar)
-        finally:
-            log.close()
-            bar.close()
-        gc.freeze()
-        paths, stats, failures = _assemble(config, source, log.records, fresh, len(docs), parse_failures)
-    write_dataset_card(config.output_dir, **(card or {}))
-    shutil.rmtree(work)
-    work_root = config.output_dir / WORK_DIR
-    if work_root.exists() and not any(work_root.iterdir()):
-        work_root.rmdir()
+    claim_output_folder(config.output_dir)
+    with locked_output_folder(config.output_dir):
+        repaired = finish_pending_commits(config.output_dir)
+        work = config.output_dir / WORK_DIR / config.split
+        built = _read_json(config.output_dir / STATISTICS_FILE, {}).get(config.split, {})
+        if config.resume and not work.exists() and built.get("fingerprint") == manifest["fingerprint"] and (
+            config.split in repaired
+        ):
+            return _result_of_existing(config, len(units), start)
+        _check_replacement(config, source)
+        work = _prepare_work_folder(config, manifest)
+        log = _WorkLog(work, config.chunk_size)
+        log.read()
+        todo = [unit for unit in units if unit not in log.records]
+        bar = tqdm(
+            total=len(units),
+            initial=len(units) - len(todo),
+            desc=f"renaming {config.split}",
+            unit="doc",
+            disable=not config.progress,
+        )
+        with _settled_results():
+            try:
+                fresh = _run_units(pipeline, docs, todo, log, config, bar)
+            except DocumentError as err:
+                raise _in_file(err, input_path) from None
+            finally:
+                log.close()
+                bar.close()
+            gc.freeze()
+            paths, stats, failures = _assemble(
+                config, source, log.records, fresh, len(docs), parse_failures, work, card or {}
+            )
     return BuildResult(
         split=config.split,
         output_dir=config.output_dir,
@@ -647,7 +873,7 @@ class UploadPlan:
 
 
 #: Never uploaded: the resume work folder and temporary files.
-IGNORE_PATTERNS = [f"{WORK_DIR}/**", "**/*.tmp", "*.tmp"]
+IGNORE_PATTERNS = [f"{WORK_DIR}/**", "**/*.tmp", "*.tmp", MARKER_FILE]
 
 
 def upload_plan(output_dir: PathLike, repo_id: str) -> UploadPlan:
@@ -681,6 +907,8 @@ def push_to_hub(
     folder = Path(output_dir)
     if not (folder / "README.md").exists() or not (folder / "data").is_dir():
         raise BuildError(f"{folder} is not a built dataset folder (README.md and data/ missing)")
+    if pending_commits(folder):
+        raise BuildError(f"{folder} has an unfinished split replacement; run envre build --resume first")
     api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     return api.upload_folder(

@@ -163,6 +163,25 @@ def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_i
     return "\n".join(lines)
 
 
+def dataset_card_text(
+    statistics: dict[str, dict[str, Any]],
+    *,
+    sizes: dict[str, int] | None = None,
+    pretty_name: str = "Env-Re-DocRED",
+    license: str = "mit",
+    repo_id: str | None = None,
+) -> str:
+    """The card (``README.md``) of a folder holding ``statistics``; ``sizes`` gives each split's parquet bytes."""
+    from huggingface_hub import DatasetCard
+
+    statistics = {split: {**stats, "num_bytes": (sizes or {}).get(split, 0)} for split, stats in statistics.items()}
+    metadata = card_metadata(statistics, pretty_name=pretty_name, license=license)
+    import yaml
+
+    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
+    return str(DatasetCard(f"---\n{header}---\n\n{card_body(statistics, pretty_name=pretty_name, repo_id=repo_id)}"))
+
+
 def write_dataset_card(
     output_dir: str | os.PathLike,
     *,
@@ -170,20 +189,17 @@ def write_dataset_card(
     license: str = "mit",
     repo_id: str | None = None,
 ) -> Path:
-    """(Re)write ``output_dir/README.md`` from ``output_dir/statistics.json`` and the parquet sizes."""
-    from huggingface_hub import DatasetCard
+    """(Re)write ``output_dir/README.md`` (atomically) from ``output_dir/statistics.json`` and the parquet sizes.
 
+    ``envre build`` stages the card with the split's other files instead (see :mod:`envre_hf.renaming.build`).
+    """
+    from ..atomic import write_text
     from .build import STATISTICS_FILE
 
     folder = Path(output_dir)
     statistics = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))
-    for stats in statistics.values():
-        stats["num_bytes"] = sum((folder / f).stat().st_size for f in stats["data_files"])
-    metadata = card_metadata(statistics, pretty_name=pretty_name, license=license)
-    import yaml
-
-    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
-    card = DatasetCard(f"---\n{header}---\n\n{card_body(statistics, pretty_name=pretty_name, repo_id=repo_id)}")
-    path = folder / "README.md"
-    path.write_text(str(card), encoding="utf-8")
-    return path
+    sizes = {
+        split: sum((folder / f).stat().st_size for f in stats["data_files"]) for split, stats in statistics.items()
+    }
+    text = dataset_card_text(statistics, sizes=sizes, pretty_name=pretty_name, license=license, repo_id=repo_id)
+    return write_text(folder / "README.md", text)

@@ -94,7 +94,7 @@ def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
 
     config = AutoConfig.from_pretrained(model_args.model_name_or_path)
     if isinstance(config, DocREConfig):
-        return DocREModel.from_pretrained(model_args.model_name_or_path)
+        return DocREModel.from_pretrained(model_args.model_name_or_path, use_safetensors=True)
     head: dict[str, Any] = dict(get_preset(preset).model_settings()) if preset else {}
     if model_args.head_type != ModelArguments.head_type or not preset:
         head["head_type"] = model_args.head_type
@@ -225,9 +225,9 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     if eval_documents:
         metrics.update(trainer.evaluate())
     if trainer.is_world_process_zero():
-        Path(training_args.output_dir).mkdir(parents=True, exist_ok=True)
-        with open(Path(training_args.output_dir) / "all_results.json", "w", encoding="utf-8") as fh:
-            json.dump(metrics, fh, indent=2)
+        from ..atomic import write_json
+
+        write_json(Path(training_args.output_dir) / "all_results.json", metrics, ensure_ascii=True)
     return metrics
 
 

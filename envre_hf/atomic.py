@@ -1,0 +1,132 @@
+"""Atomic file writes: the one way every writer of the package puts a file in place.
+
+A file is written under a hidden temporary name in its own folder (``.NAME.<random>.tmp``), flushed to disk,
+then renamed over the final name (``os.replace`` is atomic on POSIX and Windows). A kill or a full disk at
+any moment leaves the previous file or the new one under the final name, never a truncated one; the
+temporary file is removed on every error that Python sees (a ``kill -9`` may leave one behind: hidden, named
+``*.tmp``, ignored by ``datasets``, the Hub upload and :func:`clean_temporary_files`).
+
+Errors are :class:`OSError` whose ``filename`` is the *final* path (not the temporary one), so the CLI's
+one-line message names the file the user asked for (``No space left on device: 'out/report.md'``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+PathLike = str | os.PathLike
+
+#: Suffix of every temporary file: upload and cleaning skip it.
+TMP_SUFFIX = ".tmp"
+
+
+def _located(err: OSError, path: Path) -> OSError:
+    """``err`` re-raised against the final path (same errno and class, e.g. PermissionError)."""
+    return type(err)(err.errno, err.strerror or str(err), str(path))
+
+
+def fsync_dir(folder: PathLike) -> None:
+    """Make renames in ``folder`` durable (best effort: not every platform can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; when the block ends without error, move it onto ``path``.
+
+    For writers that want a file name rather than a handle (``pyarrow``, ``matplotlib``'s ``savefig``).
+    The parent folder is created. With ``durable`` the data is fsynced before the rename.
+    """
+    path = Path(path)
+    for parent in path.parents:  # the nearest existing ancestor must be a folder
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(20, f"cannot write {path}: {parent} is a file, not a folder", str(parent))
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a folder, not a file", str(path))
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+        os.close(fd)
+    except OSError as err:
+        raise _located(err, path) from None
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        if durable:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        if os.name == "posix":
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
+        os.replace(tmp, path)
+    except BaseException as err:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        if isinstance(err, OSError) and err.filename in (None, str(tmp), tmp_name):
+            raise _located(err, path) from None  # the write failed (disk full, ...): name the file asked for
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_open(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8", durable: bool = True) -> Iterator[IO]:
+    """``open(path, mode)`` for writing, atomically (``mode`` is ``"w"`` or ``"wb"``)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open writes whole files: mode 'w' or 'wb', got {mode!r}")
+    with atomic_path(path, durable=durable) as tmp:
+        with open(tmp, mode, encoding=None if "b" in mode else encoding) as fh:
+            yield fh
+
+
+def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_open(path, "w", encoding=encoding) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: PathLike, data: bytes) -> Path:
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def write_json(path: PathLike, obj: Any, *, indent: int | None = 2, ensure_ascii: bool = False, **kwargs: Any) -> Path:
+    """``json.dump`` to ``path`` atomically (a trailing newline when indented)."""
+    text = json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, **kwargs)
+    return write_text(path, text + "\n" if indent is not None else text)
+
+
+def clean_temporary_files(folder: PathLike) -> int:
+    """Remove the temporary files a killed writer left in ``folder`` (not recursive); returns how many."""
+    removed = 0
+    for tmp in Path(folder).glob(f".*{TMP_SUFFIX}"):
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    return removed

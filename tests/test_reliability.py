@@ -1,0 +1,371 @@
+"""Nothing lost, nothing half-written: kills during a rebuild's final write, owned and locked build folders,
+different builds refused without --overwrite, split names, duplicate keys, a full disk, pickled weights,
+model paths, gzip input and control characters in knowledge-base names."""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from envre_hf.atomic import atomic_open, write_json
+from envre_hf.cli.main import main
+from envre_hf.documents import DocumentError, read_documents
+from envre_hf.renaming.build import (
+    MARKER_FILE,
+    WORK_DIR,
+    BuildConfig,
+    BuildError,
+    build_split,
+    locked_output_folder,
+    pending_commits,
+)
+from malformed_inputs import SAMPLE_DOCS, SAMPLE_PREDICTIONS, SAMPLE_TRAIN
+from test_build import FakePipeline
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+
+def _build(out: Path, seeds=(0,), split="test", input_path=SAMPLE_DOCS, **config) -> object:
+    return build_split(
+        FakePipeline(), input_path, BuildConfig(out, split=split, seeds=seeds, progress=False, **config)
+    )
+
+
+def _load(out: Path, split: str = "test"):
+    from datasets import load_dataset
+
+    return load_dataset(str(out), split=split, download_mode="force_redownload")
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MARKER_FILE
+    }
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- kills during the final write
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    sys.path.insert(0, {tests!r})
+    from test_build import FakePipeline
+    from envre_hf.renaming.build import BuildConfig, build_split
+
+    out, victim = Path(sys.argv[1]), sys.argv[2]
+    real_replace = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst).name == victim and "stage" not in Path(dst).parts:
+            os.kill(os.getpid(), signal.SIGKILL)  # kill -9 just before this file is put in place
+        return real_replace(src, dst, *args, **kwargs)
+
+    os.replace = replace
+    config = BuildConfig(out, split="test", seeds=(0, 1), progress=False, overwrite=True,
+                         resume="--resume" in sys.argv)
+    build_split(FakePipeline(), {docs!r}, config)
+    """
+)
+
+
+def _rebuild_killed_before(out: Path, victim: str) -> int:
+    script = KILLER.format(tests=str(TESTS), docs=str(SAMPLE_DOCS))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", script, str(out), victim], env=env, timeout=600).returncode
+
+
+@pytest.mark.parametrize(
+    "victim, committed",
+    [
+        ("commit.json", False),  # new split staged, commit point not reached: the old output is untouched
+        ("test-00000-of-00001.parquet", True),  # commit point passed, nothing moved yet
+        ("README.md", True),  # shards, statistics and names moved, the card not yet
+    ],
+)
+def test_kill_9_during_the_final_write_of_a_rebuild(victim, committed, tmp_path, capsys):
+    out = tmp_path / "env"
+    _build(out, seeds=(0,))
+    old = _snapshot(out)
+    assert len(_load(out)) == 3
+
+    assert _rebuild_killed_before(out, victim) == -9
+    if not committed:
+        assert _snapshot(out) == {**old, **{k: v for k, v in _snapshot(out).items() if k.startswith(WORK_DIR)}}
+        assert len(_load(out)) == 3 and not pending_commits(out)  # the old output still loads, unchanged
+        with pytest.raises(BuildError, match="--resume"):  # the interrupted rebuild is not started over silently
+            _build(out, seeds=(0, 1), overwrite=True)
+    else:
+        assert pending_commits(out) == ["test"]  # the clear incomplete marker...
+        capsys.readouterr()
+        assert main(["analyze", "--original", str(SAMPLE_DOCS), "--renamed", str(out), "--output",
+                     str(tmp_path / "a")]) == 2
+        assert "--resume" in _one_line(capsys)  # ...that readers report, with the fix
+    result = _build(out, seeds=(0, 1), overwrite=True, resume=True)  # --resume repairs it
+    assert not pending_commits(out) and not (out / WORK_DIR).exists()
+    rows = _load(out)
+    assert len(rows) == 6 and sorted(set(rows["seed"])) == [0, 1]
+    stats = json.loads((out / "statistics.json").read_text())
+    assert stats["test"]["seeds"] == [0, 1] and result.statistics["renamed_documents"] == 6
+    card = (out / "README.md").read_text()
+    assert "num_examples: 6" in card
+    # the repaired folder is byte-identical to an uninterrupted build of the same thing
+    clean = tmp_path / "clean"
+    _build(clean, seeds=(0, 1))
+    assert _snapshot(out) == _snapshot(clean)
+
+
+# --------------------------------------------------------------------------- owned, locked folders
+
+
+def test_a_folder_not_written_by_envre_is_refused(tmp_path, capsys):
+    theirs = tmp_path / "theirs"
+    (theirs / "data").mkdir(parents=True)
+    (theirs / "README.md").write_text("my own dataset")
+    (theirs / "data" / "test-00000-of-00001.parquet").write_bytes(b"PAR1 my data PAR1")
+    before = _snapshot(theirs)
+    with pytest.raises(BuildError, match="not written by envre build"):
+        _build(theirs)
+    capsys.readouterr()
+    assert main(["build", "--input", str(SAMPLE_DOCS), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN),
+                 "--split", "test", "--overwrite", "--no-progress", "--output", str(theirs)]) == 2
+    assert "not written by envre build" in _one_line(capsys)
+    assert _snapshot(theirs) == before and not (theirs / MARKER_FILE).exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _build(empty)  # an empty folder is fine, and becomes ours
+    assert (empty / MARKER_FILE).is_file()
+
+
+def test_a_different_build_of_a_split_is_refused_without_overwrite(tmp_path):
+    out = tmp_path / "env"
+    _build(out, seeds=(0, 1, 2))
+    before = _snapshot(out)
+    with pytest.raises(BuildError, match=r"seeds \[0, 1, 2\] -> \[0\].*--overwrite"):
+        _build(out, seeds=(0,))
+    with pytest.raises(BuildError, match="input"):
+        _build(out, seeds=(0, 1, 2), input_path=SAMPLE_TRAIN)
+    assert _snapshot(out) == before
+    _build(out, seeds=(0, 1, 2))  # the same build again is allowed (and gives the same bytes)
+    assert _snapshot(out) == before
+    _build(out, seeds=(0,), overwrite=True)
+    assert len(_load(out)) == 3
+
+
+def test_a_concurrent_build_of_the_same_folder_is_refused(tmp_path):
+    out = tmp_path / "env"
+    _build(out)
+    before = _snapshot(out)
+    with locked_output_folder(out):  # another build holds the lock
+        with pytest.raises(BuildError, match="another envre build"):
+            _build(out, split="validation")
+    assert _snapshot(out) == before
+    _build(out, split="validation")  # the lock is released with its holder
+    assert sorted(json.loads((out / "statistics.json").read_text())) == ["test", "validation"]
+
+
+def test_split_names_are_checked_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="test_hard instead of test-hard"):
+        _build(tmp_path / "env", split="test-hard")
+    assert not (tmp_path / "env").exists()
+    out = tmp_path / "env2"
+    _build(out, split="test_hard", seeds=(0, 1))
+    _build(out, split="test")
+    # writing "test" kept the test_hard shards, and reading "test" does not pick them up
+    assert (out / "data" / "test_hard-00000-of-00001.parquet").exists()
+    assert len(_load(out, "test")) == 3 and len(_load(out, "test_hard")) == 6
+    from envre_hf.cli.analyze import read_benchmark
+
+    assert len(read_benchmark(out, "test")) == 3 and len(read_benchmark(out, "test_hard")) == 6
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def test_duplicate_document_keys_are_refused_by_every_reader(tmp_path):
+    docs = json.loads(SAMPLE_DOCS.read_text())
+    dup = tmp_path / "dup.json"
+    dup.write_text(json.dumps(docs + [docs[0]]))
+    with pytest.raises(DocumentError, match="duplicate document key 'Harwick Valley Orchestra'.*document 0"):
+        read_documents(dup)
+    with pytest.raises(DocumentError, match="duplicate document key"):
+        _build(tmp_path / "env", input_path=dup, on_error="skip")
+    assert not (tmp_path / "env").exists()
+    from envre_hf.kb.corpus import CorpusKB  # noqa: F401  (--kb-pool reads with read_documents too)
+
+
+def test_gzipped_input_is_decompressed(tmp_path):
+    plain = read_documents(SAMPLE_DOCS)
+    packed = tmp_path / "docs.json.gz"
+    packed.write_bytes(gzip.compress(SAMPLE_DOCS.read_bytes()))
+    lines = tmp_path / "docs.jsonl.gz"
+    lines.write_bytes(gzip.compress("\n".join(json.dumps(d) for d in json.loads(SAMPLE_DOCS.read_text())).encode()))
+    assert read_documents(packed) == plain and read_documents(lines) == plain
+
+
+# --------------------------------------------------------------------------- a full disk
+
+
+def test_a_full_disk_leaves_the_old_output_and_one_line(tmp_path, monkeypatch, capsys):
+    import datasets
+
+    import envre_hf.atomic as atomic
+
+    out = tmp_path / "env"
+    _build(out)
+    before = _snapshot(out)
+
+    def disk_fills_up(self, path, *args, **kwargs):  # half a shard written, then the disk is full
+        Path(path).write_bytes(b"PAR1" + b"\0" * 100)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(datasets.Dataset, "to_parquet", disk_fills_up)
+    with pytest.raises(OSError) as info:
+        _build(out, seeds=(0, 1), overwrite=True)
+    assert info.value.errno == errno.ENOSPC and info.value.filename.endswith("test-00000-of-00001.parquet")
+    monkeypatch.undo()
+    assert {k: v for k, v in _snapshot(out).items() if not k.startswith(WORK_DIR)} == before
+    assert len(_load(out)) == 3 and not list(out.rglob("*.tmp"))
+    _build(out, seeds=(0, 1), overwrite=True, resume=True)  # space freed: the kept work finishes the rebuild
+    assert len(_load(out)) == 6
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    scores = tmp_path / "scores.json"
+    scores.write_text('{"old": true}')
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    capsys.readouterr()
+    assert main(["evaluate", "--predictions", str(SAMPLE_PREDICTIONS), "--gold", str(SAMPLE_DOCS),
+                 "--output", str(scores)]) == 2
+    line = _one_line(capsys)
+    assert str(scores) in line and "no space left on device" in line
+    assert scores.read_text() == '{"old": true}' and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_atomic_writes_keep_the_old_file_when_the_writer_fails(tmp_path):
+    path = tmp_path / "report.json"
+    write_json(path, {"v": 1})
+    with pytest.raises(RuntimeError):
+        with atomic_open(path) as fh:
+            fh.write('{"v": 2, "half')
+            raise RuntimeError("killed mid-write")
+    assert json.loads(path.read_text()) == {"v": 1} and [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _pickled_encoder(folder: Path) -> Path:
+    import torch
+    from safetensors.torch import load_file
+
+    from _training_helpers import save_tiny_encoder
+
+    save_tiny_encoder(folder)
+    torch.save(load_file(folder / "model.safetensors"), folder / "pytorch_model.bin")
+    (folder / "model.safetensors").unlink()
+    return folder
+
+
+def test_a_pickled_encoder_is_refused_without_unpickling(tmp_path, monkeypatch, capsys):
+    import torch
+
+    encoder = _pickled_encoder(tmp_path / "encoder")
+    calls = []
+    monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(a) or pytest.fail("torch.load was called"))
+    capsys.readouterr()
+    code = main(["train", "--model_name_or_path", str(encoder), "--train_file", str(SAMPLE_TRAIN),
+                 "--output_dir", str(tmp_path / "run"), "--max_steps", "1", "--report_to", "none"])
+    assert code == 2 and "safetensors" in _one_line(capsys) and not calls
+    code = main(["evaluate", "--model", str(encoder), "--gold", str(SAMPLE_DOCS)])
+    assert code == 2 and not calls
+    capsys.readouterr()
+
+
+def test_damaged_weights_are_one_line(tmp_path, capsys):
+    from _training_helpers import save_tiny_encoder
+
+    encoder = save_tiny_encoder(tmp_path / "encoder")
+    (encoder / "model.safetensors").write_bytes(b"not a safetensors file")
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(encoder), "--gold", str(SAMPLE_DOCS)]) == 2
+    assert "unreadable model weights" in _one_line(capsys)
+
+
+def test_model_paths_missing_locally_are_errors_unless_hub_ids(tmp_path, monkeypatch):
+    from envre_hf.cli.common import UsageError, model_location
+
+    assert model_location(tmp_path) == str(tmp_path)
+    with pytest.raises(UsageError, match="no such folder"):
+        model_location(tmp_path / "typo")
+    with pytest.raises(UsageError, match="no such folder"):
+        model_location("runs/evrt/checkpoint-5")  # more than owner/name: a path, not a Hub id
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert model_location("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UsageError, match="HF_HUB_OFFLINE"):
+        model_location("sentence-transformers/all-MiniLM-L6-v2")
+
+
+# --------------------------------------------------------------------------- knowledge-base names
+
+
+BAD = {"nul": "\x00", "rlo": "\u202e", "lri": "\u2066", "esc": "\x1b"}
+INVISIBLE = {"zwsp": "\u200b", "zwj": "\u200d", "bom": "\ufeff", "soft hyphen": "\u00ad"}
+
+
+def test_kb_names_are_nfc_and_free_of_control_bidi_and_zero_width_characters():
+    from envre_hf.kb.base import clean_name, clean_names, distinct_names
+
+    for char in BAD.values():
+        assert clean_name(f"Mark{char}Twain") is None
+    for char in INVISIBLE.values():
+        assert clean_name(f"Mark{char} Twain") == "Mark Twain"
+    assert clean_name("Cafe\u0301\tde\nParis ") == "Caf\u00e9 de Paris"
+    assert clean_names(["Paris", "Pa\u200bris", "", "\u200b", "Lyon\u202e"]) == ["Paris"]
+    assert distinct_names("Ber\u200blin", ["Berlin", "Berl\x00in"]) == ["Berlin"]
+
+
+def test_control_characters_in_kb_names_never_reach_a_benchmark(tmp_path):
+    from envre_hf.kb.corpus import CorpusKB
+    from envre_hf.renaming import RenamingPipeline
+
+    docs = json.loads(SAMPLE_TRAIN.read_text())
+    tampered = 0
+    for doc in docs:  # poison every PER/ORG/LOC name of the pool with one character of each kind
+        for e, entity in enumerate(doc["vertexSet"]):
+            if entity[0]["type"] in ("PER", "ORG", "LOC"):
+                char = list({**BAD, **INVISIBLE}.values())[e % 8]
+                for m in entity:
+                    doc["sents"][m["sent_id"]][m["pos"][0]] += char
+                    tampered += 1
+    pool = tmp_path / "pool.json"
+    pool.write_text(json.dumps(docs, ensure_ascii=False))
+    kb = CorpusKB(read_documents(pool))
+    names = [n for item_id in kb._ids for n in kb.names(item_id)]
+    forbidden = set(BAD.values()) | set(INVISIBLE.values())
+    assert tampered and names and not any(set(n) & forbidden for n in names)
+    pipeline = RenamingPipeline(kb)
+    renamed = [pipeline.rename(doc, 0) for doc in read_documents(SAMPLE_DOCS)]
+    new_names = [s.new_name for doc in renamed for s in doc.substitutions or [] if s.match != "rule"]
+    text = " ".join(tok for doc in renamed for sent in doc.sents for tok in sent)
+    assert new_names and not set(text) & forbidden and not any(set(n) & forbidden for n in new_names)
