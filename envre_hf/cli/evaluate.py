@@ -62,6 +62,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
+    group.add_argument(
+        "--quantize", choices=["int8"], help="CPU inference with int8 dynamic quantization of the encoder's linear layers"
+    )
+    group.add_argument("--bf16", action="store_true", help="run inference under bf16 autocast (CPU or GPU)")
 
 
 def run_model(args: argparse.Namespace) -> int:
@@ -71,8 +75,9 @@ def run_model(args: argparse.Namespace) -> int:
 
     gold = read_documents(_require_gold(args))
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(str(args.model), args.device)
-    predictions = predict(model, gold, tokenizer, batch_size=args.batch_size, top_k=args.top_k)
+    model, tokenizer = load_for_inference(str(args.model), args.device, quantize=getattr(args, "quantize", None))
+    autocast = "bf16" if getattr(args, "bf16", False) else None
+    predictions = predict(model, gold, tokenizer, batch_size=args.batch_size, top_k=args.top_k, autocast=autocast)
     if args.save_predictions is not None:
         args.save_predictions.parent.mkdir(parents=True, exist_ok=True)
         args.save_predictions.write_text(json.dumps(predictions, ensure_ascii=False), encoding="utf-8")
@@ -103,7 +108,7 @@ def run_robustness(args: argparse.Namespace) -> int:
     gold = read_documents(_require_gold(args))
     renamed = read_benchmark(args.env, args.env_split)
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(str(args.model), args.device)
+    model, tokenizer = load_for_inference(str(args.model), args.device, quantize=getattr(args, "quantize", None))
     report = model_robustness_report(
         model, tokenizer, gold, renamed, train, batch_size=args.batch_size, top_k=args.top_k
     )
