@@ -143,12 +143,11 @@ def _require_gold(args: argparse.Namespace) -> Path:
 
 def run_predictions(args: argparse.Namespace) -> int:
     """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
-    from ..metrics import read_predictions, score_predictions
+    from ..metrics import score_files
 
-    gold = read_documents(_require_gold(args))
-    train = read_documents(args.train) if args.train is not None else None
-    predictions = read_predictions(args.predictions)
-    scores = score_predictions(predictions, gold, train, allow_unknown_documents=args.allow_unknown_documents)
+    scores = score_files(
+        args.predictions, _require_gold(args), args.train, allow_unknown_documents=args.allow_unknown_documents
+    )
     emit(scores.to_dict(), args)
     return 0
 
