@@ -84,6 +84,13 @@ def test_fast_logits_equal_eager(tokenizer, batch, style, positions):
         with model.eager_attention():
             eager_seq, full = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
             eager = model(**batch).logits
+    if style != "deberta":  # AttentionInterface encoders never fall back to running eager
+        def no_eager(self):
+            raise AssertionError("the fast path fell back to eager attention")
+
+        with pytest.MonkeyPatch.context() as patch, torch.no_grad():
+            patch.setattr(type(model), "_eager_encoder", no_eager)
+            assert torch.equal(model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])[1], rows)
     idx = mention_index(batch["entity_pos"])
     assert rows.dim() == 3 and rows.shape[0] == idx.pos.numel()  # only the mention rows, never L x L
     assert full.dim() == 4
@@ -121,9 +128,26 @@ def test_fast_gradients_equal_eager(tokenizer, batch, style):
         assert torch.allclose(g_fast[name], g_eager[name], atol=1e-5, rtol=1e-3), name
 
 
-def test_encoder_runs_sdpa_and_eager_block_restores(tokenizer):
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_gradient_checkpointing_keeps_the_rows_gradients(tokenizer, batch, reentrant):
+    model = _model("bert", tokenizer.vocab_size, 64).train()
+    model.attention_path = "eager"
+    model(**batch).loss.backward()
+    reference = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    model.attention_path = "fast"
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+    model(**batch).loss.backward()
+    for name, grad in reference.items():
+        assert torch.allclose(model.get_parameter(name).grad, grad, atol=1e-5, rtol=1e-3), name
+
+
+def test_encoder_runs_sdpa_and_eager_block_restores(tokenizer, tmp_path):
     model = _model("bert", tokenizer.vocab_size, 64)
     assert model.encoder.config._attn_implementation == FAST_ATTENTION
+    model.save_pretrained(tmp_path)
+    assert FAST_ATTENTION not in (tmp_path / "config.json").read_text()  # a runtime choice, never saved
+    assert DocREModel.from_pretrained(tmp_path).encoder.config._attn_implementation == FAST_ATTENTION
     with model.eager_attention():
         assert model.encoder.config._attn_implementation == "eager" and model.attention_path == "eager"
     assert model.encoder.config._attn_implementation == FAST_ATTENTION and model.attention_path == "fast"

@@ -213,8 +213,9 @@ _ATTENTION_CALLS: list[nn.Module] | None = None
 
 @dataclass
 class _RowRequest:
-    """Rows ``(doc[i], pos[i])`` of one attention module's softmax, filled in by the attention function."""
+    """Rows ``(doc[i], pos[i])`` of ``module``'s attention softmax, filled in by the attention function."""
 
+    module: nn.Module
     doc: torch.Tensor
     pos: torch.Tensor
     rows: torch.Tensor | None = None
@@ -267,7 +268,8 @@ def _fast_attention(
     dropout: float = 0.0,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """SDPA; for the module holding a :class:`_RowRequest`, also the requested softmax rows.
+    """SDPA; for the module named by the ``envre_row_request`` keyword (a :class:`_RowRequest`), also the
+    requested softmax rows.
 
     In training the rows get their own dropout, as eager attention returns its probabilities after dropout.
     """
@@ -276,8 +278,8 @@ def _fast_attention(
     if _ATTENTION_CALLS is not None:
         _ATTENTION_CALLS.append(module)
     out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
-    request = module.__dict__.get("_envre_row_request")
-    if request is not None:
+    request = kwargs.get("envre_row_request")
+    if request is not None and request.module is module:
         rows = attention_rows(query, key, attention_mask, request.doc, request.pos, scaling)
         request.rows = torch.nn.functional.dropout(rows, p=dropout, training=module.training) if dropout else rows
     return out, None
@@ -469,14 +471,13 @@ class DocREPreTrainedModel(PreTrainedModel):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, doc: torch.Tensor, pos: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One encoder call: last hidden state and the last layer's attention rows ``(doc[i], pos[i])``."""
+        self._keep_last_layer_differentiable()
         if _supports_attention_backend(self.encoder) and self.encoder.config._attn_implementation == FAST_ATTENTION:
-            module = self._last_attention_module()
-            request = _RowRequest(doc, pos)
-            module.__dict__["_envre_row_request"] = request
-            try:
-                hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            finally:
-                module.__dict__.pop("_envre_row_request", None)
+            # The request travels as a keyword argument down to the attention function, so that a layer
+            # recomputed by gradient checkpointing recomputes the same rows.
+            request = _RowRequest(self._last_attention_module(), doc, pos)
+            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, envre_row_request=request)
+            hidden = out.last_hidden_state
             if request.rows is not None:
                 return hidden, request.rows
         # Other encoders: run as they are, keeping only the last layer's attention (not every layer's).
@@ -504,6 +505,17 @@ class DocREPreTrainedModel(PreTrainedModel):
                 handle.remove()
         att = captured[-1] if captured else out.attentions[-1]
         return out.last_hidden_state, att[doc, :, pos]
+
+    def _keep_last_layer_differentiable(self) -> None:
+        """Reentrant gradient checkpointing runs a layer's forward without autograd, which would cut the
+        attention rows (returned beside the layer's outputs) from the graph: the last layer is then not
+        checkpointed. Non-reentrant checkpointing recomputes the rows (the request is an argument)."""
+        layer = _last_layer(self.encoder)
+        if layer is None or not getattr(layer, "gradient_checkpointing", False):
+            return
+        func = getattr(layer, "_gradient_checkpointing_func", None)
+        if getattr(func, "keywords", {}).get("use_reentrant", True) is not False:
+            layer.gradient_checkpointing = False
 
     def _last_attention_module(self) -> nn.Module:
         """The attention module of the encoder's last layer: the last one called in a tiny dry run (cached)."""
