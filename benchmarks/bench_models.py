@@ -249,6 +249,12 @@ def main() -> None:
     if args.model:
         families = [models.DocREConfig.from_pretrained(args.model).head_type]
     results, summary = [], {}
+    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+
+    def save() -> None:  # after every family, so that a run stopped by a time limit keeps what it measured
+        if args.json_out:
+            write_json(args.json_out, {"command": command, "machine": machine(), "ratios": summary, "runs": results})
+
     for family in families:
         runs = {}
         for path in PATHS:
@@ -289,6 +295,7 @@ def main() -> None:
                     + (f" (change {opt['gold_f1_change']:+})" if "gold_f1_change" in opt else ""),
                     flush=True,
                 )
+        save()
     if results:
         r = results[0]
         print(
@@ -298,8 +305,7 @@ def main() -> None:
             f"{'wall-clock' if r['device'].startswith('cuda') else 'CPU'} seconds"
         )
     if args.json_out:
-        command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
-        write_json(args.json_out, {"command": command, "machine": machine(), "ratios": summary, "runs": results})
+        save()
         print(f"wrote {args.json_out}")
 
 
