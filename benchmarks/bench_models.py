@@ -130,6 +130,7 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         inference_docs_per_s=round(len(infer_feats) / infer_s, 2),
         peak_mb=round(peak_memory_mb(device)),
         device=device,
+        torch_threads=torch.get_num_threads(),
         dtype=args.dtype,
         encoder=args.model or args.encoder,
     )
