@@ -1,27 +1,56 @@
-"""Speed of docre_f1 scoring at benchmark scale (target: < 1 s on one core, Ign included).
+"""Speed of scoring from files: the whole ``envre evaluate --predictions`` process on the fast path
+(orjson, indexes from raw dicts) against the path it replaces (typed documents from ``read_documents``,
+``json``), in the same run, with the ratio; plus an in-process breakdown.
 
 Gold: the Re-DocRED test split five times under distinct doc_ids ``<title>#<k>`` (2,500 documents,
 ~87k facts), like the five renamed copies of Env-Re-DocRED. Predictions: the gold facts with 10% dropped,
 10% given a wrong relation, 5% duplicated, and one spurious pair per document; evidence kept. Ign uses the
-dev split as training documents. File reading is not timed (it is JSON parsing, not scoring). Scoring is
-single-threaded pure Python, so it runs on one core; the CPU time line is the figure to trust on a busy machine.
+dev split as training documents. Both processes must print the same scores (checked).
 
-    python3 benchmarks/bench_metric.py [--gold PATH] [--train PATH] [--copies 5] [--repeats 5]
+Times are CPU seconds of the child process (user + system; robust to other load on a shared machine) and
+wall-clock seconds; best and median of ``--repeats`` runs, the two paths alternating.
+
+    python3 benchmarks/bench_metric.py [--gold PATH] [--train PATH] [--copies 5] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import random
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
-from envre_hf.documents import Document, read_documents, docred_schema
-from envre_hf.metrics import GoldIndex, TrainFacts, score_predictions
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench_common import DEV, TEST, machine, write_json  # noqa: E402
 
-SHARED = Path(os.environ.get("ENVRE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+from envre_hf.documents import Document, docred_schema, read_documents, write_documents  # noqa: E402
+from envre_hf.metrics import (  # noqa: E402
+    GoldIndex,
+    TrainFacts,
+    read_gold_index,
+    read_predictions,
+    read_predictions_fast,
+    read_train_facts,
+    score_predictions,
+)
+
+#: The replaced path, as ``envre evaluate --predictions`` ran it: typed documents, json, then scoring.
+REPLACED = """
+import json, sys
+from envre_hf.documents import read_documents
+from envre_hf.metrics import read_predictions, score_predictions
+pred, gold, train, out = sys.argv[1:5]
+scores = score_predictions(read_predictions(pred), read_documents(gold), read_documents(train))
+open(out, "w", encoding="utf-8").write(json.dumps(scores.to_dict(), indent=2, ensure_ascii=False) + "\\n")
+"""
 
 
 def replicate(docs: list[Document], copies: int) -> list[Document]:
@@ -57,41 +86,96 @@ def perturbed_predictions(gold: list[Document], seed: int = 0) -> list[dict]:
     return preds
 
 
+def run_process(cmd: list[str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+def cpu(fn):
+    start = time.process_time()
+    result = fn()
+    return time.process_time() - start, result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gold", default=SHARED / "redocred" / "test_revised.json")
-    parser.add_argument("--train", default=SHARED / "redocred" / "dev_revised.json")
+    parser.add_argument("--gold", type=Path, default=TEST)
+    parser.add_argument("--train", type=Path, default=DEV)
     parser.add_argument("--copies", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs; the best and the median are printed")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each process; best and median printed")
+    parser.add_argument("--json-out", type=Path, help="write the figures (and this command) to this JSON file")
     args = parser.parse_args()
 
     gold = replicate(read_documents(args.gold), args.copies)
-    train = read_documents(args.train)
     preds = perturbed_predictions(gold)
+    tmp = Path(tempfile.mkdtemp(prefix="bench_metric_"))
+    gold_path, pred_path, train_path = tmp / "gold.json", tmp / "predictions.json", tmp / "train.json"
+    write_documents(gold, gold_path)
+    write_documents(read_documents(args.train), train_path)
+    pred_path.write_text(json.dumps(preds), encoding="utf-8")
     n_facts = sum(len(d.relations) for d in gold)
-    print(f"gold: {len(gold)} documents, {n_facts} facts; predictions: {len(preds)}; train: {len(train)} documents")
+    print(f"gold: {len(gold)} documents, {n_facts} facts; predictions: {len(preds)}; train: {args.train.name}")
 
-    times, cpu, parts = [], [], []
+    outputs = {"new": tmp / "new.json", "replaced": tmp / "replaced.json"}
+    commands = {
+        "new": [sys.executable, "-m", "envre_hf.cli.main", "evaluate", "--predictions", str(pred_path),
+                "--gold", str(gold_path), "--train", str(train_path), "--output", str(outputs["new"])],
+        "replaced": [sys.executable, "-c", REPLACED, str(pred_path), str(gold_path), str(train_path), str(outputs["replaced"])],
+    }  # fmt: skip
+    runs: dict[str, list[tuple[float, float]]] = {"new": [], "replaced": []}
     for _ in range(args.repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        scores = score_predictions(preds, gold, train)
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-        t1 = time.perf_counter()
-        index = GoldIndex(gold)
-        t2 = time.perf_counter()
-        facts = TrainFacts.from_documents(train)
-        t3 = time.perf_counter()
-        score_predictions(preds, index, facts)
-        t4 = time.perf_counter()
-        parts.append((t2 - t1, t3 - t2, t4 - t3))
-    best, median = min(times), sorted(times)[len(times) // 2]
+        for name in ("replaced", "new"):
+            runs[name].append(run_process(commands[name]))
+    same = json.loads(outputs["new"].read_text()) == json.loads(outputs["replaced"].read_text())
+    print(f"same scores from both processes: {same}")
+    figures: dict = {"same_scores": same, "documents": len(gold), "facts": n_facts, "predictions": len(preds)}
+    for name in ("replaced", "new"):
+        cpu_s = sorted(c for c, _ in runs[name])
+        wall_s = sorted(w for _, w in runs[name])
+        figures[name] = {"cpu_best_s": round(cpu_s[0], 3), "cpu_median_s": round(cpu_s[len(cpu_s) // 2], 3),
+                         "wall_best_s": round(wall_s[0], 3), "wall_median_s": round(wall_s[len(wall_s) // 2], 3)}  # fmt: skip
+        f = figures[name]
+        print(
+            f"whole envre evaluate process, {name:8s}: CPU best {f['cpu_best_s']:.3f} s, median {f['cpu_median_s']:.3f} s; "
+            f"wall best {f['wall_best_s']:.3f} s, median {f['wall_median_s']:.3f} s"
+        )
+    ratio = figures["replaced"]["cpu_best_s"] / figures["new"]["cpu_best_s"]
+    figures["speedup_cpu_best"] = round(ratio, 2)
+    print(f"new vs replaced (whole process, CPU time): x{ratio:.2f} faster")
+
+    # in-process breakdown (CPU seconds, one run each)
+    typed = {}
+    typed["read gold"], gold_docs = cpu(lambda: read_documents(gold_path))
+    typed["read train"], train_docs = cpu(lambda: read_documents(train_path))
+    typed["read predictions"], typed_preds = cpu(lambda: read_predictions(pred_path))
+    typed["gold index"], index = cpu(lambda: GoldIndex(gold_docs))
+    typed["train facts"], facts = cpu(lambda: TrainFacts.from_documents(train_docs))
+    typed["score"], scores = cpu(lambda: score_predictions(typed_preds, index, facts))
+    fast = {}
+    fast["gold index from file"], f_index = cpu(lambda: read_gold_index(gold_path))
+    fast["train facts from file"], f_facts = cpu(lambda: read_train_facts(train_path))
+    fast["read predictions"], f_preds = cpu(lambda: read_predictions_fast(pred_path))
+    fast["score"], f_scores = cpu(lambda: score_predictions(f_preds, f_index, f_facts))
+    assert f_scores.to_dict() == scores.to_dict()
+    print("breakdown (CPU s), replaced: " + ", ".join(f"{k} {v:.3f}" for k, v in typed.items()))
+    print("breakdown (CPU s), new:      " + ", ".join(f"{k} {v:.3f}" for k, v in fast.items()))
     print(f"F1 {100 * scores.f1:.2f}  Ign F1 {100 * scores.ign_f1:.2f}  evidence F1 {100 * scores.evidence_f1:.2f}")
-    print(f"whole scoring incl. Ign: best {best:.3f} s, median {median:.3f} s over {args.repeats} runs")
-    print(f"CPU time of this process (robust to other load on the machine): best {min(cpu):.3f} s")
-    print(f"documents/second: {len(gold) / best:,.0f} (best), {len(gold) / median:,.0f} (median)")
-    b = min(parts, key=sum)
-    print(f"breakdown (best run): gold index {b[0]:.3f} s, train facts {b[1]:.3f} s, predictions {b[2]:.3f} s")
+    figures["breakdown_replaced_cpu_s"] = {k: round(v, 3) for k, v in typed.items()}
+    figures["breakdown_new_cpu_s"] = {k: round(v, 3) for k, v in fast.items()}
+    for path in tmp.iterdir():
+        path.unlink()
+    tmp.rmdir()
+    if args.json_out:
+        command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+        write_json(args.json_out, {"command": command, "machine": machine(), **figures})
+        print(f"wrote {args.json_out}")
+    if not same:
+        sys.exit("the two paths printed different scores")
 
 
 if __name__ == "__main__":

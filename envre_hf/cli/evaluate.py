@@ -63,6 +63,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
+    group.add_argument(
+        "--quantize", choices=["int8"], help="CPU inference with int8 dynamic quantization of the encoder's linear layers"
+    )
+    group.add_argument("--bf16", action="store_true", help="run inference under bf16 autocast (CPU or GPU)")
 
 
 def run_model(args: argparse.Namespace) -> int:
@@ -72,8 +76,9 @@ def run_model(args: argparse.Namespace) -> int:
 
     gold = read_documents(_require_gold(args))
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(model_location(args.model), args.device)
-    predictions = predict(model, gold, tokenizer, batch_size=args.batch_size, top_k=args.top_k)
+    model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
+    autocast = "bf16" if getattr(args, "bf16", False) else None
+    predictions = predict(model, gold, tokenizer, batch_size=args.batch_size, top_k=args.top_k, autocast=autocast)
     if args.save_predictions is not None:
         write_json(args.save_predictions, predictions, indent=None)
     emit(score_predictions(predictions, gold, train).to_dict(), args)
@@ -103,7 +108,7 @@ def run_robustness(args: argparse.Namespace) -> int:
     gold = read_documents(_require_gold(args))
     renamed = read_benchmark(args.env, args.env_split)
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(model_location(args.model), args.device)
+    model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
     report = model_robustness_report(
         model, tokenizer, gold, renamed, train, batch_size=args.batch_size, top_k=args.top_k
     )
@@ -133,12 +138,11 @@ def _require_gold(args: argparse.Namespace) -> Path:
 
 def run_predictions(args: argparse.Namespace) -> int:
     """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
-    from ..metrics import read_predictions, score_predictions
+    from ..metrics import score_files
 
-    gold = read_documents(_require_gold(args))
-    train = read_documents(args.train) if args.train is not None else None
-    predictions = read_predictions(args.predictions)
-    scores = score_predictions(predictions, gold, train, allow_unknown_documents=args.allow_unknown_documents)
+    scores = score_files(
+        args.predictions, _require_gold(args), args.train, allow_unknown_documents=args.allow_unknown_documents
+    )
     emit(scores.to_dict(), args)
     return 0
 

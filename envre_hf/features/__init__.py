@@ -1,5 +1,6 @@
 """Stage 2: documents -> encoder inputs (entity markers, pairs, multi-hot labels) and batching."""
 
+from .batching import LengthGroupedSampler, dataset_lengths, feature_length, length_sorted_batches
 from .collator import DocRECollator
 from .featurize import (
     DEFAULT_MARKER,
@@ -19,6 +20,10 @@ __all__ = [
     "FEATURE_COLUMNS",
     "DocRECollator",
     "FeaturizeStats",
+    "LengthGroupedSampler",
+    "dataset_lengths",
+    "feature_length",
+    "length_sorted_batches",
     "entity_pairs",
     "featurize_dataset",
     "featurize_document",

@@ -12,6 +12,7 @@ from .docre import (
     read_predictions,
     score_predictions,
 )
+from .fast_io import read_gold_index, read_json_records, read_predictions_fast, read_train_facts, score_files
 
 __all__ = [
     "IGN_EPSILON",
@@ -19,6 +20,11 @@ __all__ = [
     "GoldIndex",
     "PredictionError",
     "TrainFacts",
+    "read_gold_index",
+    "read_json_records",
     "read_predictions",
+    "read_predictions_fast",
+    "read_train_facts",
+    "score_files",
     "score_predictions",
 ]

@@ -93,6 +93,38 @@ class TrainFacts:
         facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
 
+    @classmethod
+    def from_records(cls, records: Iterable[Any]) -> "TrainFacts":
+        """:meth:`from_documents` of DocRED-format dicts (e.g. ``orjson.loads`` of the training file), without
+        building typed documents; a record that is not plain DocRED goes through the typed reader."""
+        from ..documents.formats import from_dict
+
+        grouped: dict[str, set[tuple[str, str]]] = {}
+        n = 0
+        for n, obj in enumerate(records, 1):
+            fast = _fast_gold_record(obj)
+            if fast is None:
+                doc = from_dict(obj, n - 1)
+                names = [entity.names for entity in doc.entities]
+                relations = [(rel.h, rel.t, rel.r) for rel in doc.relations]
+                title = doc.title
+            else:
+                title, vertex_set = fast[1], fast[5]
+                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in vertex_set]
+                relations = fast[4]
+            n_ent = len(names)
+            for j, (h, t, r, *_) in enumerate(relations):
+                if not (0 <= h < n_ent and 0 <= t < n_ent):
+                    raise DocumentError(
+                        f"({h}, {t}) points outside the {n_ent} entities", doc_index=n - 1, title=title, label=j, field="h/t"
+                    )
+                pairs = grouped.get(r)
+                if pairs is None:
+                    pairs = grouped[r] = set()
+                pairs.update(product(names[h], names[t]))
+        facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
+        return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
+
     def __len__(self) -> int:
         return len(self.facts)
 
@@ -174,10 +206,15 @@ class DocREScores:
 
 
 class GoldIndex:
-    """Gold documents prepared for scoring (build once to score several submissions against one gold set)."""
+    """Gold documents prepared for scoring (build once to score several submissions against one gold set).
 
-    def __init__(self, gold: Sequence[Document]):
-        self.docs: dict[str, Document] = {}
+    Built from :class:`Document` objects, or with :meth:`from_records` straight from DocRED dicts as a
+    JSON parser returns them (the fast path of ``envre evaluate``: no typed documents are built).
+    """
+
+    def __init__(self, gold: Sequence[Document] = ()):
+        #: key -> its Document, or (fast path) its raw ``vertexSet``: where mention names are read from
+        self.docs: dict[str, Any] = {}
         self.num_entities: dict[str, int] = {}
         #: key -> per entity, the set of sentences its mentions occur in (intra = the sets meet)
         self.entity_sents: dict[str, list[frozenset[int]]] = {}
@@ -187,34 +224,84 @@ class GoldIndex:
         self.labels: dict[tuple[str, int, int, str], list[int]] = {}
         self.num_gold_evidence = 0
         self._names: dict[str, list[list[str]]] = {}
-        labels = self.labels
         for i, doc in enumerate(gold):
             if not isinstance(doc, Document):
                 raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
-            key = doc.key
-            if key in self.docs:
-                raise DocumentError(
-                    f"duplicate document key {key!r} in the gold set (give copies distinct doc_id values)",
-                    doc_index=i,
-                    title=doc.title,
-                    field="doc_id",
+            self._add(
+                i,
+                doc.key,
+                doc.title,
+                doc.has_labels,
+                [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
+                [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
+                doc,
+            )
+        self._finish()
+
+    @classmethod
+    def from_records(cls, records: Iterable[Any]) -> "GoldIndex":
+        """The index of DocRED-format document dicts (e.g. ``orjson.loads`` of a gold file), same as
+        ``GoldIndex([from_dict(r) for r in records])`` for valid files, without building typed documents.
+
+        Only what scoring reads is checked here (title, doc_id, mention names and sentence ids, labels);
+        a record that is not plain DocRED (Linked-DocRED) or fails a check is parsed by the typed reader,
+        which raises :class:`DocumentError` naming the document and field.
+        """
+        from ..documents.formats import from_dict
+
+        index = cls()
+        for i, obj in enumerate(records):
+            fast = _fast_gold_record(obj)
+            if fast is None:
+                doc = from_dict(obj, i)
+                fast = (
+                    doc.key,
+                    doc.title,
+                    doc.has_labels,
+                    [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
+                    [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
+                    doc,
                 )
-            if not doc.has_labels:
+            index._add(i, *fast)
+        index._finish()
+        return index
+
+    def _add(
+        self,
+        i: int,
+        key: str,
+        title: str,
+        has_labels: bool,
+        entity_sents: list[frozenset[int]],
+        relations: Iterable[tuple[int, int, str, list[int]]],
+        source: Any,
+    ) -> None:
+        if key in self.docs:
+            raise DocumentError(
+                f"duplicate document key {key!r} in the gold set (give copies distinct doc_id values)",
+                doc_index=i,
+                title=title,
+                field="doc_id",
+            )
+        if not has_labels:
+            raise DocumentError(
+                "gold document has no labels (an unlabelled split)", doc_index=i, title=title, field="labels"
+            )
+        self.docs[key] = source
+        n_ent = self.num_entities[key] = len(entity_sents)
+        self.entity_sents[key] = entity_sents
+        self.titles.setdefault(title, []).append(key)
+        labels = self.labels
+        for j, (h, t, r, evidence) in enumerate(relations):
+            if not (0 <= h < n_ent and 0 <= t < n_ent):
                 raise DocumentError(
-                    "gold document has no labels (an unlabelled split)", doc_index=i, title=doc.title, field="labels"
+                    f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=title, label=j, field="h/t"
                 )
-            self.docs[key] = doc
-            n_ent = self.num_entities[key] = len(doc.entities)
-            self.entity_sents[key] = [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities]
-            self.titles.setdefault(doc.title, []).append(key)
-            for j, rel in enumerate(doc.relations):
-                h, t = rel.h, rel.t
-                if not (0 <= h < n_ent and 0 <= t < n_ent):
-                    raise DocumentError(
-                        f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=doc.title, label=j, field="h/t"
-                    )
-                labels[(key, h, t, rel.r)] = rel.evidence
-                self.num_gold_evidence += len(rel.evidence)
+            labels[(key, h, t, r)] = evidence
+            self.num_gold_evidence += len(evidence)
+
+    def _finish(self) -> None:
+        labels = self.labels
         self.gold_by_relation: Counter[str] = Counter(map(itemgetter(3), labels))
         self.gold_by_count: Counter[int] = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
         self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
@@ -233,7 +320,12 @@ class GoldIndex:
         """Distinct mention names of every entity of a document (computed on first use)."""
         names = self._names.get(key)
         if names is None:
-            names = self._names[key] = [e.names for e in self.docs[key].entities]
+            source = self.docs[key]
+            if isinstance(source, Document):
+                names = [e.names for e in source.entities]
+            else:  # a raw vertexSet (from_records): Entity.names' rule, distinct names in mention order
+                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in source]
+            names = self._names[key] = names
         return names
 
     def resolve(self, doc_id: Any, title: Any) -> str | None:
@@ -250,6 +342,40 @@ class GoldIndex:
                 f"title {title!r} names {len(keys)} gold documents; give the prediction a doc_id", field="title"
             )
         return keys[0]
+
+
+def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], list[tuple], list] | None:
+    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it."""
+    if type(obj) is not dict or "vertexSet" not in obj:
+        return None
+    title, vertex_set = obj.get("title"), obj["vertexSet"]
+    doc_id = obj.get("doc_id")
+    if type(title) is not str or type(vertex_set) is not list or (doc_id is not None and type(doc_id) is not str):
+        return None
+    try:
+        entity_sents = [frozenset([m["sent_id"] for m in cluster]) for cluster in vertex_set]
+        if any(type(m) is not dict or type(m["name"]) is not str for cluster in vertex_set for m in cluster):
+            return None
+    except (TypeError, KeyError):
+        return None
+    if set(map(type, chain.from_iterable(entity_sents))) - {int}:
+        return None
+    raw_labels = obj.get("labels")
+    relations = []
+    if raw_labels is not None:
+        if type(raw_labels) is not list:
+            return None
+        for raw in raw_labels:
+            if type(raw) is not dict:
+                return None
+            h, t, r, evidence = raw.get("h"), raw.get("t"), raw.get("r"), raw.get("evidence", [])
+            if type(h) is not int or type(t) is not int or type(r) is not str or type(evidence) is not list:
+                return None
+            if evidence and set(map(type, evidence)) - {int}:
+                return None
+            relations.append((h, t, r, evidence))
+    key = doc_id if doc_id is not None else title
+    return key, title, "labels" in obj, entity_sents, relations, vertex_set
 
 
 # --------------------------------------------------------------------------- scoring

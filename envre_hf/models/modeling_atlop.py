@@ -72,7 +72,7 @@ class ATLOPModel(DocREPreTrainedModel):
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
         collator extras such as ``doc_keys``."""
-        sequence_output, attention = self.encode(input_ids, attention_mask)
+        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
         entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
         h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
         context = localized_context(sequence_output, entity_att[h_idx], entity_att[t_idx], pair_doc)

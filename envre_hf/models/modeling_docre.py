@@ -11,7 +11,10 @@ so ``AutoModel.from_pretrained(dir)`` returns the family that was saved.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,14 +110,21 @@ def pool_entities(
 ) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     """Batch-flat entity embeddings (E x H, logsumexp over mentions) and attentions (E x heads x L, mean).
 
-    Entities without any mention (only possible after ``max_seq_length`` truncation) get zeros.
+    ``attention`` is the full last-layer attention (B x heads x L x L) or just its rows at the mention
+    starts (M x heads x L in :func:`mention_index` order, what the fast :meth:`~DocREPreTrainedModel.encode`
+    returns). Entities without any mention (only possible after ``max_seq_length`` truncation) get zeros.
     """
     idx = mention_index(entity_pos, sequence_output.device)
     n_entities = sum(idx.entities_per_doc)
     hidden = sequence_output.size(-1)
     heads, length = attention.size(1), attention.size(-1)
     mention_emb = sequence_output[idx.doc, idx.pos]  # M x H
-    mention_att = attention[idx.doc, :, idx.pos]  # M x heads x L
+    if attention.dim() == 3:
+        if attention.size(0) != idx.pos.numel():
+            raise ValueError(f"{attention.size(0)} attention rows for {idx.pos.numel()} mentions")
+        mention_att = attention
+    else:
+        mention_att = attention[idx.doc, :, idx.pos]  # M x heads x L
     padded = sequence_output.new_full((n_entities, idx.max_mentions, hidden), float("-inf"))
     padded = padded.index_put((idx.entity, idx.slot), mention_emb)
     emb = torch.logsumexp(padded, dim=1)
@@ -194,12 +204,128 @@ def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch
     return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), zh.size(-1) // block_size, block_size)
 
 
+# ---------------------------------------------------------------------- fast last-layer attention rows
+
+#: Name of the attention function registered with transformers' ``AttentionInterface``: SDPA for every
+#: layer, plus the softmax rows a DocRE head reads (mention starts) for the one module holding a request.
+FAST_ATTENTION = "envre_docre_rows"
+
+_FAST_ATTENTION_REGISTERED = False
+#: While a list, every call of the fast attention function appends its module (finds the last layer's module).
+_ATTENTION_CALLS: list[nn.Module] | None = None
+
+
+@dataclass
+class _RowRequest:
+    """Rows ``(doc[i], pos[i])`` of ``module``'s attention softmax, filled in by the attention function."""
+
+    module: nn.Module
+    doc: torch.Tensor
+    pos: torch.Tensor
+    rows: torch.Tensor | None = None
+
+
+def attention_rows(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    doc: torch.Tensor,
+    pos: torch.Tensor,
+    scaling: float | None = None,
+) -> torch.Tensor:
+    """Softmax attention rows of the queries ``(doc[i], pos[i])`` against all keys of their sequence.
+
+    ``query``/``key``: (B, heads, L, d) as attention functions receive them; ``attention_mask``: the
+    boolean (True = attend) or additive 4D mask of the layer, or None. Returns (R, heads, L), equal to
+    rows of eager attention's ``softmax(q k^T * scaling + mask)`` while computing only R x L scores per head.
+    """
+    batch, heads, _, dim = query.shape
+    scaling = dim**-0.5 if scaling is None else scaling
+    n_rows = doc.numel()
+    if n_rows == 0:
+        return query.new_zeros((0, heads, key.size(2)))
+    counts = torch.bincount(doc, minlength=batch)
+    order = torch.argsort(doc, stable=True)  # rank of each row within its sequence, in any input order
+    rank = torch.empty_like(doc).index_put_(
+        (order,), torch.arange(n_rows, device=doc.device) - (torch.cumsum(counts, 0) - counts)[doc[order]]
+    )
+    picked = query.transpose(1, 2)[doc, pos]  # R x heads x d
+    padded = query.new_zeros((batch, int(counts.max()), heads, dim)).index_put((doc, rank), picked)
+    scores = torch.matmul(padded.transpose(1, 2), key.transpose(-1, -2)) * scaling  # B x heads x maxR x L
+    scores = scores.transpose(1, 2)[doc, rank]  # R x heads x L
+    if attention_mask is not None:
+        mask = attention_mask[doc, :, pos if attention_mask.size(2) > 1 else 0]  # R x (1|heads) x L
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        else:
+            scores = scores + mask
+    return torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+
+
+def _fast_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """SDPA; for the module named by the ``envre_row_request`` keyword (a :class:`_RowRequest`), also the
+    requested softmax rows.
+
+    In training the rows get their own dropout, as eager attention returns its probabilities after dropout.
+    """
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if _ATTENTION_CALLS is not None:
+        _ATTENTION_CALLS.append(module)
+    out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    request = kwargs.get("envre_row_request")
+    if request is not None and request.module is module:
+        rows = attention_rows(query, key, attention_mask, request.doc, request.pos, scaling)
+        request.rows = torch.nn.functional.dropout(rows, p=dropout, training=module.training) if dropout else rows
+    return out, None
+
+
+def register_fast_attention() -> str:
+    """Register :data:`FAST_ATTENTION` (attention and mask function) with transformers; returns the name."""
+    global _FAST_ATTENTION_REGISTERED
+    if not _FAST_ATTENTION_REGISTERED:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+        AttentionInterface.register(FAST_ATTENTION, _fast_attention)
+        AttentionMaskInterface.register(FAST_ATTENTION, sdpa_mask)
+        _FAST_ATTENTION_REGISTERED = True
+    return FAST_ATTENTION
+
+
+def _supports_attention_backend(encoder: nn.Module) -> bool:
+    """True when the encoder takes its attention function from transformers' ``AttentionInterface``."""
+    return bool(getattr(type(encoder), "_supports_attention_backend", False))
+
+
+def _last_layer(encoder: nn.Module) -> nn.Module | None:
+    """The last block of the encoder's layer stack (the last element of its longest ``ModuleList``)."""
+    stacks = [m for m in encoder.modules() if isinstance(m, nn.ModuleList) and len(m) > 0]
+    return max(stacks, key=len)[-1] if stacks else None
+
+
 class DocREPreTrainedModel(PreTrainedModel):
     """Base class: a transformers encoder plus the shared DocRE machinery.
 
-    The encoder runs with eager attention because localized context pooling needs the last
-    layer's attention probabilities (fused kernels do not return them).
+    Localized context pooling reads only the last layer's attention rows at mention starts. So, for
+    encoders built on transformers' ``AttentionInterface`` (BERT, RoBERTa, ELECTRA, XLM-R, ...), every
+    layer runs SDPA and the last one also computes just those rows (:func:`attention_rows`); other
+    encoders (DeBERTa) run as they are and only the last layer's attention is kept. Set
+    ``attention_path = "eager"`` (or use :meth:`eager_attention`) for the reference path: eager
+    attention with every layer's full attention returned, as the released ATLOP code does.
     """
+
+    #: ``"fast"`` (default) or ``"eager"`` (the reference path the fast one is tested against).
+    attention_path: str = "fast"
 
     config_class = DocREConfig
     base_model_prefix = "docre"
@@ -212,6 +338,8 @@ class DocREPreTrainedModel(PreTrainedModel):
         super().__init__(config)
         config.encoder._attn_implementation = "eager"
         self.encoder = AutoModel.from_config(config.encoder, attn_implementation="eager")
+        if _supports_attention_backend(self.encoder):  # SDPA in every layer, only the needed rows of the last
+            self.encoder.config._attn_implementation_internal = register_fast_attention()
         if config.window is None:
             from .configuration_docre import encoder_window
 
@@ -268,8 +396,30 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     # ------------------------------------------------------------------ encoding
 
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sequence output (B x L x H) and last-layer attention (B x heads x L x L) for any length L.
+    @contextlib.contextmanager
+    def eager_attention(self) -> typing.Iterator[None]:
+        """Within the block, encode on the reference path (eager attention, all layers' attentions);
+        the encoder itself runs eager too (e.g. for ``self.encoder(..., output_attentions=True)``)."""
+        previous = self.__dict__.get("attention_path")
+        self.attention_path = "eager"
+        try:
+            with self._eager_encoder():
+                yield
+        finally:
+            if previous is None:
+                del self.attention_path
+            else:
+                self.attention_path = previous
+
+    def encode(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sequence output (B x L x H) and last-layer attention, for any length L.
+
+        With ``entity_pos`` (the fast path) the attention is only the rows the heads read: one row per
+        mention start, ``M x heads x L`` in :func:`mention_index` order. Without it, or with
+        ``attention_path = "eager"``, it is the full ``B x heads x L x L`` tensor; :func:`pool_entities`
+        takes either.
 
         Documents longer than ``config.window`` are cut into overlapping windows (each with the
         document's own first and last special tokens, e.g. [CLS] ... [SEP]); the windows of the
@@ -278,11 +428,136 @@ class DocREPreTrainedModel(PreTrainedModel):
         generalised from two windows of 512 to any number of windows of any size).
         Assumes one leading and one trailing special token, as BERT/RoBERTa/DeBERTa tokenizers add.
         """
+        if entity_pos is None or self.attention_path == "eager":
+            return self._encode_full(input_ids, attention_mask)
+        idx = mention_index(entity_pos, input_ids.device)
         window = int(self.config.window)
         batch, length = input_ids.shape
         if length <= window:
-            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_attentions=True)
-            return out.last_hidden_state, out.attentions[-1]
+            hidden, rows = self._encoder_rows(input_ids, attention_mask, idx.doc, idx.pos)
+            return hidden, rows
+        lengths, plans, win_ids, win_mask = self._windows(input_ids, attention_mask)
+        # every (mention, window whose kept part holds it): the row in window coordinates
+        by_doc: dict[int, list[int]] = {}
+        for k, plan in enumerate(plans):
+            by_doc.setdefault(plan[0], []).append(k)
+        req_win, req_pos, req_mention, j0s, j1s, shifts = [], [], [], [], [], []
+        for m, (b, p) in enumerate(zip(idx.doc.tolist(), idx.pos.tolist())):
+            for k in by_doc.get(b, ()):
+                _, _, _, j0, j1, p0 = plans[k]
+                if p0 <= p < p0 + (j1 - j0):
+                    req_win.append(k)
+                    req_pos.append(p - p0 + j0)
+                    req_mention.append(m)
+                    j0s.append(j0)
+                    j1s.append(j1)
+                    shifts.append(p0 - j0)
+        device = input_ids.device
+
+        def t(values: list[int]) -> torch.Tensor:
+            return torch.tensor(values, dtype=torch.long, device=device)
+
+        hidden, win_rows = self._encoder_rows(win_ids, win_mask, t(req_win), t(req_pos))
+        sequence_output = self._merge_hidden(hidden, plans, batch, length)
+        heads, width = win_rows.size(1), win_rows.size(-1)
+        col = torch.arange(width, device=device)
+        j0t, j1t = t(j0s).unsqueeze(1), t(j1s).unsqueeze(1)
+        kept = (col >= j0t) & (col < j1t)  # P x W: the window's kept columns
+        target = torch.where(kept, col + t(shifts).unsqueeze(1), length)  # column in the document; dropped -> L
+        placed = win_rows.new_zeros((len(req_win), heads, length + 1)).scatter_add(
+            2, target.unsqueeze(1).expand(-1, heads, -1), win_rows * kept.unsqueeze(1).to(win_rows.dtype)
+        )
+        rows = win_rows.new_zeros((idx.pos.numel(), heads, length + 1)).index_add(0, t(req_mention), placed)
+        rows = rows[..., :length]
+        return sequence_output, rows / (rows.sum(-1, keepdim=True) + 1e-10)
+
+    def _encoder_rows(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, doc: torch.Tensor, pos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One encoder call: last hidden state and the last layer's attention rows ``(doc[i], pos[i])``."""
+        self._keep_last_layer_differentiable()
+        if _supports_attention_backend(self.encoder) and self.encoder.config._attn_implementation == FAST_ATTENTION:
+            # The request travels as a keyword argument down to the attention function, so that a layer
+            # recomputed by gradient checkpointing recomputes the same rows.
+            request = _RowRequest(self._last_attention_module(), doc, pos)
+            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, envre_row_request=request)
+            hidden = out.last_hidden_state
+            if request.rows is not None:
+                return hidden, request.rows
+        # Other encoders: run as they are, keeping only the last layer's attention (not every layer's).
+        captured: list[torch.Tensor] = []
+        layer = _last_layer(self.encoder)
+        handles = []
+        if layer is not None and "output_attentions" in inspect.signature(layer.forward).parameters:
+
+            def ask(_module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+                return args, {**kwargs, "output_attentions": True}
+
+            def keep(_module: nn.Module, _args: tuple, output: Any) -> None:
+                if isinstance(output, tuple) and len(output) > 1 and torch.is_tensor(output[1]):
+                    captured.append(output[1])
+
+            handles = [
+                layer.register_forward_pre_hook(ask, with_kwargs=True),
+                layer.register_forward_hook(keep),
+            ]
+        try:
+            with self._eager_encoder():
+                out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_attentions=not handles)
+        finally:
+            for handle in handles:
+                handle.remove()
+        att = captured[-1] if captured else out.attentions[-1]
+        return out.last_hidden_state, att[doc, :, pos]
+
+    def _keep_last_layer_differentiable(self) -> None:
+        """Reentrant gradient checkpointing runs a layer's forward without autograd, which would cut the
+        attention rows (returned beside the layer's outputs) from the graph: the last layer is then not
+        checkpointed. Non-reentrant checkpointing recomputes the rows (the request is an argument)."""
+        layer = _last_layer(self.encoder)
+        if layer is None or not getattr(layer, "gradient_checkpointing", False):
+            return
+        func = getattr(layer, "_gradient_checkpointing_func", None)
+        if getattr(func, "keywords", {}).get("use_reentrant", True) is not False:
+            layer.gradient_checkpointing = False
+
+    def _last_attention_module(self) -> nn.Module:
+        """The attention module of the encoder's last layer: the last one called in a tiny dry run (cached)."""
+        global _ATTENTION_CALLS
+        name = self.__dict__.get("_envre_last_attention")
+        if name is None:
+            calls: list[nn.Module] = []
+            device = next(self.encoder.parameters()).device
+            _ATTENTION_CALLS = calls
+            try:
+                with torch.no_grad():
+                    ids = torch.zeros((1, 2), dtype=torch.long, device=device)
+                    self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
+            finally:
+                _ATTENTION_CALLS = None
+            if not calls:
+                raise RuntimeError(f"{type(self.encoder).__name__} never called its attention function")
+            names = {id(m): n for n, m in self.encoder.named_modules()}
+            name = self.__dict__["_envre_last_attention"] = names[id(calls[-1])]
+        return self.encoder.get_submodule(name)
+
+    @contextlib.contextmanager
+    def _eager_encoder(self) -> typing.Iterator[None]:
+        """Eager attention inside the block (encoders on the fast attention function are switched back after)."""
+        config = self.encoder.config
+        previous = config._attn_implementation
+        if previous == FAST_ATTENTION:
+            config._attn_implementation_internal = "eager"
+        try:
+            yield
+        finally:
+            config._attn_implementation_internal = previous
+
+    def _windows(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+    ) -> tuple[list[int], list[tuple[int, int, int, int, int, int]], torch.Tensor, torch.Tensor]:
+        """Document lengths, the window plan (:meth:`_window_plan`) and the windows' ids and mask."""
+        window = int(self.config.window)
         lengths = [int(n) for n in attention_mask.sum(1).tolist()]  # one device sync for the whole batch
         plans = self._window_plan(lengths, window)
         n_windows = len(plans)
@@ -297,18 +572,35 @@ class DocREPreTrainedModel(PreTrainedModel):
                 win_ids[k, 1 : n_win - 1] = input_ids[b, 1 + s : s + n_win - 1]
                 win_ids[k, n_win - 1] = input_ids[b, n - 1]
             win_mask[k, :n_win] = 1
-        out = self.encoder(input_ids=win_ids, attention_mask=win_mask, output_attentions=True)
-        hidden, att = out.last_hidden_state, out.attentions[-1]
-        heads = att.size(1)
+        return lengths, plans, win_ids, win_mask
+
+    @staticmethod
+    def _merge_hidden(hidden: torch.Tensor, plans: Sequence[tuple[int, ...]], batch: int, length: int) -> torch.Tensor:
+        """Windows' hidden states back in document positions, averaged where windows overlap."""
         sequence_output = hidden.new_zeros((batch, length, hidden.size(-1)))
         counts = hidden.new_zeros((batch, length, 1))
-        attention = att.new_zeros((batch, heads, length, length))
-        for k, (b, s, n_win, j0, j1, p0) in enumerate(plans):
+        for k, (b, _, _, j0, j1, p0) in enumerate(plans):
             p1 = p0 + (j1 - j0)
             sequence_output[b, p0:p1] += hidden[k, j0:j1]
             counts[b, p0:p1] += 1
+        return sequence_output / counts.clamp(min=1)
+
+    def _encode_full(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The reference path: eager attention, every layer's attention returned, the last one's kept whole."""
+        window = int(self.config.window)
+        batch, length = input_ids.shape
+        with self._eager_encoder():
+            if length <= window:
+                out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_attentions=True)
+                return out.last_hidden_state, out.attentions[-1]
+            _, plans, win_ids, win_mask = self._windows(input_ids, attention_mask)
+            out = self.encoder(input_ids=win_ids, attention_mask=win_mask, output_attentions=True)
+        hidden, att = out.last_hidden_state, out.attentions[-1]
+        sequence_output = self._merge_hidden(hidden, plans, batch, length)
+        attention = att.new_zeros((batch, att.size(1), length, length))
+        for k, (b, _, _, j0, j1, p0) in enumerate(plans):
+            p1 = p0 + (j1 - j0)
             attention[b, :, p0:p1, p0:p1] += att[k, :, j0:j1, j0:j1]
-        sequence_output = sequence_output / counts.clamp(min=1)
         attention = attention / (attention.sum(-1, keepdim=True) + 1e-10)
         return sequence_output, attention
 

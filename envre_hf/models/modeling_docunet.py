@@ -122,7 +122,7 @@ class DocuNetModel(DocREPreTrainedModel):
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
         collator extras such as ``doc_keys``."""
-        sequence_output, attention = self.encode(input_ids, attention_mask)
+        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
         hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
         index = PairIndex.build(hts, [len(e) for e in entity_pos], device=hs.device)
         image = index.scatter(self.pair_channels(hs, ts, rs)).permute(0, 3, 1, 2)  # B x C x N x N

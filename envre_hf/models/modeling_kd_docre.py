@@ -114,7 +114,7 @@ class KDDocREModel(DocREPreTrainedModel):
         """
         if teacher_logits is not None and not self.settings.use_distillation:
             raise ValueError("teacher_logits were given but distillation is off: set extra_head['use_distillation']")
-        sequence_output, attention = self.encode(input_ids, attention_mask)
+        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
         hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, rs], dim=-1)))

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
+from torch import nn
 from tqdm.auto import tqdm
 
 from ..documents.relations import RelationSchema, docred_schema
 from ..documents.schema import Document
+from ..features.batching import length_sorted_batches
 from ..features.collator import DocRECollator
 from ..features.featurize import featurize_document
 from .modeling_docre import DocREPreTrainedModel
+
+
+#: ``autocast`` values of :func:`iter_logits` / :func:`predict` -> torch dtype.
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def iter_logits(
@@ -21,22 +28,36 @@ def iter_logits(
     pad_token_id: int,
     batch_size: int = 4,
     progress: bool = True,
+    autocast: str | None = None,
+    sort_by_length: bool = True,
 ) -> Iterator[tuple[int, torch.Tensor]]:
-    """Yield (feature index, logits n_pairs x num_labels on CPU) for every featurized document.
+    """Yield (feature index, logits n_pairs x num_labels, float32 on CPU) for every featurized document.
 
-    Documents are batched by length (less padding, fewer windows per batch); the order of the
-    yielded indices therefore differs from the input order.
+    Documents are batched by length (:func:`~envre_hf.features.length_sorted_batches`: less padding,
+    fewer windows per batch), so the yielded indices are not in input order; ``sort_by_length=False``
+    batches in input order (the unsorted reference). ``autocast`` (``"bf16"``/``"fp16"``) runs the model
+    under ``torch.autocast`` on its device (bf16 on CPU: faster matmuls where the CPU has them, for a
+    small change in logits; measure it with ``benchmarks/bench_models.py --inference-options``).
     """
     collate = DocRECollator(pad_token_id)
-    order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
+    if sort_by_length:
+        batches = length_sorted_batches([len(f["input_ids"]) for f in features], batch_size)
+    else:
+        batches = [list(range(i, min(i + batch_size, len(features)))) for i in range(0, len(features), batch_size)]
     device = next(model.parameters()).device
+    if autocast is not None and autocast not in AUTOCAST_DTYPES:
+        raise ValueError(f"autocast must be one of {sorted(AUTOCAST_DTYPES)} or None, got {autocast!r}")
+    amp = (
+        torch.autocast(device.type, dtype=AUTOCAST_DTYPES[autocast])
+        if autocast is not None
+        else contextlib.nullcontext()
+    )
     was_training = model.training
     model.eval()
-    bar = tqdm(total=len(order), desc="Predicting", unit="doc", disable=not progress)
+    bar = tqdm(total=len(features), desc="Predicting", unit="doc", disable=not progress)
     try:
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                idx = order[start : start + batch_size]
+        with torch.inference_mode(), amp:
+            for idx in batches:
                 batch = collate([{**features[i], "labels": None} for i in idx])
                 logits = model(
                     input_ids=batch["input_ids"].to(device),
@@ -50,6 +71,30 @@ def iter_logits(
     finally:
         bar.close()
         model.train(was_training)
+
+
+def quantize_int8(model: DocREPreTrainedModel) -> DocREPreTrainedModel:
+    """Int8 dynamic quantization (CPU inference) of the encoder's linear layers, in place.
+
+    Weights become int8 and activations are quantized on the fly per batch; the head stays float (it
+    reads its extractors' weights directly). Only for CPU inference: a quantized model cannot be
+    trained or saved back as a DocRE checkpoint. Measure the F1 it costs with
+    ``benchmarks/bench_models.py --inference-options``.
+    """
+    import warnings
+
+    if next(model.parameters()).device.type != "cpu":
+        raise ValueError("int8 dynamic quantization runs on CPU; load the model with device='cpu'")
+    model.eval()
+    with warnings.catch_warnings():  # torch marks torch.ao.quantization deprecated in favour of torchao
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            from torch.ao.quantization import quantize_dynamic
+        except ImportError as err:  # a torch without it
+            raise ValueError(f"this torch has no dynamic quantization ({err})") from None
+        quantize_dynamic(model.encoder, {nn.Linear}, dtype=torch.qint8, inplace=True)
+    return model
 
 
 def decode_predictions(
@@ -80,8 +125,10 @@ def predict(
     max_seq_length: int | None = None,
     schema: RelationSchema | None = None,
     progress: bool = True,
+    autocast: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Predict every document's relations; rows follow document order, then pair order.
+    """Predict every document's relations; rows follow document order, then pair order (batches are
+    sorted by length inside, see :func:`iter_logits`, which also explains ``autocast``).
 
     A relation r is predicted for a pair when logit_r > logit_0 (the threshold class), keeping at
     most ``top_k`` per pair (``model.config.top_k`` by default). Rows carry ``doc_id`` when the
@@ -94,13 +141,18 @@ def predict(
     ]
     pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0
     per_doc: dict[int, list[dict[str, Any]]] = {}
-    for i, logits in iter_logits(model, features, pad, batch_size, progress):
+    for i, logits in iter_logits(model, features, pad, batch_size, progress, autocast=autocast):
         per_doc[i] = decode_predictions(docs[i], features[i]["hts"], model.decode(logits, top_k), schema)
     return [row for i in range(len(docs)) for row in per_doc[i]]
 
 
-def load_for_inference(model_dir: str, device: str | None = None) -> tuple[DocREPreTrainedModel, Any]:
+def load_for_inference(
+    model_dir: str, device: str | None = None, quantize: str | None = None
+) -> tuple[DocREPreTrainedModel, Any]:
     """A saved model (any family, via ``AutoModel``) in eval mode on ``device`` and its tokenizer.
+
+    ``quantize="int8"``: dynamic int8 quantization of the encoder's linear layers (CPU only, see
+    :func:`quantize_int8`).
 
     The tokenizer is read from ``model_dir`` (save it there with ``tokenizer.save_pretrained``);
     failing that, from the encoder the model was built from (``config.encoder_name_or_path``).
@@ -112,8 +164,16 @@ def load_for_inference(model_dir: str, device: str | None = None) -> tuple[DocRE
 
     from . import DocREConfig  # noqa: F401  (registers the docre model type)
 
+    if quantize not in (None, "int8"):
+        raise ValueError(f"quantize must be 'int8' or None, got {quantize!r}")
+    if quantize is not None:
+        if device not in (None, "cpu"):
+            raise ValueError(f"quantize={quantize!r} runs on CPU, not on {device}")
+        device = "cpu"
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model = AutoModel.from_pretrained(model_dir, use_safetensors=True).to(device).eval()
+    if quantize == "int8":
+        quantize_int8(model)
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     except (OSError, ValueError, TypeError):

@@ -1,0 +1,85 @@
+"""Length-aware batching: less padding per batch (and fewer encoder windows) for training and prediction.
+
+* :func:`length_sorted_batches`: prediction batches of documents of similar length; the caller puts the
+  results back in input order (see :func:`envre_hf.models.prediction.iter_logits`).
+* :class:`LengthGroupedSampler`: a ``group_by_length``-style training sampler (random mega-batches, each
+  sorted by length and cut into batches, batches shuffled). It samples *items*: for an EVRT pair dataset
+  an item is an original and its renamed twin, so twins always share a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+
+
+def feature_length(item: Mapping[str, Any]) -> int:
+    """Word pieces of a featurized document, or of the longer of a pair ``{"original", "twin"}``."""
+    if "input_ids" in item:
+        return len(item["input_ids"])
+    if "original" in item:
+        return max(feature_length(item["original"]), feature_length(item.get("twin") or item["original"]))
+    raise KeyError("expected a featurized document (input_ids) or a pair (original, twin)")
+
+
+def dataset_lengths(dataset: Any) -> list[int]:
+    """:func:`feature_length` of every item of a dataset (featurizes lazily built items once, as training would)."""
+    return [feature_length(dataset[i]) for i in range(len(dataset))]
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices in batches of ``batch_size`` documents of similar length (longest batch first).
+
+    Longest first: an out-of-memory error shows up at once, not at the end of a long run; the sort is
+    stable, so equal lengths keep input order.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+class LengthGroupedSampler(torch.utils.data.Sampler[int]):
+    """Random order in which consecutive ``batch_size`` items have similar lengths (transformers'
+    ``group_by_length`` scheme), for datasets whose items the Trainer's own sampler cannot measure
+    (EVRT pairs). The longest batch comes first; call :meth:`set_epoch` for a new order each epoch
+    (``Trainer`` does for samplers that have it).
+
+    ``lengths``: one per item (:func:`dataset_lengths`); ``mega_batch_mult``: batches per sorted group.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, mega_batch_mult: int = 50):
+        if batch_size < 1 or mega_batch_mult < 1:
+            raise ValueError("batch_size and mega_batch_mult must be >= 1")
+        self.lengths = list(lengths)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.mega_batch_mult = mega_batch_mult
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.order())
+
+    def order(self) -> list[int]:
+        """This epoch's order (a permutation of ``range(len(lengths))``)."""
+        n = len(self.lengths)
+        if n == 0:
+            return []
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        perm = torch.randperm(n, generator=generator).tolist()
+        mega = self.batch_size * self.mega_batch_mult
+        groups = [sorted(perm[i : i + mega], key=lambda j: -self.lengths[j]) for i in range(0, n, mega)]
+        batches = [g[i : i + self.batch_size] for g in groups for i in range(0, len(g), self.batch_size)]
+        longest = max(range(len(batches)), key=lambda b: self.lengths[batches[b][0]])
+        batches[0], batches[longest] = batches[longest], batches[0]
+        rest = torch.randperm(len(batches) - 1, generator=generator).tolist()
+        ordered = [batches[0]] + [batches[1 + b] for b in rest]
+        return [i for b in ordered for i in b]

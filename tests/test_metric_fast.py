@@ -1,0 +1,140 @@
+"""The fast scoring path (orjson, indexes from raw dicts) gives the typed path's scores to the last digit."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import pytest
+
+from envre_hf.documents import DocumentError, docred_schema, read_documents, write_documents
+from envre_hf.metrics import (
+    GoldIndex,
+    PredictionError,
+    TrainFacts,
+    read_gold_index,
+    read_predictions,
+    read_predictions_fast,
+    score_files,
+    score_predictions,
+)
+
+
+def _predictions(gold, seed=0):
+    """Gold facts with some dropped, some given another relation, some repeated, plus spurious pairs."""
+    rng = random.Random(seed)
+    rels = docred_schema().ids()
+    preds = []
+    for doc in gold:
+        for rel in doc.relations:
+            u = rng.random()
+            if u < 0.1:
+                continue
+            pred = {"title": doc.title, "h_idx": rel.h, "t_idx": rel.t, "r": rng.choice(rels) if u < 0.2 else rel.r}
+            if doc.doc_id is not None:
+                pred["doc_id"] = doc.doc_id
+            if rng.random() < 0.8:
+                pred["evidence"] = list(rel.evidence) + ([0] if rng.random() < 0.3 else [])
+            preds.append(pred)
+            if rng.random() < 0.05:
+                preds.append(dict(pred))
+        if doc.num_entities > 1:
+            h, t = rng.sample(range(doc.num_entities), 2)
+            preds.append({"title": doc.title, "h_idx": h, "t_idx": t, "r": rng.choice(rels), "evidence": []})
+            if doc.doc_id is not None:
+                preds[-1]["doc_id"] = doc.doc_id
+    rng.shuffle(preds)
+    return preds
+
+
+def test_fast_scores_equal_typed_scores_on_the_test_split(redocred_test_path, redocred_dev_path, tmp_path):
+    gold, train = read_documents(redocred_test_path), read_documents(redocred_dev_path)
+    preds = _predictions(gold)
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(preds), encoding="utf-8")
+    typed = score_predictions(read_predictions(path), gold, train)
+    fast = score_files(path, redocred_test_path, redocred_dev_path)
+    assert fast.num_correct_in_train > 0 and fast.evidence_f1 is not None and fast.num_duplicates > 0
+    assert fast.to_dict() == typed.to_dict()  # every float, to the last digit
+    assert read_predictions_fast(path) == read_predictions(path)
+    assert score_files(path, redocred_test_path).to_dict() == score_predictions(preds, gold).to_dict()
+
+
+def test_fast_index_and_facts_equal_typed_ones_with_doc_ids_and_jsonl(redocred_test, tmp_path):
+    copies = [replace(d, doc_id=f"{d.title}#{k}") for k in range(2) for d in redocred_test[:60]]
+    write_documents(copies, tmp_path / "gold.jsonl")
+    fast = read_gold_index(tmp_path / "gold.jsonl")
+    typed = GoldIndex(copies)
+    for name in ("num_entities", "entity_sents", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+        assert getattr(fast, name) == getattr(typed, name), name
+    assert all(fast.names(key) == typed.names(key) for key in typed.docs)
+    records = [json.loads(line) for line in (tmp_path / "gold.jsonl").read_text().splitlines()]
+    assert TrainFacts.from_records(records) == TrainFacts.from_documents(copies)
+    preds = _predictions(copies, seed=1)
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(p) for p in preds) + "\n")
+    assert score_files(tmp_path / "p.jsonl", tmp_path / "gold.jsonl", tmp_path / "gold.jsonl").to_dict() == (
+        score_predictions(preds, copies, copies).to_dict()
+    )
+
+
+def test_linked_records_go_through_the_typed_reader(redocred_test, tmp_path):
+    docs = redocred_test[:5]
+    write_documents(docs[:2], tmp_path / "a.json", dialect="linked")
+    records = json.loads((tmp_path / "a.json").read_text()) + [
+        json.loads(json.dumps(r)) for r in _docred_dicts(docs[2:], tmp_path)
+    ]
+    fast = GoldIndex.from_records(records)
+    assert fast.labels == GoldIndex(docs).labels and fast.entity_sents == GoldIndex(docs).entity_sents
+
+
+def _docred_dicts(docs, tmp_path):
+    write_documents(docs, tmp_path / "b.json")
+    return json.loads((tmp_path / "b.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "breakage, field",
+    [
+        (lambda d: d["labels"][0].update(h=999), "h/t"),
+        (lambda d: d["labels"][0].update(evidence=["x"]), "evidence"),
+        (lambda d: d["vertexSet"][0][0].update(sent_id="2"), "sent_id"),
+        (lambda d: d.pop("title"), "title"),
+        (lambda d: d["labels"][0].update(r=None), "r"),
+    ],
+)
+def test_bad_gold_records_raise_named_document_errors(redocred_test, tmp_path, breakage, field):
+    records = _docred_dicts(redocred_test[:3], tmp_path)
+    breakage(records[1])
+    with pytest.raises(DocumentError) as err:
+        GoldIndex.from_records(records)
+    assert err.value.doc_index == 1 and err.value.field == field
+
+
+def test_bad_files_raise_named_errors(tmp_path):
+    (tmp_path / "bad.json").write_text("[{")
+    (tmp_path / "bad.jsonl").write_text('{"title": "a"}\n{oops\n')
+    (tmp_path / "obj.json").write_text('{"title": "a"}')
+    with pytest.raises(DocumentError, match="bad.json is not valid JSON"):
+        read_gold_index(tmp_path / "bad.json")
+    with pytest.raises(DocumentError, match="line 2"):
+        read_gold_index(tmp_path / "bad.jsonl")
+    with pytest.raises(PredictionError, match="expected a JSON list of predictions"):
+        read_predictions_fast(tmp_path / "obj.json")
+    (tmp_path / "p.json").write_text('[{"title": "a"}, 3]')
+    with pytest.raises(PredictionError, match="prediction 1"):
+        read_predictions_fast(tmp_path / "p.json")
+
+
+def test_envre_evaluate_predictions_uses_the_fast_path(redocred_test, tmp_path, capsys):
+    from envre_hf.cli.main import main
+
+    gold = redocred_test[:80]
+    write_documents(gold, tmp_path / "gold.json")
+    preds = _predictions(gold, seed=2)
+    (tmp_path / "p.json").write_text(json.dumps(preds))
+    argv = ["evaluate", "--predictions", str(tmp_path / "p.json"), "--gold", str(tmp_path / "gold.json")]
+    assert main(argv + ["--train", str(tmp_path / "gold.json"), "--output", str(tmp_path / "s.json")]) == 0
+    capsys.readouterr()
+    written = json.loads((tmp_path / "s.json").read_text())
+    assert written == json.loads(json.dumps(score_predictions(preds, gold, gold).to_dict()))
