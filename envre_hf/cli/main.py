@@ -1,6 +1,6 @@
 """``envre``: one entry point, one module per subcommand.
 
-Each subcommand lives in ``envre_hf/cli/<name>.py`` and exposes ``add_arguments(parser)`` and
+Each subcommand lives in ``envre_hf/cli/<name>.py`` (``-`` in a command name is ``_`` in its module) and exposes ``add_arguments(parser)`` and
 ``run(args) -> int``. Modules are imported only when their subcommand runs, so ``envre --help``
 stays fast and a missing optional dependency of one command never breaks another.
 """
@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "evaluate": "Score predictions or a model against gold documents (docre_f1).",
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",
+    "push-metric": "Publish the docre_f1 metric as a Hub Space that evaluate.load() reads without envre-hf.",
 }
 
 
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     name = argv[0]
-    module = importlib.import_module(f"envre_hf.cli.{name}")
+    module = importlib.import_module(f"envre_hf.cli.{name.replace('-', '_')}")
     sub = argparse.ArgumentParser(prog=f"envre {name}", description=SUBCOMMANDS[name])
     module.add_arguments(sub)
     args = sub.parse_args(argv[1:])
