@@ -26,6 +26,16 @@ logger = logging.getLogger(__name__)
 
 _CONFIG_AUTO = "transformers.models.auto.configuration_auto"
 _MODEL_AUTO = "transformers.models.auto.modeling_auto"
+_CONFIG_MODULE = f"{__package__}.configuration_docre"
+
+
+def _config_class() -> type | None:
+    """``DocREConfig``, or None while its module is still being imported (its own import of transformers'
+    auto classes fires the hooks; the hook on the module itself then registers once it is complete)."""
+    module = sys.modules.get(_CONFIG_MODULE)
+    if module is not None and not hasattr(module, "DocREConfig"):
+        return None
+    return importlib.import_module(_CONFIG_MODULE).DocREConfig
 
 
 def head_class(head_type: str) -> type:
@@ -81,17 +91,17 @@ class DocREModel(metaclass=_DispatcherType):
 def register_config(configuration_auto: ModuleType | None = None) -> None:
     """``AutoConfig`` learns model type ``docre``."""
     configuration_auto = configuration_auto or importlib.import_module(_CONFIG_AUTO)
-    from .configuration_docre import DocREConfig
-
-    configuration_auto.AutoConfig.register("docre", DocREConfig, exist_ok=True)
+    config_class = _config_class()
+    if config_class is not None:
+        configuration_auto.AutoConfig.register("docre", config_class, exist_ok=True)
 
 
 def register_model(modeling_auto: ModuleType | None = None) -> None:
     """``AutoModel`` builds :class:`DocREModel` (hence the saved family) for a ``DocREConfig``."""
     modeling_auto = modeling_auto or importlib.import_module(_MODEL_AUTO)
-    from .configuration_docre import DocREConfig
-
-    modeling_auto.AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
+    config_class = _config_class()
+    if config_class is not None:
+        modeling_auto.AutoModel.register(config_class, DocREModel, exist_ok=True)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -142,3 +152,7 @@ def install() -> None:
             _run(callback, module)
         elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
             sys.meta_path.insert(0, _AfterImport(name, callback))
+    if _CONFIG_MODULE not in sys.modules and not any(
+        isinstance(f, _AfterImport) and f.name == _CONFIG_MODULE for f in sys.meta_path
+    ):
+        sys.meta_path.insert(0, _AfterImport(_CONFIG_MODULE, lambda module: install()))

@@ -94,11 +94,11 @@ class DocREConfig(PretrainedConfig):
     def __post_init__(self, **kwargs: Any):
         if self.id2label is None and "num_labels" not in kwargs and docred_schema is not None:
             self.id2label = dict(docred_schema().index2rel)
+        super().__post_init__(**kwargs)
         if self.encoder_name_or_path is not None:
             self.encoder_name_or_path = portable_name(self.encoder_name_or_path)
         if isinstance(self.encoder, PretrainedConfig) and getattr(self.encoder, "_name_or_path", ""):
             self.encoder._name_or_path = portable_name(self.encoder._name_or_path)
-        super().__post_init__(**kwargs)
         if self.label2id is None and self.id2label is not None:
             self.label2id = {name: int(i) for i, name in self.id2label.items()}
         if self.emb_size is None:
