@@ -62,9 +62,11 @@ def _as_user(hub, no_envre, tmp_path, code: str, cwd: Path | None = None) -> dic
         capture_output=True,
         text=True,
         timeout=600,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr[-4000:] + "\nunhandled: " + "\n".join(hub.unhandled[-20:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    last = proc.stdout.strip().splitlines()[-1]  # transformers' "[y/N]" prompt may precede the JSON on that line
+    return json.loads(last[last.index("{"):])
 
 
 def _as_maintainer(hub, tmp_path, args: list[str]) -> subprocess.CompletedProcess:
@@ -152,10 +154,10 @@ def test_portable_name_keeps_hub_ids_and_cache_repo_ids():
 
 def test_load_dataset_after_envre_build_push_to_hub(hub, no_envre, tmp_path, redocred_test_path, redocred_dev_path):
     docs = json.loads(redocred_test_path.read_text())[:4]
-    (tmp_path / "input.json").write_text(json.dumps(docs))
+    (tmp_path / "test.json").write_text(json.dumps(docs))
     (tmp_path / "pool.json").write_text(json.dumps(json.loads(redocred_dev_path.read_text())[:60]))
     out = tmp_path / "built"
-    _as_maintainer(hub, tmp_path, ["build", "--input", str(tmp_path / "input.json"), "--kb", "corpus",
+    _as_maintainer(hub, tmp_path, ["build", "--input", str(tmp_path / "test.json"), "--kb", "corpus",
                                    "--kb-pool", str(tmp_path / "pool.json"), "--seeds", "1", "--no-progress",
                                    "--output", str(out), "--push-to-hub", "envre/env_redocred"])
     assert set(hub.auth) == {"Bearer hf_maintainer_token"}
@@ -164,14 +166,14 @@ def test_load_dataset_after_envre_build_push_to_hub(hub, no_envre, tmp_path, red
         from datasets import load_dataset
         ds = load_dataset("envre/env_redocred")
         stream = load_dataset("envre/env_redocred", split="test", streaming=True)
-        print(json.dumps({"splits": sorted(ds), "titles": ds["test"]["title"], "doc_ids": ds["test"]["doc_id"],
+        print(json.dumps({"splits": sorted(ds), "titles": list(ds["test"]["title"]), "doc_ids": list(ds["test"]["doc_id"]),
                           "streamed": [row["doc_id"] for row in stream]}))
     """)
     from datasets import load_dataset
 
     local = load_dataset(str(out))["test"]
     assert user["splits"] == ["test"]
-    assert user["doc_ids"] == local["doc_id"] == user["streamed"] and user["titles"] == local["title"]
+    assert user["doc_ids"] == list(local["doc_id"]) == user["streamed"] and user["titles"] == list(local["title"])
     assert len(user["doc_ids"]) == 4
 
 
