@@ -283,6 +283,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         Path(training_args.output_dir).mkdir(parents=True, exist_ok=True)
         with open(Path(training_args.output_dir) / "all_results.json", "w", encoding="utf-8") as fh:
             json.dump(metrics, fh, indent=2)
+    drops.flush("final evaluation")
+    logging.getLogger("envre_hf.features.featurize").removeFilter(drops)  # leave the caller's logging as it was
     return metrics
 
 
