@@ -275,6 +275,9 @@ class EVRTTrainer(Trainer):
         if not isinstance(documents, DocumentEvalSet):
             return super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
         self._doc_predictions, self._doc_eval_set = {}, documents
+        # rows are pairs, not documents: Trainer's gather_for_metrics would cut the last batch to its number of
+        # documents; every row is kept (Trainer resets gather_function when its loop ends)
+        self.gather_function = self._gather_pair_rows
         try:
             output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
             collected = self._doc_predictions
@@ -288,6 +291,14 @@ class EVRTTrainer(Trainer):
         preds = [row for doc in documents.documents for row in collected.get(doc.key, [])]
         output.metrics.update(self.document_metrics(preds, documents.documents, metric_key_prefix))
         return output
+
+    def _gather_pair_rows(self, tensor: torch.Tensor) -> torch.Tensor:
+        """All processes' rows (pairs), in rank order; their numbers differ between processes."""
+        if self.accelerator.num_processes == 1:
+            return tensor
+        from accelerate.utils import gather_object
+
+        return torch.cat([part.to(tensor.device) for part in gather_object([tensor.detach().cpu()])])
 
     def document_metrics(self, predictions: list[dict], documents: Sequence[Document], prefix: str) -> dict[str, float]:
         """DocRED scores of official-format ``predictions`` as ``<prefix>_<score>`` metrics."""
