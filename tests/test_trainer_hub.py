@@ -81,7 +81,6 @@ def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir
 
 def test_model_card_names_encoder_datasets_evrt_and_scores(tmp_path, encoder_dir, tokenizer, dev, train_docs):
     trainer = _trainer(tmp_path, encoder_dir, tokenizer, dev, train_docs)
-    trainer.train()
     metrics = trainer.evaluate()
     trainer.create_model_card(
         dataset=["envre/redocred_train_twins", str(tmp_path / "local" / "train.json")],
