@@ -10,13 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
+from hub_standin import LocalHub
 
 from envre_hf.documents import (
     Document,
@@ -244,61 +243,9 @@ def test_second_split_joins_the_same_folder(small_input, tmp_path):
 # --------------------------------------------------------------------------- Hub upload
 
 
-class _MockHub:
-    """Enough of the Hub HTTP API for HfApi.create_repo + upload_folder (regular, non-LFS uploads)."""
-
-    def __init__(self):
-        self.repos: list[dict] = []
-        self.validated: list[dict] = []
-        self.commits: list[tuple[str, list[dict]]] = []
-        self.auth: list[str | None] = []
-        hub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code, obj):
-                body = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                self._send(404, {"error": f"not mocked: {self.path}"})
-
-            def do_POST(self):
-                data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                hub.auth.append(self.headers.get("Authorization"))
-                if self.path == "/api/repos/create":
-                    body = json.loads(data)
-                    hub.repos.append(body)
-                    repo = f"{body['organization']}/{body['name']}" if body.get("organization") else body["name"]
-                    return self._send(200, {"url": f"{hub.endpoint}/datasets/{repo}"})
-                if self.path == "/api/validate-yaml":
-                    body = json.loads(data)
-                    hub.validated.append(body)
-                    yaml.safe_load(body["content"].split("---\n")[1])
-                    return self._send(200, {"errors": [], "warnings": []})
-                if "/preupload/" in self.path:
-                    files = json.loads(data)["files"]
-                    return self._send(
-                        200,
-                        {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]},
-                    )
-                if "/commit/" in self.path:
-                    lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
-                    hub.commits.append((self.path, lines))
-                    oid = "a" * 40
-                    url = f"{hub.endpoint}{self.path.replace('/api', '').split('/commit/')[0]}/commit/{oid}"
-                    return self._send(200, {"commitUrl": url, "commitOid": oid})
-                self._send(404, {"error": f"not mocked: {self.path}"})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+# The Hub stand-in (create, validate, preupload, commit, then info / tree / paths-info / resolve) lives in
+# hub_standin.py, shared with the tests that read back what was pushed (test_hub.py).
+_MockHub = LocalHub
 
 
 def test_push_to_hub_uploads_exactly_the_planned_files(reference, tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 """``envre``: one entry point, one module per subcommand, one error path.
 
-Each subcommand lives in ``envre_hf/cli/<name>.py`` and exposes ``add_arguments(parser)`` and
+Each subcommand lives in ``envre_hf/cli/<name>.py`` (``-`` in a command name is ``_`` in its module) and exposes ``add_arguments(parser)`` and
 ``run(args) -> int``. Modules are imported only when their subcommand runs, so ``envre --help``
 stays fast and a missing optional dependency of one command never breaks another.
 
@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "evaluate": "Score predictions or a model against gold documents (docre_f1).",
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",
+    "push-metric": "Publish the docre_f1 metric as a Hub Space that evaluate.load() reads without envre-hf.",
 }
 #: Subcommands that forward their arguments untouched (``--debug`` is then only read before the command).
 _FORWARDING = {"train"}
@@ -74,7 +75,7 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
 
     prog = f"envre {name}"
     try:
-        module = importlib.import_module(f"envre_hf.cli.{name}")
+        module = importlib.import_module(f"envre_hf.cli.{name.replace('-', '_')}")
         sub = ArgumentParser(prog=prog, description=SUBCOMMANDS[name])
         module.add_arguments(sub)
         if name not in _FORWARDING:

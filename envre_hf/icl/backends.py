@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import requests
 
-from ..kb.http import parse_retry_after
+from ..kb.http import parse_retry_after, redact, request_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -164,8 +164,10 @@ class OpenAIChatBackend:
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
             retry_after = None
+            headers = self._headers()
+            secrets = request_secrets(headers)  # a server may echo the key: never raise or log it
             try:
-                resp = self.session.post(url, json=body, headers=self._headers(), timeout=self.timeout)
+                resp = self.session.post(url, json=body, headers=headers, timeout=self.timeout)
             except requests.RequestException as err:
                 last = f"connection error: {type(err).__name__}"
             else:
@@ -177,12 +179,12 @@ class OpenAIChatBackend:
                             raise TypeError("content is not a string")
                         return Completion(text=text, usage=dict(data.get("usage") or {}))
                     except (ValueError, KeyError, IndexError, TypeError) as err:
-                        last = f"malformed reply ({type(err).__name__}: {str(err)[:200]})"
+                        last = f"malformed reply ({type(err).__name__}: {redact(str(err), secrets)[:200]})"
                 elif resp.status_code == 429 or resp.status_code >= 500:
-                    last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                    last = f"HTTP {resp.status_code}: {redact(resp.text, secrets)[:200]}"
                     retry_after = parse_retry_after(resp.headers.get("Retry-After"))
                 else:
-                    raise BackendError(f"{url} answered HTTP {resp.status_code}: {resp.text[:500]}")
+                    raise BackendError(f"{url} answered HTTP {resp.status_code}: {redact(resp.text, secrets)[:500]}")
             if attempt < self.max_retries:
                 logger.info("chat completion attempt %d failed (%s); retrying", attempt + 1, last)
                 self._wait(attempt, retry_after)

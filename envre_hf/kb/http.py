@@ -27,7 +27,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,35 @@ def describe_request(method: str, url: str, params: Mapping[str, Any], limit: in
     """A readable ``METHOD url?params`` for error messages (long queries shortened)."""
     text = f"{method.upper()} {url}?{urlencode(sorted((str(k), str(v)) for k, v in params.items()))}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "x-auth-token")
+_SECRET_PARAMS = ("key", "api_key", "apikey", "token", "access_token", "password", "secret")
+REDACTED = "[REDACTED]"
+
+
+def request_secrets(headers: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None) -> list[str]:
+    """The credentials a request carries: auth header values (and the token after ``Bearer``), key/token params."""
+    secrets = []
+    for name, value in (headers or {}).items():
+        if str(name).lower() in _SECRET_HEADERS and value:
+            value = str(value)
+            secrets.append(value)
+            scheme, _, token = value.partition(" ")
+            if token and scheme.lower() in ("bearer", "token", "basic"):
+                secrets.append(token.strip())
+    for name, value in (params or {}).items():
+        if str(name).lower() in _SECRET_PARAMS and value:
+            secrets.append(str(value))
+    return [s for s in secrets if len(s) >= 4]
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` (e.g. an HTTP error body about to be raised or logged) with every secret replaced by ``[REDACTED]``."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -228,7 +257,7 @@ class CachedJSONClient:
                 self.stats.cache_hits[url] += 1
                 return json.loads(body)
 
-        what = describe_request(method, url, params)
+        what = redact(describe_request(method, url, params), request_secrets(headers, params))
         last_problem = "no attempt made"
         for attempt in range(self.max_retries + 1):
             if attempt:
@@ -248,14 +277,17 @@ class CachedJSONClient:
             except (requests.Timeout, requests.ConnectionError) as exc:
                 last_problem = f"{type(exc).__name__}: {exc}"
             except requests.RequestException as exc:  # e.g. invalid URL: retrying will not help
-                raise KnowledgeBaseError(f"request failed: {what}: {exc}") from exc
+                raise KnowledgeBaseError(redact(f"request failed: {what}: {exc}", request_secrets(headers, params))) from None
             else:
                 wait_hint = parse_retry_after(response.headers.get("Retry-After"))
                 status = response.status_code
                 if status in RETRY_STATUSES:
                     last_problem = f"HTTP {status} {response.reason}"
                 elif status >= 400:
-                    raise KnowledgeBaseError(f"HTTP {status} {response.reason} for {what}: {body[:200]!r}")
+                    secrets = request_secrets(headers, params)
+                    raise KnowledgeBaseError(
+                        redact(f"HTTP {status} {response.reason} for {what}: {redact(body, secrets)[:200]!r}", secrets)
+                    )
                 else:
                     try:
                         payload = json.loads(body)

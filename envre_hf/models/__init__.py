@@ -1,59 +1,60 @@
 """Stage 3: DocRE models as transformers ``PreTrainedModel``s.
 
-Importing this package registers ``DocREConfig`` with ``AutoConfig`` (model_type ``"docre"``)
-and the :class:`DocREModel` dispatcher with ``AutoModel``, and imports every family so that each
-registers its head types: ``AutoModel.from_pretrained(dir)`` then returns the saved family.
+Names are imported on first use (PEP 562), so ``import envre_hf.models`` stays cheap. transformers
+learns the ``docre`` model type as soon as its auto classes load (see :mod:`envre_hf.models.auto`):
+``AutoModel.from_pretrained(dir)`` then returns the saved family. Saved models also carry their code
+(``auto_map``) for users without envre-hf (``trust_remote_code=True``).
 """
 
+from __future__ import annotations
+
 import importlib
-import logging
+from typing import Any
 
-from transformers import AutoConfig, AutoModel
+from .auto import install as _install
 
-from .configuration_docre import HEAD_TYPES, DocREConfig, encoder_window
-from .losses import adaptive_thresholding_loss, none_class_ranking_loss
-from .modeling_atlop import ATLOPModel
-from .modeling_docre import (
-    DOCRE_HEADS,
-    DocREModel,
-    DocREModelOutput,
-    DocREPreTrainedModel,
-    group_bilinear,
-    head_class,
-    register_head,
-    threshold_decode,
-)
+#: public name -> submodule that defines it
+_EXPORTS = {
+    "HEAD_TYPES": "configuration_docre",
+    "FAMILY_MODULES": "configuration_docre",
+    "DocREConfig": "configuration_docre",
+    "encoder_window": "configuration_docre",
+    "portable_name": "configuration_docre",
+    "adaptive_thresholding_loss": "losses",
+    "none_class_ranking_loss": "losses",
+    "DOCRE_HEADS": "modeling_docre",
+    "DocREModelOutput": "modeling_docre",
+    "DocREPreTrainedModel": "modeling_docre",
+    "group_bilinear": "modeling_docre",
+    "register_head": "modeling_docre",
+    "threshold_decode": "modeling_docre",
+    "DocREModel": "auto",
+    "head_class": "auto",
+    "ATLOPModel": "modeling_atlop",
+    "KDDocREModel": "modeling_kd_docre",
+    "DocuNetModel": "modeling_docunet",
+    "model_card": "hub",
+    "prepare_upload": "hub",
+    "push_docre_model": "hub",
+    "predict": "prediction",
+}
 
-AutoConfig.register("docre", DocREConfig, exist_ok=True)
-AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "DOCRE_HEADS",
-    "HEAD_TYPES",
-    "ATLOPModel",
-    "DocREConfig",
-    "DocREModel",
-    "DocREModelOutput",
-    "DocREPreTrainedModel",
-    "adaptive_thresholding_loss",
-    "encoder_window",
-    "group_bilinear",
-    "head_class",
-    "none_class_ranking_loss",
-    "register_head",
-    "threshold_decode",
-]
 
-# Families written on top of the base register themselves on import; a family that is missing
-# (or broken) must not make the others unusable, so it is reported and skipped.
-for _module, _names in (("modeling_kd_docre", ("KDDocREModel",)), ("modeling_docunet", ("DocuNetModel",))):
-    try:
-        _mod = importlib.import_module(f"{__name__}.{_module}")
-    except ImportError as _err:  # the family is not written yet / not installed
-        if getattr(_err, "name", None) != f"{__name__}.{_module}":
-            logging.getLogger(__name__).warning("could not import %s: %s", _module, _err)
-        continue
-    for _name in _names:
-        if hasattr(_mod, _name):
-            globals()[_name] = getattr(_mod, _name)
-            __all__.append(_name)
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    if name == "DOCRE_HEADS":  # the full registry: every family imported
+        for module in sorted(set(getattr(importlib.import_module(".configuration_docre", __name__), "FAMILY_MODULES").values())):
+            importlib.import_module(f".{module}", __name__)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+_install()

@@ -4,16 +4,24 @@ The encoder's own configuration is kept whole as the ``encoder`` sub-config (tra
 ``sub_configs_defaults`` mechanism), so a saved model directory rebuilds its encoder without
 downloading anything. ``head_type`` selects the family (``atlop``, ``ncrl``, ``kd_docre``,
 ``docunet``); ``AutoModel.from_pretrained`` dispatches on it (see ``envre_hf.models``).
+
+This file is shipped with every saved model (``auto_map``) so that transformers' remote-code loader
+can rebuild the model without envre-hf: it imports only transformers and sibling modules.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-from ..documents.relations import docred_schema
+try:  # envre-hf installed: DocRED labels by default (a saved config.json always carries its own id2label)
+    from envre_hf.documents.relations import docred_schema
+except ImportError:  # loaded as remote code without envre-hf
+    docred_schema = None
 
 #: Encoder families whose position ids start after the padding index (``padding_idx + 1``), so
 #: ``max_position_embeddings`` overstates the usable window by ``pad_token_id + 1``.
@@ -23,6 +31,8 @@ _OFFSET_POSITION_MODELS = frozenset(
 
 #: Head types known to the library (families register classes for them in ``modeling_docre.DOCRE_HEADS``).
 HEAD_TYPES = ("atlop", "ncrl", "kd_docre", "docunet")
+#: The sibling module that defines each head type's model class (imported on first use).
+FAMILY_MODULES = {"atlop": "modeling_atlop", "ncrl": "modeling_atlop", "kd_docre": "modeling_kd_docre", "docunet": "modeling_docunet"}
 
 
 def encoder_window(encoder_config: PretrainedConfig) -> int:
@@ -31,6 +41,22 @@ def encoder_window(encoder_config: PretrainedConfig) -> int:
     if getattr(encoder_config, "model_type", "") in _OFFSET_POSITION_MODELS:
         window -= int(getattr(encoder_config, "pad_token_id", 1) or 1) + 1
     return window
+
+
+def portable_name(name_or_path: str | os.PathLike) -> str:
+    """What a saved config or card may say about where weights came from: never a local absolute path.
+
+    A Hub id stays as it is; a folder of the Hub cache (``.../models--org--name/snapshots/<sha>``) becomes
+    ``org/name``; any other local folder becomes its own name.
+    """
+    text = os.fspath(name_or_path)
+    if not (os.path.isabs(text) or os.path.exists(text) or text.startswith(("./", "../", "~"))):
+        return text  # a Hub id (or an already portable name)
+    parts = Path(os.path.abspath(os.path.expanduser(text))).parts
+    for i, part in enumerate(parts):
+        if part.startswith("models--") and i + 1 < len(parts) and parts[i + 1] == "snapshots":
+            return part[len("models--") :].replace("--", "/")
+    return parts[-1] if parts else text
 
 
 class DocREConfig(PretrainedConfig):
@@ -45,10 +71,13 @@ class DocREConfig(PretrainedConfig):
     ``ncrl_none_weight`` (weight of the none-class term). ``top_k`` caps relations per pair at
     decoding (4 as in ATLOP's DocRED runs; ``None`` or 0: no cap). ``extra_head`` holds
     family-specific settings (KD-DocRE, DocuNet).
-    ``encoder_name_or_path`` records where the encoder weights came from (for the model card).
+    ``encoder_name_or_path`` records where the encoder weights came from (for the model card): a Hub id,
+    or only the folder's name for a local folder (see :func:`portable_name`), never an absolute path.
     """
 
     model_type = "docre"
+    #: ``Trainer.evaluate/predict`` never gathers the pair features (emb x block floats per pair).
+    keys_to_ignore_at_inference = ["pair_representations", "bilinear_factors"]
     sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
 
     encoder: PretrainedConfig | dict | None = None
@@ -63,9 +92,13 @@ class DocREConfig(PretrainedConfig):
     encoder_name_or_path: str | None = None
 
     def __post_init__(self, **kwargs: Any):
-        if self.id2label is None and "num_labels" not in kwargs:
+        if self.id2label is None and "num_labels" not in kwargs and docred_schema is not None:
             self.id2label = dict(docred_schema().index2rel)
         super().__post_init__(**kwargs)
+        if self.encoder_name_or_path is not None:
+            self.encoder_name_or_path = portable_name(self.encoder_name_or_path)
+        if isinstance(self.encoder, PretrainedConfig) and getattr(self.encoder, "_name_or_path", ""):
+            self.encoder._name_or_path = portable_name(self.encoder._name_or_path)
         if self.label2id is None and self.id2label is not None:
             self.label2id = {name: int(i) for i, name in self.id2label.items()}
         if self.emb_size is None:
@@ -84,3 +117,7 @@ class DocREConfig(PretrainedConfig):
     @property
     def num_attention_heads(self) -> int:
         return int(self.encoder.num_attention_heads)
+
+
+# ``save_pretrained`` copies this file next to config.json and writes ``auto_map["AutoConfig"]``.
+DocREConfig.register_for_auto_class("AutoConfig")

@@ -8,12 +8,14 @@ in one commit. The card (README.md) names the encoder, the head, the training da
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import HfApi, ModelCardData
+from huggingface_hub import EvalResult, HfApi, ModelCardData
 
+from .configuration_docre import portable_name
 from .modeling_docre import DocREPreTrainedModel
 
 _HEAD_NAMES = {
@@ -26,6 +28,16 @@ _HEAD_NAMES = {
 _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 
 
+#: Scores that go into the card's ``model-index`` (as percentages), with their display names.
+_INDEX_METRICS = {"f1": "F1", "ign_f1": "Ign F1", "precision": "Precision", "recall": "Recall"}
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def is_hub_id(name: str | None) -> bool:
+    """True for what can be a Hub repository id (``org/name`` or ``name``) and is not a local path."""
+    return bool(name) and bool(_HUB_ID.match(name)) and not os.path.exists(name)
+
+
 def _fmt(value: Any) -> str:
     return f"{100 * value:.2f}" if isinstance(value, float) else str(value)
 
@@ -36,24 +48,55 @@ def model_card(
     scores: dict[str, dict[str, Any]] | None = None,
     license: str | None = None,
     extra_text: str | None = None,
+    *,
+    evrt: dict[str, Any] | None = None,
+    eval_datasets: dict[str, str] | None = None,
+    model_name: str | None = None,
+    tags: list[str] | None = None,
 ) -> str:
-    """The README.md text: YAML metadata, then encoder, head, training data, scores and usage.
+    """The README.md text: YAML metadata (``model-index`` included), then encoder, head, data, EVRT, scores, usage.
 
+    ``training_data`` names datasets: Hub ids go into the metadata, anything else only into the text.
     ``scores`` maps an evaluation set name to a score dict (``DocREScores.to_dict()`` or any
-    ``{metric: fraction}``); fractions are shown as percentages.
+    ``{metric: fraction}``); fractions are shown as percentages. ``eval_datasets`` gives the Hub id of
+    each evaluation set (e.g. ``{"dev": "thunlp/docred", "dev_renamed": "envre/env_redocred"}``).
+    ``evrt`` holds the EVRT training settings to list. No local absolute path is ever written.
     """
     config = model.config
     datasets = [training_data] if isinstance(training_data, str) else list(training_data or [])
-    encoder = config.encoder_name_or_path or getattr(config.encoder, "_name_or_path", "") or config.encoder.model_type
-    # a Hub id ("org/name"), not a local folder, is valid ``base_model`` metadata
-    hub_id = encoder if encoder and not os.path.isabs(encoder) and not os.path.exists(encoder) else None
+    datasets = [portable_name(d) if not is_hub_id(d) else d for d in datasets]
+    hub_datasets = [d for d in datasets if is_hub_id(d) and "/" in d]
+    raw_encoder = config.encoder_name_or_path or getattr(config.encoder, "_name_or_path", "") or config.encoder.model_type
+    encoder = portable_name(raw_encoder)
+    base_model = encoder if is_hub_id(encoder) and "/" in encoder else None
+    name = model_name or f"{config.head_type}-{encoder.rsplit('/', 1)[-1]}"
+    eval_results = []
+    for set_name, values in (scores or {}).items():
+        dataset_id = (eval_datasets or {}).get(set_name) or set_name
+        for key, display in _INDEX_METRICS.items():
+            value = values.get(key)
+            if isinstance(value, (int, float)):
+                eval_results.append(
+                    EvalResult(
+                        task_type="relation-extraction",
+                        task_name="Document-level relation extraction",
+                        dataset_type=dataset_id,
+                        dataset_name=set_name,
+                        metric_type=key,
+                        metric_name=display,
+                        metric_value=round(100 * float(value), 2),
+                    )
+                )
     data = ModelCardData(
         library_name="transformers",
         license=license,
-        base_model=hub_id,
-        datasets=datasets or None,
-        tags=["relation-extraction", "document-level-relation-extraction", "docred", "envre-hf", config.head_type],
+        base_model=base_model,
+        datasets=hub_datasets or None,
+        tags=list(dict.fromkeys(["relation-extraction", "document-level-relation-extraction", "docred", "envre-hf",
+                                 config.head_type, *(["evrt"] if evrt and evrt.get("evrt") else []), *(tags or [])])),
         pipeline_tag=None,
+        model_name=name if eval_results else None,
+        eval_results=eval_results or None,
     )
     lines = [
         "---",
@@ -72,15 +115,18 @@ def model_card(
         f" top-k {config.top_k} relations per pair at decoding",
         f"- **Training data:** {', '.join(datasets) if datasets else 'not stated'}",
         "",
-        "## Scores",
-        "",
     ]
+    if evrt:
+        lines += ["## Training", "", "Entity-variation robust training (EVRT) settings:", ""]
+        lines += [f"- `{key}`: {value}" for key, value in evrt.items()]
+        lines.append("")
+    lines += ["## Scores", ""]
     if scores:
         keys = [k for k in _SCORE_ORDER if any(k in s for s in scores.values())]
         lines.append("| evaluation set | " + " | ".join(keys) + " |")
         lines.append("| --- |" + " --- |" * len(keys))
-        for name, values in scores.items():
-            lines.append(f"| {name} | " + " | ".join(_fmt(values.get(k, "")) for k in keys) + " |")
+        for set_name, values in scores.items():
+            lines.append(f"| {set_name} | " + " | ".join(_fmt(values.get(k, "")) for k in keys) + " |")
         lines.append("")
         lines.append("Scores are percentages computed with the official DocRED scoring rules (envre-hf `docre_f1`).")
     else:
@@ -89,8 +135,18 @@ def model_card(
         "",
         "## Usage",
         "",
+        "With only transformers installed, the model's code comes with it (read it before you trust it):",
+        "",
         "```python",
-        "import envre_hf.models  # registers the docre model type with transformers",
+        "from transformers import AutoModel",
+        "",
+        'model = AutoModel.from_pretrained("REPO_ID", trust_remote_code=True)',
+        "```",
+        "",
+        "With envre-hf installed, `import envre_hf` is enough (no remote code), and envre-hf predicts whole documents:",
+        "",
+        "```python",
+        "import envre_hf",
         "from transformers import AutoModel, AutoTokenizer",
         "from envre_hf.documents import read_documents",
         "from envre_hf.models.prediction import predict",

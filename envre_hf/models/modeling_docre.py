@@ -5,14 +5,16 @@ transformers encoder (``self.encoder``, built from ``config.encoder``) and its o
 come from :mod:`envre_hf.features` (entity markers, ``entity_pos``, ``hts``).
 
 Families register themselves with :func:`register_head` under one or more ``head_type`` values;
-:class:`DocREModel` (the class registered with ``AutoModel``) dispatches on ``config.head_type``,
-so ``AutoModel.from_pretrained(dir)`` returns the family that was saved.
+``envre_hf.models.DocREModel`` (the class registered with ``AutoModel``) dispatches on ``config.head_type``,
+so ``AutoModel.from_pretrained(dir)`` returns the family that was saved. This module is shipped with saved
+models (remote code): it imports only torch, transformers and sibling modules.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import importlib
 import math
 import typing
 from collections.abc import Callable, Sequence
@@ -21,11 +23,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import AutoConfig, AutoModel, PreTrainedModel
+from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from .configuration_docre import DocREConfig
+from .configuration_docre import FAMILY_MODULES, DocREConfig
 
 #: head_type -> model class; filled by :func:`register_head` (families' modules).
 DOCRE_HEADS: dict[str, type[DocREPreTrainedModel]] = {}
@@ -34,20 +36,25 @@ EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (star
 
 
 def register_head(*head_types: str) -> Callable[[type], type]:
-    """Class decorator: make ``DocREModel`` / ``AutoModel`` build this class for these head types."""
+    """Class decorator: make ``DocREModel`` / ``AutoModel`` build this class for these head types.
+
+    The class is also registered for ``AutoModel`` remote code: ``save_pretrained`` then copies its module (and
+    the sibling modules it imports) next to the weights and names it in ``config.json``'s ``auto_map``.
+    """
 
     def wrap(cls: type) -> type:
         for head_type in head_types:
             DOCRE_HEADS[head_type] = cls
+        cls.register_for_auto_class("AutoModel")
         return cls
 
     return wrap
 
 
 def head_class(head_type: str) -> type[DocREPreTrainedModel]:
-    """The model class registered for ``head_type`` (importing ``envre_hf.models`` registers all families)."""
-    if head_type not in DOCRE_HEADS:
-        import envre_hf.models  # noqa: F401  (registers every family)
+    """The model class registered for ``head_type`` (the family's sibling module is imported on first use)."""
+    if head_type not in DOCRE_HEADS and head_type in FAMILY_MODULES:
+        importlib.import_module(f".{FAMILY_MODULES[head_type]}", __package__)
     if head_type not in DOCRE_HEADS:
         raise KeyError(f"no model class is registered for head_type {head_type!r}; known: {sorted(DOCRE_HEADS)}")
     return DOCRE_HEADS[head_type]
@@ -681,39 +688,3 @@ def threshold_decode(logits: torch.Tensor, top_k: int | None = None) -> torch.Te
     out[:, 0] = (out[:, 1:].sum(1) == 0).to(logits.dtype)
     return out
 
-
-class DocREModel:
-    """Dispatcher registered with ``AutoModel``: builds/loads the family named by ``config.head_type``.
-
-    ``DocREModel(config)``, ``DocREModel.from_pretrained(dir)`` and ``AutoModel.from_pretrained(dir)``
-    (after ``import envre_hf.models``) all return e.g. an ``ATLOPModel`` for head_type ``"atlop"``.
-    """
-
-    config_class = DocREConfig
-
-    def __new__(cls, config: DocREConfig, *args: Any, **kwargs: Any) -> DocREPreTrainedModel:  # type: ignore[misc]
-        return head_class(config.head_type)(config, *args, **kwargs)
-
-    @classmethod
-    def from_pretrained(
-        cls, pretrained_model_name_or_path: str, *model_args: Any, config: DocREConfig | None = None, **kwargs: Any
-    ) -> DocREPreTrainedModel:
-        if config is None:
-            hub = {k: kwargs[k] for k in ("revision", "cache_dir", "token", "local_files_only") if k in kwargs}
-            config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **hub)
-        if not isinstance(config, DocREConfig):
-            raise ValueError(f"{pretrained_model_name_or_path} holds a {type(config).__name__}, not a DocREConfig")
-        return head_class(config.head_type).from_pretrained(
-            pretrained_model_name_or_path, *model_args, config=config, **kwargs
-        )
-
-    @classmethod
-    def _from_config(cls, config: DocREConfig, **kwargs: Any) -> DocREPreTrainedModel:
-        return head_class(config.head_type)._from_config(config, **kwargs)
-
-    from_config = _from_config
-
-    @classmethod
-    def from_encoder_pretrained(cls, encoder_name_or_path: str, **head: Any) -> DocREPreTrainedModel:
-        """Like :meth:`DocREPreTrainedModel.from_encoder_pretrained`, for any ``head_type``."""
-        return head_class(head.get("head_type", "atlop")).from_encoder_pretrained(encoder_name_or_path, **head)

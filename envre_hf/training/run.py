@@ -114,11 +114,64 @@ def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = 
     return RenamingPipeline(CorpusKB(pool), RenamingConfig(exclude_names=frozenset(exclude_names)))
 
 
-def rename_documents(pipeline: Any, docs: list[Document], seed: int, desc: str = "Renaming") -> list[Document]:
-    """``pipeline.rename`` over ``docs`` at ``seed``, with a progress bar."""
+def rename_documents(
+    pipeline: Any, docs: list[Document], seed: int, desc: str = "Renaming", progress: bool = True
+) -> list[Document]:
+    """``pipeline.rename`` over ``docs`` at ``seed``, with a progress bar (``progress``: on the main process only)."""
     from tqdm.auto import tqdm
 
-    return [pipeline.rename(doc, seed=seed) for doc in tqdm(docs, desc=desc, leave=False)]
+    return [pipeline.rename(doc, seed=seed) for doc in tqdm(docs, desc=desc, leave=False, disable=not progress)]
+
+
+class MentionDropSummary(logging.Filter):
+    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass.
+
+    Installed on the featurizer's logger by :func:`configure_logging`; :meth:`flush` (called by the trainer
+    callback after each epoch and each evaluation) logs the totals since the last flush.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents, self.dropped, self.limit = 0, 0, None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("document %r: max_seq_length") and record.args:
+            self.documents += 1
+            self.limit, self.dropped = record.args[1], self.dropped + int(record.args[2])
+            return False
+        return True
+
+    def flush(self, what: str) -> None:
+        if self.documents:
+            logger.warning(
+                "max_seq_length=%s dropped %d mentions in %d documents (%s)", self.limit, self.dropped, self.documents, what
+            )
+        self.documents, self.dropped = 0, 0
+
+
+def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummary:
+    """The runner's logging: each process at ``get_process_log_level()`` for envre-hf, transformers and datasets
+    (the root logger is left alone), and featurization warnings summarised (see :class:`MentionDropSummary`)."""
+    import datasets
+    import transformers
+
+    level = training_args.get_process_log_level()
+    transformers.utils.logging.set_verbosity(level)
+    transformers.utils.logging.enable_default_handler()
+    transformers.utils.logging.enable_explicit_format()
+    datasets.utils.logging.set_verbosity(level)
+    package = logging.getLogger("envre_hf")
+    package.setLevel(level)
+    if not package.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[%(levelname)s|%(name)s] %(message)s"))
+        package.addHandler(handler)
+    summary = MentionDropSummary()
+    featurizer = logging.getLogger("envre_hf.features.featurize")
+    for old in [f for f in featurizer.filters if isinstance(f, MentionDropSummary)]:
+        featurizer.removeFilter(old)
+    featurizer.addFilter(summary)
+    return summary
 
 
 def build_twin_source(
@@ -141,6 +194,20 @@ def build_twin_source(
         return twins
     pool = [doc for path in args.rename_kb_pool for doc in load_documents(path)] or default_pool or train_docs
     return OnTheFlyTwins(build_corpus_pipeline(pool, excluded), base_seed=args.rename_seed)
+
+
+def _DropSummaryCallback(summary: MentionDropSummary) -> Any:
+    """A TrainerCallback that flushes ``summary`` after each epoch and each evaluation."""
+    from transformers import TrainerCallback
+
+    class DropSummaryCallback(TrainerCallback):
+        def on_epoch_end(self, args, state, control, **kwargs):
+            summary.flush(f"training, epoch {round(state.epoch or 0)}")
+
+        def on_evaluate(self, args, state, control, **kwargs):
+            summary.flush("evaluation")
+
+    return DropSummaryCallback()
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, EVRTTrainingArguments]:
@@ -171,7 +238,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
     from .trainer import EVRTTrainer
 
-    logging.basicConfig(level=logging.INFO if training_args.should_log else logging.WARNING)
+    drops = configure_logging(training_args)
     set_seed(training_args.seed)
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
     model = build_model(model_args, training_args.evrt_preset)
@@ -188,7 +255,9 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         elif data_args.rename_dev_seed is not None:
             pool = [doc for path in training_args.rename_kb_pool for doc in load_documents(path)] or all_train + dev
             pipeline = build_corpus_pipeline(pool)
-            eval_documents["dev_renamed"] = rename_documents(pipeline, dev, data_args.rename_dev_seed, "Renaming dev")
+            eval_documents["dev_renamed"] = rename_documents(
+                pipeline, dev, data_args.rename_dev_seed, "Renaming dev", progress=training_args.local_process_index == 0
+            )
         if "dev_renamed" in eval_documents:
             renamed_dev_names = frozenset(used_names(eval_documents["dev_renamed"]))
     if not eval_documents and training_args.eval_strategy != "no":
@@ -217,6 +286,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         train_documents_for_ign=train_docs,
         max_seq_length=data_args.max_seq_length,
     )
+    trainer.add_callback(_DropSummaryCallback(drops))
     metrics: dict[str, float] = {}
     result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     metrics.update(result.metrics)
@@ -228,6 +298,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         from ..atomic import write_json
 
         write_json(Path(training_args.output_dir) / "all_results.json", metrics, ensure_ascii=True)
+    drops.flush("final evaluation")
+    logging.getLogger("envre_hf.features.featurize").removeFilter(drops)  # leave the caller's logging as it was
     return metrics
 
 

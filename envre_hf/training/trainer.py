@@ -13,18 +13,21 @@ classification loss is exactly the model's loss on that half whatever the model 
 normalisation is. Every component is logged (``loss_clo``, ``loss_clp``, ``loss_rcr``, ``loss_pcr``,
 unweighted, averaged over the micro-batches and processes since the last log).
 
-Evaluation scores predictions on whole documents with the DocRED metric: pass
-``eval_documents={"dev": docs, "dev_renamed": renamed_docs}`` and the metrics are
-``eval_dev_f1``, ``eval_dev_renamed_ign_f1``, ... so ``metric_for_best_model="dev_f1"`` selects the
-best checkpoint by dev F1.
+Evaluation scores predictions on whole documents with the DocRED metric, inside ``Trainer.evaluate``:
+pass ``eval_documents={"dev": docs, "dev_renamed": renamed_docs}`` (or lists of documents as
+``eval_dataset``) and the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_renamed_ign_f1``,
+``eval_dev_f1_plus_ign_f1`` (with ``train_documents_for_ign``), Trainer's speed metrics and those of a
+``compute_metrics`` (given the pair logits and labels), so ``metric_for_best_model="dev_f1_plus_ign_f1"``
+selects the best checkpoint as the released code does.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import logging
-import time
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +49,27 @@ EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
 _NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key")
 
 logger = logging.getLogger(__name__)
+
+
+class DocumentEvalSet(torch.utils.data.Dataset):
+    """An evaluation set of documents: items are their features (featurized once); the documents are kept
+    (by key) so that the evaluation loop decodes predictions and scores them with the DocRED metric."""
+
+    def __init__(self, documents: Sequence[Document], featurize: Any):
+        self.documents = list(documents)
+        self.by_key = {doc.key: doc for doc in self.documents}
+        if len(self.by_key) != len(self.documents):
+            raise ValueError("evaluation documents must have distinct keys (doc_id or title)")
+        self.featurize = featurize
+        self._cache: dict[int, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        if index not in self._cache:
+            self._cache[index] = self.featurize(self.documents[index])
+        return self._cache[index]
 
 
 class TwinEpochCallback(TrainerCallback):
@@ -307,6 +331,126 @@ class EVRTTrainer(Trainer):
 
     # ------------------------------------------------------------------ evaluation
 
+    def _document_set(self, eval_dataset: Any) -> DocumentEvalSet | None:
+        """The featurized evaluation set of a list of documents (cached per list), or None for any other dataset."""
+        if isinstance(eval_dataset, DocumentEvalSet):
+            return eval_dataset
+        if not (isinstance(eval_dataset, (list, tuple)) and eval_dataset and isinstance(eval_dataset[0], Document)):
+            return None
+        cache = self.__dict__.setdefault("_document_sets", {})
+        key = id(eval_dataset)
+        if key not in cache or cache[key][0] is not eval_dataset:
+            from ..features.featurize import featurize_document
+
+            featurize = functools.partial(
+                featurize_document, tokenizer=self.processing_class, max_seq_length=self.max_seq_length
+            )
+            cache[key] = (eval_dataset, DocumentEvalSet(eval_dataset, featurize))
+        return cache[key][1]
+
+    def get_eval_dataloader(self, eval_dataset: Any = None):
+        """Trainer's loader, or for a list of documents a loader of their features (batched with ``DocRECollator``)."""
+        dataset = self.eval_dataset[eval_dataset] if isinstance(eval_dataset, str) else eval_dataset
+        dataset = self.eval_dataset if dataset is None else dataset
+        documents = self._document_set(dataset)
+        if documents is None:
+            return super().get_eval_dataloader(eval_dataset)
+        from torch.utils.data import DataLoader
+
+        from ..features.collator import DocRECollator
+
+        loader = DataLoader(
+            documents,
+            batch_size=self.eval_batch_size_docs or self.args.per_device_eval_batch_size,
+            collate_fn=DocRECollator(self.processing_class),
+            num_workers=0,
+            shuffle=False,
+        )
+        return self.accelerator.prepare(loader)
+
+    def evaluation_loop(
+        self,
+        dataloader: Any,
+        description: str,
+        prediction_loss_only: bool | None = None,
+        ignore_keys: list[str] | None = None,
+        metric_key_prefix: str = "eval",
+    ):
+        """Trainer's loop (``eval_loss``, a user's ``compute_metrics`` on pair logits and labels, callbacks), plus
+        for documents the DocRED scores: ``<prefix>_f1``, ``_ign_f1``, ..., and ``_f1_plus_ign_f1`` (the released
+        code selects checkpoints by dev F1 + dev Ign F1). Each process decodes its own batches; the predictions,
+        not the logits, are gathered."""
+        documents = getattr(dataloader, "dataset", None)
+        if not isinstance(documents, DocumentEvalSet):
+            return super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
+        self._doc_predictions, self._doc_eval_set = {}, documents
+        # rows are pairs, not documents: Trainer's gather_for_metrics would cut the last batch to its number of
+        # documents; every row is kept (Trainer resets gather_function when its loop ends)
+        self.gather_function = self._gather_pair_rows
+        try:
+            output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
+            collected = self._doc_predictions
+        finally:
+            self._doc_predictions, self._doc_eval_set = None, None
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            for part in gather_object([collected]):
+                collected.update(part)  # a document repeated to even out the shards decodes the same
+        preds = [row for doc in documents.documents for row in collected.get(doc.key, [])]
+        output.metrics.update(self.document_metrics(preds, documents.documents, metric_key_prefix))
+        return output
+
+    def _gather_pair_rows(self, tensor: torch.Tensor) -> torch.Tensor:
+        """All processes' rows (pairs), in rank order; their numbers differ between processes."""
+        if self.accelerator.num_processes == 1:
+            return tensor
+        from accelerate.utils import gather_object
+
+        return torch.cat([part.to(tensor.device) for part in gather_object([tensor.detach().cpu()])])
+
+    def document_metrics(self, predictions: list[dict], documents: Sequence[Document], prefix: str) -> dict[str, float]:
+        """DocRED scores of official-format ``predictions`` as ``<prefix>_<score>`` metrics."""
+        from ..metrics import score_predictions
+
+        scores = score_predictions(predictions, list(documents), train=self.train_documents_for_ign)
+        metrics = {}
+        for attr in EVAL_SCORES:
+            value = getattr(scores, attr)
+            if value is not None:
+                metrics[f"{prefix}_{attr}"] = round(float(value), 6)
+        if scores.ign_f1 is not None:
+            metrics[f"{prefix}_f1_plus_ign_f1"] = round(float(scores.f1) + float(scores.ign_f1), 6)
+        return metrics
+
+    def prediction_step(
+        self,
+        model: torch.nn.Module,
+        inputs: dict[str, Any],
+        prediction_loss_only: bool,
+        ignore_keys: list[str] | None = None,
+    ):
+        """On documents: one forward pass gives the loss, the pair logits and labels for Trainer, and the decoded
+        predictions of each document (kept on this process until the loop ends)."""
+        if getattr(self, "_doc_predictions", None) is None:
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
+        from ..models.prediction import decode_predictions
+
+        keys, hts = inputs["doc_keys"], inputs["hts"]
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            outputs = model(**self._forward_inputs(model, inputs))
+        logits = outputs.logits.detach()
+        decoder = self.accelerator.unwrap_model(model)
+        multi_hot = decoder.decode(logits.float()).cpu()
+        by_key = self._doc_eval_set.by_key
+        for key, doc_hts, chunk in zip(keys, hts, multi_hot.split([len(h) for h in hts])):
+            self._doc_predictions[key] = decode_predictions(by_key[key], doc_hts, chunk)
+        loss = outputs.loss.detach().mean() if outputs.loss is not None else None
+        if prediction_loss_only:
+            return loss, None, None
+        return loss, logits, inputs.get("labels")
+
     def predict_documents(self, documents: Sequence[Document]) -> list[dict]:
         """Official-format predictions for ``documents``, sharded over processes and gathered."""
         from accelerate.utils import gather_object
@@ -326,38 +470,89 @@ class EVRTTrainer(Trainer):
         )
         return gather_object(preds) if world > 1 else preds
 
-    def evaluate(
+    # ------------------------------------------------------------------ model card
+
+    def document_scores(self) -> dict[str, dict[str, float]]:
+        """The latest DocRED scores of each evaluation set in the logs: ``{set name: {score: fraction}}``."""
+        names = list(self.eval_dataset) if isinstance(self.eval_dataset, dict) else [None]
+        scores: dict[str, dict[str, float]] = {}
+        for name in names:
+            prefix = f"eval_{name}_" if name is not None else "eval_"
+            for entry in reversed(self.state.log_history):
+                if f"{prefix}f1" in entry:
+                    scores[name or "eval"] = {a: entry[f"{prefix}{a}"] for a in EVAL_SCORES if f"{prefix}{a}" in entry}
+                    break
+        return scores
+
+    def evrt_settings(self) -> dict[str, Any]:
+        """The EVRT switches and the main optimisation settings, as the card lists them (paths by name only)."""
+        from dataclasses import fields
+
+        from transformers import TrainingArguments
+
+        from ..models.configuration_docre import portable_name
+
+        def portable(value: Any) -> Any:
+            if isinstance(value, (list, tuple)):
+                return [portable(v) for v in value]
+            if isinstance(value, str) and (os.sep in value or os.path.exists(value)):
+                return portable_name(value)
+            return value
+
+        base = {f.name for f in fields(TrainingArguments)}
+        settings = {
+            f.name: portable(getattr(self.args, f.name))
+            for f in fields(self.args)
+            if f.name not in base and f.name != "remove_unused_columns" and getattr(self.args, f.name) is not None
+        }
+        for name in ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "gradient_accumulation_steps",
+                     "warmup_ratio", "max_grad_norm", "seed", "metric_for_best_model"):
+            value = getattr(self.args, name, None)
+            if value is not None:
+                settings[name] = value
+        return settings
+
+    def create_model_card(
         self,
-        eval_dataset: Any = None,
-        ignore_keys: list[str] | None = None,
-        metric_key_prefix: str = "eval",
-    ) -> dict[str, float]:
-        """DocRED scores on each evaluation document set (``eval_<name>_f1``, ``eval_<name>_ign_f1``, ...).
+        language: str | None = None,
+        license: str | None = None,
+        tags: str | list[str] | None = None,
+        model_name: str | None = None,
+        finetuned_from: str | None = None,
+        tasks: str | list[str] | None = None,
+        dataset_tags: str | list[str] | None = None,
+        dataset: str | list[str] | None = None,
+        dataset_args: str | list[str] | None = None,
+        eval_datasets: dict[str, str] | None = None,
+        **unused: Any,
+    ) -> None:
+        """The project's card (``envre_hf.models.hub.model_card``) in ``output_dir/README.md``: encoder id, training
+        datasets (Hub ids in the metadata), EVRT settings and the latest DocRED scores of every evaluation set as
+        ``model-index`` results. ``Trainer.push_to_hub(dataset=..., eval_datasets={"dev": id, ...})`` passes them."""
+        if not self.is_world_process_zero():
+            return
+        from ..models.hub import model_card
 
-        Without ``eval_documents`` (and with a dataset argument) this is ``Trainer.evaluate``.
-        """
-        documents = eval_dataset if eval_dataset is not None else self.eval_documents
-        if not documents or not isinstance(documents, dict) or not all(
-            isinstance(v, (list, tuple)) and (not v or isinstance(v[0], Document)) for v in documents.values()
-        ):
-            return super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
-        from ..metrics import score_predictions
-
-        start = time.time()
-        metrics: dict[str, float] = {}
-        for name, docs in documents.items():
-            preds = self.predict_documents(docs)
-            scores = score_predictions(preds, list(docs), train=self.train_documents_for_ign)
-            for attr in EVAL_SCORES:
-                value = getattr(scores, attr)
-                if value is not None:
-                    metrics[f"{metric_key_prefix}_{name}_{attr}"] = round(float(value), 6)
-            if scores.f1 is not None and scores.ign_f1 is not None:
-                # the released code's checkpoint selection score
-                metrics[f"{metric_key_prefix}_{name}_f1_plus_ign_f1"] = round(float(scores.f1 + scores.ign_f1), 6)
-        metrics[f"{metric_key_prefix}_runtime"] = round(time.time() - start, 4)
-        if self.state.epoch is not None:
-            metrics["epoch"] = self.state.epoch
-        self.log(metrics)
-        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
-        return metrics
+        model = self.accelerator.unwrap_model(self.model)
+        datasets: list[str] = []
+        for value in (dataset_tags, dataset):
+            datasets += [value] if isinstance(value, str) else list(value or [])
+        tags = [tags] if isinstance(tags, str) else list(tags or [])
+        card = model_card(
+            model,
+            list(dict.fromkeys(datasets)),
+            self.document_scores() or None,
+            license,
+            evrt=self.evrt_settings(),
+            eval_datasets=eval_datasets,
+            model_name=model_name,
+            tags=tags,
+        )
+        if self.args.hub_model_id:
+            card = card.replace('"REPO_ID"', f'"{self.args.hub_model_id}"')
+        path = os.path.join(self.args.output_dir, "README.md")
+        os.makedirs(self.args.output_dir, exist_ok=True)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(card)
+        os.replace(tmp, path)

@@ -1,6 +1,9 @@
 """docre_f1: document-level relation extraction scores with the official DocRED rules.
 
-A thin `evaluate` wrapper over :func:`envre_hf.metrics.score_predictions`; see README.md (the metric card).
+A thin `evaluate` wrapper over envre-hf's scorer (``envre_hf.metrics.score_predictions``); see README.md (the
+metric card). ``evaluate.load("envre/docre_f1")`` needs only ``evaluate``: the scorer ships next to this file as
+``docre_f1_scorer.py``, generated from envre-hf (``python -m envre_hf.metrics.space``). Where envre-hf is
+installed its own classes are used, so its documents, ``TrainFacts`` and exceptions mix with this module's.
 """
 
 from __future__ import annotations
@@ -13,9 +16,25 @@ from typing import Any
 import datasets
 import evaluate
 
-from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_documents, to_docred
-from envre_hf.citations import DOCRED_CITATION, REDOCRED_CITATION
-from envre_hf.metrics import PredictionError, TrainFacts, score_predictions
+from .docre_f1_scorer import (
+    DOCRED_CITATION,
+    REDOCRED_CITATION,
+    Document,
+    DocumentError,
+    PredictionError,
+    TrainFacts,
+    document_from_row,
+    from_dict,
+    read_documents,
+    score_predictions,
+    to_docred,
+)
+
+try:  # envre-hf installed: the same code, but its classes (isinstance checks and except clauses agree)
+    from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_documents, to_docred
+    from envre_hf.metrics import PredictionError, TrainFacts, score_predictions
+except ImportError:
+    pass
 
 _CITATION = DOCRED_CITATION + "\n\n" + REDOCRED_CITATION
 
@@ -43,10 +62,18 @@ Returns:
     evidence is predicted), intra_precision, intra_recall, intra_f1, inter_precision, inter_recall, inter_f1 (all
     fractions in [0, 1]), per_relation, by_entity_count, and counts (num_gold, num_predictions, num_correct, ...).
 Examples:
-    >>> import evaluate
-    >>> docre_f1 = evaluate.load("metrics/docre_f1")
-    >>> results = docre_f1.compute(predictions=predictions, references=documents, train_documents="train.json")
-    >>> round(100 * results["f1"], 2), round(100 * results["ign_f1"], 2)
+    On the samples shipped with envre-hf (run from the repository root; `evaluate.load("metrics/docre_f1")` reads
+    this folder instead of the Hub):
+
+    >>> import json, evaluate
+    >>> docre_f1 = evaluate.load("envre/docre_f1")
+    >>> documents = json.load(open("envre_hf/samples/sample_docs.json"))
+    >>> flat = json.load(open("envre_hf/samples/sample_predictions.json"))
+    >>> predictions = [[p for p in flat if p["title"] == doc["title"]] for doc in documents]
+    >>> results = docre_f1.compute(predictions=predictions, references=documents,
+    ...                            train_documents="envre_hf/samples/sample_train.json")
+    >>> print({k: round(100 * results[k], 2) for k in ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")})
+    {'precision': 87.5, 'recall': 75.0, 'f1': 80.77, 'ign_f1': 80.0, 'intra_f1': 80.0, 'inter_f1': 82.35}
 """
 
 _PREDICTION = {

@@ -1,0 +1,35 @@
+"""``envre push-metric REPO``: publish the docre_f1 metric as a Space (``evaluate.load(REPO)`` then works anywhere).
+
+The Space folder's scorer module is regenerated from the installed envre-hf before the upload, so the
+published metric always scores exactly as ``envre evaluate`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("repo_id", help="the Space to create or update, e.g. envre/docre_f1")
+    parser.add_argument(
+        "--folder",
+        type=Path,
+        default=Path("metrics/docre_f1"),
+        help="the metric's Space folder of the envre-hf repository (default: metrics/docre_f1)",
+    )
+    parser.add_argument("--token", help="Hub token (default: HF_TOKEN / the saved login)")
+    parser.add_argument("--private", action="store_true", help="create the Space private")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..metrics.space import push_metric
+
+    try:
+        info = push_metric(args.repo_id, args.folder, token=args.token, private=args.private or None)
+    except FileNotFoundError as err:
+        print(f"envre push-metric: {err} (run from the envre-hf repository root or pass --folder)", file=sys.stderr)
+        return 2
+    print(f"published {args.repo_id}: {getattr(info, 'commit_url', info)}")
+    return 0

@@ -1,0 +1,1217 @@
+"""The DocRED scorer of envre-hf 0.1.0, standalone: GENERATED, do not edit.
+
+Written by ``python -m envre_hf.metrics.space`` from the modules ``envre_hf.documents.schema``, ``envre_hf.documents.errors``, ``envre_hf.documents.relations``, ``envre_hf.metrics.docre``, ``envre_hf.documents.formats``, ``envre_hf.documents.io``, ``envre_hf.documents.hf``, ``envre_hf.citations``,
+so that the docre_f1 Space loads with only ``evaluate`` installed.
+"""
+
+from __future__ import annotations
+
+#: Package data the bundled modules read (``importlib.resources`` in envre-hf).
+_PACKAGE_DATA = {('envre_hf.documents', 'data/docred_relations.json'): '{\n "description": "The 96 DocRED relation types: Wikidata property id and English name. The order fixes the class index used by models (index 0 is reserved for the no-relation class).",\n "relations": [\n  {\n   "id": "P6",\n   "name": "head of government"\n  },\n  {\n   "id": "P17",\n   "name": "country"\n  },\n  {\n   "id": "P19",\n   "name": "place of birth"\n  },\n  {\n   "id": "P20",\n   "name": "place of death"\n  },\n  {\n   "id": "P22",\n   "name": "father"\n  },\n  {\n   "id": "P25",\n   "name": "mother"\n  },\n  {\n   "id": "P26",\n   "name": "spouse"\n  },\n  {\n   "id": "P27",\n   "name": "country of citizenship"\n  },\n  {\n   "id": "P30",\n   "name": "continent"\n  },\n  {\n   "id": "P31",\n   "name": "instance of"\n  },\n  {\n   "id": "P35",\n   "name": "head of state"\n  },\n  {\n   "id": "P36",\n   "name": "capital"\n  },\n  {\n   "id": "P37",\n   "name": "official language"\n  },\n  {\n   "id": "P39",\n   "name": "position held"\n  },\n  {\n   "id": "P40",\n   "name": "child"\n  },\n  {\n   "id": "P50",\n   "name": "author"\n  },\n  {\n   "id": "P54",\n   "name": "member of sports team"\n  },\n  {\n   "id": "P57",\n   "name": "director"\n  },\n  {\n   "id": "P58",\n   "name": "screenwriter"\n  },\n  {\n   "id": "P69",\n   "name": "educated at"\n  },\n  {\n   "id": "P86",\n   "name": "composer"\n  },\n  {\n   "id": "P102",\n   "name": "member of political party"\n  },\n  {\n   "id": "P108",\n   "name": "employer"\n  },\n  {\n   "id": "P112",\n   "name": "founded by"\n  },\n  {\n   "id": "P118",\n   "name": "league"\n  },\n  {\n   "id": "P123",\n   "name": "publisher"\n  },\n  {\n   "id": "P127",\n   "name": "owned by"\n  },\n  {\n   "id": "P131",\n   "name": "located in the administrative territorial entity"\n  },\n  {\n   "id": "P136",\n   "name": "genre"\n  },\n  {\n   "id": "P137",\n   "name": "operator"\n  },\n  {\n   "id": "P140",\n   "name": "religion"\n  },\n  {\n   "id": "P150",\n   "name": "contains administrative territorial entity"\n  },\n  {\n   "id": "P155",\n   "name": "follows"\n  },\n  {\n   "id": "P156",\n   "name": "followed by"\n  },\n  {\n   "id": "P159",\n   "name": "headquarters location"\n  },\n  {\n   "id": "P161",\n   "name": "cast member"\n  },\n  {\n   "id": "P162",\n   "name": "producer"\n  },\n  {\n   "id": "P166",\n   "name": "award received"\n  },\n  {\n   "id": "P170",\n   "name": "creator"\n  },\n  {\n   "id": "P171",\n   "name": "parent taxon"\n  },\n  {\n   "id": "P172",\n   "name": "ethnic group"\n  },\n  {\n   "id": "P175",\n   "name": "performer"\n  },\n  {\n   "id": "P176",\n   "name": "manufacturer"\n  },\n  {\n   "id": "P178",\n   "name": "developer"\n  },\n  {\n   "id": "P179",\n   "name": "series"\n  },\n  {\n   "id": "P190",\n   "name": "sister city"\n  },\n  {\n   "id": "P194",\n   "name": "legislative body"\n  },\n  {\n   "id": "P205",\n   "name": "basin country"\n  },\n  {\n   "id": "P206",\n   "name": "located in or next to body of water"\n  },\n  {\n   "id": "P241",\n   "name": "military branch"\n  },\n  {\n   "id": "P264",\n   "name": "record label"\n  },\n  {\n   "id": "P272",\n   "name": "production company"\n  },\n  {\n   "id": "P276",\n   "name": "location"\n  },\n  {\n   "id": "P279",\n   "name": "subclass of"\n  },\n  {\n   "id": "P355",\n   "name": "subsidiary"\n  },\n  {\n   "id": "P361",\n   "name": "part of"\n  },\n  {\n   "id": "P364",\n   "name": "original language of work"\n  },\n  {\n   "id": "P400",\n   "name": "platform"\n  },\n  {\n   "id": "P403",\n   "name": "mouth of the watercourse"\n  },\n  {\n   "id": "P449",\n   "name": "original network"\n  },\n  {\n   "id": "P463",\n   "name": "member of"\n  },\n  {\n   "id": "P488",\n   "name": "chairperson"\n  },\n  {\n   "id": "P495",\n   "name": "country of origin"\n  },\n  {\n   "id": "P527",\n   "name": "has part"\n  },\n  {\n   "id": "P551",\n   "name": "residence"\n  },\n  {\n   "id": "P569",\n   "name": "date of birth"\n  },\n  {\n   "id": "P570",\n   "name": "date of death"\n  },\n  {\n   "id": "P571",\n   "name": "inception"\n  },\n  {\n   "id": "P576",\n   "name": "dissolved, abolished or demolished"\n  },\n  {\n   "id": "P577",\n   "name": "publication date"\n  },\n  {\n   "id": "P580",\n   "name": "start time"\n  },\n  {\n   "id": "P582",\n   "name": "end time"\n  },\n  {\n   "id": "P585",\n   "name": "point in time"\n  },\n  {\n   "id": "P607",\n   "name": "conflict"\n  },\n  {\n   "id": "P674",\n   "name": "characters"\n  },\n  {\n   "id": "P676",\n   "name": "lyrics by"\n  },\n  {\n   "id": "P706",\n   "name": "located on terrain feature"\n  },\n  {\n   "id": "P710",\n   "name": "participant"\n  },\n  {\n   "id": "P737",\n   "name": "influenced by"\n  },\n  {\n   "id": "P740",\n   "name": "location of formation"\n  },\n  {\n   "id": "P749",\n   "name": "parent organization"\n  },\n  {\n   "id": "P800",\n   "name": "notable work"\n  },\n  {\n   "id": "P807",\n   "name": "separated from"\n  },\n  {\n   "id": "P840",\n   "name": "narrative location"\n  },\n  {\n   "id": "P937",\n   "name": "work location"\n  },\n  {\n   "id": "P1001",\n   "name": "applies to jurisdiction"\n  },\n  {\n   "id": "P1056",\n   "name": "product or material produced"\n  },\n  {\n   "id": "P1198",\n   "name": "unemployment rate"\n  },\n  {\n   "id": "P1336",\n   "name": "territory claimed by"\n  },\n  {\n   "id": "P1344",\n   "name": "participant of"\n  },\n  {\n   "id": "P1365",\n   "name": "replaces"\n  },\n  {\n   "id": "P1366",\n   "name": "replaced by"\n  },\n  {\n   "id": "P1376",\n   "name": "capital of"\n  },\n  {\n   "id": "P1412",\n   "name": "languages spoken, written or signed"\n  },\n  {\n   "id": "P1441",\n   "name": "present in work"\n  },\n  {\n   "id": "P3373",\n   "name": "sibling"\n  }\n ]\n}'}
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/schema.py: Typed model of a DocRED-format document, shared by every stage of envre-hf.
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The coarse entity types of DocRED.
+ENTITY_TYPES = ("PER", "ORG", "LOC", "TIME", "NUM", "MISC")
+
+
+def sentence_offsets(sents: list[list[str]]) -> list[int]:
+    """Start of each sentence of ``sents`` in the document-level token sequence."""
+    offsets, total = [], 0
+    for sent in sents:
+        offsets.append(total)
+        total += len(sent)
+    return offsets
+
+
+@dataclass
+class Mention:
+    """One occurrence of an entity: tokens ``sents[sent_id][pos[0]:pos[1]]``."""
+
+    name: str
+    sent_id: int
+    pos: tuple[int, int]
+    type: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def start(self) -> int:
+        return self.pos[0]
+
+    @property
+    def end(self) -> int:
+        return self.pos[1]
+
+    def tokens(self, sents: list[list[str]]) -> list[str]:
+        return sents[self.sent_id][self.pos[0] : self.pos[1]]
+
+
+@dataclass
+class Entity:
+    """A coreference cluster. ``wikidata_id`` is set when the entity is linked (e.g. Linked-DocRED)."""
+
+    mentions: list[Mention]
+    wikidata_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def type(self) -> str:
+        """The entity's coarse type: the most frequent mention type (first seen wins ties)."""
+        counts: dict[str, int] = {}
+        for m in self.mentions:
+            counts[m.type] = counts.get(m.type, 0) + 1
+        return max(counts, key=counts.__getitem__) if counts else ""
+
+    @property
+    def names(self) -> list[str]:
+        """Distinct mention names in order of first appearance in the mention list."""
+        return list(dict.fromkeys(m.name for m in self.mentions))
+
+    def sentence_ids(self) -> set[int]:
+        return {m.sent_id for m in self.mentions}
+
+
+@dataclass
+class Relation:
+    """A relation label: entity ``h`` (index into ``entities``) has relation ``r`` (a P-id) to ``t``."""
+
+    h: int
+    t: int
+    r: str
+    evidence: list[int] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Substitution:
+    """Provenance of one renamed entity in a renamed copy (set by the renaming pipeline)."""
+
+    entity: int
+    item_id: str | None
+    fine_type: str | None
+    original_name: str
+    new_name: str
+    match: str = "exact"  # "exact", "relaxed:<how>" or "rule" (NUM/TIME)
+
+
+@dataclass
+class Document:
+    """A DocRED document. ``key`` (``doc_id`` or, failing that, ``title``) identifies it in every stage."""
+
+    title: str
+    sents: list[list[str]]
+    entities: list[Entity]
+    relations: list[Relation] = field(default_factory=list)
+    doc_id: str | None = None
+    #: False for unlabelled files (e.g. the DocRED test split): writers then omit ``labels``.
+    has_labels: bool = True
+    #: Renamed copies: title of the original document, renaming seed, and what was substituted.
+    orig_title: str | None = None
+    seed: int | None = None
+    substitutions: list[Substitution] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return self.doc_id if self.doc_id is not None else self.title
+
+    @property
+    def num_entities(self) -> int:
+        return len(self.entities)
+
+    def sentence_offsets(self) -> list[int]:
+        """Start of each sentence in the document-level token sequence."""
+        return sentence_offsets(self.sents)
+
+    def is_intra(self, h: int, t: int) -> bool:
+        """True when some mention of ``h`` and some mention of ``t`` share a sentence."""
+        return bool(self.entities[h].sentence_ids() & self.entities[t].sentence_ids())
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/errors.py: The one exception type for malformed documents.
+
+class DocumentError(ValueError):
+    """A document breaks the DocRED format. The message names the document, entity, mention and field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        doc_index: int | None = None,
+        title: str | None = None,
+        entity: int | None = None,
+        mention: int | None = None,
+        label: int | None = None,
+        field: str | None = None,
+    ):
+        self.doc_index = doc_index
+        self.title = title
+        self.entity = entity
+        self.mention = mention
+        self.label = label
+        self.field = field
+        self.reason = message
+        where = []
+        if doc_index is not None:
+            where.append(f"document {doc_index}")
+        if title is not None:
+            where.append(f"({title!r})" if where else f"document {title!r}")
+        if entity is not None:
+            where.append(f"entity {entity}")
+        if mention is not None:
+            where.append(f"mention {mention}")
+        if label is not None:
+            where.append(f"label {label}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{' '.join(where)}: {message}" if where else message)
+
+    def located(self, doc_index: int | None, title: str | None) -> "DocumentError":
+        """The same error with the document's position filled in (readers know it, parsers may not)."""
+        return DocumentError(
+            self.reason,
+            doc_index=doc_index if self.doc_index is None else self.doc_index,
+            title=title if self.title is None else self.title,
+            entity=self.entity,
+            mention=self.mention,
+            label=self.label,
+            field=self.field,
+        )
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/relations.py: The DocRED relation inventory, shipped as package data.
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+NO_RELATION = "Na"
+
+
+@dataclass(frozen=True)
+class RelationType:
+    id: str
+    name: str
+
+
+@lru_cache(maxsize=1)
+def _relations_load() -> tuple[RelationType, ...]:
+    text = _PACKAGE_DATA[('envre_hf.documents', 'data/docred_relations.json')]
+    return tuple(RelationType(row["id"], row["name"]) for row in json.loads(text)["relations"])
+
+
+class RelationSchema:
+    """Maps relation P-ids to class indices and names (class 0 = :data:`NO_RELATION`)."""
+
+    def __init__(self, relations: tuple[RelationType, ...] | list[RelationType]):
+        self.relations = tuple(relations)
+        self.id2name = {rel.id: rel.name for rel in self.relations}
+        self.name2id = {rel.name: rel.id for rel in self.relations}
+        self.rel2index = {NO_RELATION: 0, **{rel.id: i + 1 for i, rel in enumerate(self.relations)}}
+        self.index2rel = {i: r for r, i in self.rel2index.items()}
+
+    @property
+    def num_labels(self) -> int:
+        """Number of model classes, the no-relation class included (97 for DocRED)."""
+        return len(self.relations) + 1
+
+    def __contains__(self, rel_id: object) -> bool:
+        return rel_id in self.id2name
+
+    def __len__(self) -> int:
+        return len(self.relations)
+
+    def ids(self) -> list[str]:
+        return [rel.id for rel in self.relations]
+
+
+@lru_cache(maxsize=1)
+def docred_schema() -> RelationSchema:
+    """The 96 DocRED / Re-DocRED relation types."""
+    return RelationSchema(_relations_load())
+
+
+DOCRED_RELATIONS: tuple[RelationType, ...] = _relations_load()
+
+
+# ----------------------------------------------------------------------
+# envre_hf/metrics/docre.py: DocRED scoring with the official semantics (the core of the ``docre_f1`` metric).
+
+import json
+import operator
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, product
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+
+#: Added to the Ign precision denominator by the official scorer (keeps an all-in-train submission finite).
+IGN_EPSILON = 1e-5
+
+
+class PredictionError(ValueError):
+    """A prediction is malformed or points at an unknown document / entity. Names index, document and field."""
+
+    def __init__(self, message: str, *, index: int | None = None, doc: str | None = None, field: str | None = None):
+        self.index, self.doc, self.field, self.reason = index, doc, field, message
+        where = []
+        if index is not None:
+            where.append(f"prediction {index}")
+        if doc is not None:
+            where.append(f"(document {doc!r})")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{' '.join(where)}: {message}" if where else message)
+
+
+# --------------------------------------------------------------------------- training facts
+
+
+@dataclass(frozen=True)
+class TrainFacts:
+    """The official "train annotated" fact set: (head mention name, tail mention name, relation).
+
+    Also indexed by relation (``r -> {(head name, tail name)}``) so a correct prediction is checked with
+    one C-level ``isdisjoint`` over the product of its entities' names.
+    """
+
+    facts: frozenset[tuple[str, str, str]]
+    num_documents: int = 0
+    by_relation: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.by_relation and self.facts:
+            grouped: dict[str, set[tuple[str, str]]] = {}
+            for n1, n2, r in self.facts:
+                grouped.setdefault(r, set()).add((n1, n2))
+            object.__setattr__(self, "by_relation", {r: frozenset(v) for r, v in grouped.items()})
+
+    @classmethod
+    def from_documents(cls, docs: Iterable[Document]) -> "TrainFacts":
+        """Every (mention name of h, mention name of t, r) of every label of ``docs``."""
+        grouped: dict[str, set[tuple[str, str]]] = {}
+        n = 0
+        for n, doc in enumerate(docs, 1):
+            names = [entity.names for entity in doc.entities]
+            for rel in doc.relations:
+                pairs = grouped.get(rel.r)
+                if pairs is None:
+                    pairs = grouped[rel.r] = set()
+                pairs.update(product(names[rel.h], names[rel.t]))
+        facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
+        return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def __contains__(self, fact: object) -> bool:
+        return fact in self.facts
+
+    def any_in_train(self, head_names: Iterable[str], tail_names: Iterable[str], r: str) -> bool:
+        """True when some (head name, tail name, r) is a training fact (the official Ign test)."""
+        pairs = self.by_relation.get(r)
+        return pairs is not None and not pairs.isdisjoint(product(head_names, tail_names))
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def _prf(correct: int, predicted: int, gold: int) -> tuple[float, float, float]:
+    """Precision, recall, F1 with the official expressions (0 for empty denominators)."""
+    p = 1.0 * correct / predicted if predicted > 0 else 0.0
+    r = 1.0 * correct / gold if gold > 0 else 0.0
+    f1 = 0.0 if p + r == 0 else 2.0 * p * r / (p + r)
+    return p, r, f1
+
+
+def _f1(p: float, r: float) -> float:
+    return 0.0 if p + r == 0 else 2.0 * p * r / (p + r)
+
+
+@dataclass
+class DocREScores:
+    """Scores of one submission. Fractions in [0, 1], like the official scorer's return values."""
+
+    precision: float
+    recall: float
+    f1: float
+    #: Ign scores; None when no training documents were given.
+    ign_precision: float | None
+    ign_f1: float | None
+    #: Evidence scores; None when no prediction carries an ``evidence`` field.
+    evidence_precision: float | None
+    evidence_recall: float | None
+    evidence_f1: float | None
+    intra_precision: float
+    intra_recall: float
+    intra_f1: float
+    inter_precision: float
+    inter_recall: float
+    inter_f1: float
+    #: relation id -> {precision, recall, f1, gold, predicted, correct}
+    per_relation: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    #: number of entities of a document -> {precision, recall, f1, documents, gold, predicted, correct}
+    by_entity_count: dict[int, dict[str, float | int]] = field(default_factory=dict)
+    num_documents: int = 0
+    num_gold: int = 0
+    #: De-duplicated predictions (the precision denominator) and how many repeats were dropped.
+    num_predictions: int = 0
+    num_duplicates: int = 0
+    num_correct: int = 0
+    num_correct_in_train: int = 0
+    #: Predictions for documents absent from the gold set (only with ``allow_unknown_documents``).
+    num_unknown_document_predictions: int = 0
+    num_gold_evidence: int = 0
+    num_predicted_evidence: int = 0
+    num_correct_evidence: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (entity-count keys stay ints; ``json.dumps`` writes them as strings)."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("per_relation", "by_entity_count")}
+        out["per_relation"] = {r: dict(v) for r, v in self.per_relation.items()}
+        out["by_entity_count"] = {n: dict(v) for n, v in self.by_entity_count.items()}
+        return out
+
+    def headline(self) -> dict[str, float | None]:
+        """The numbers papers report, in percent rounded to 2 decimals (None stays None)."""
+        keys = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1", "evidence_f1")
+        return {k: None if getattr(self, k) is None else round(100 * getattr(self, k), 2) for k in keys}
+
+
+# --------------------------------------------------------------------------- gold index
+
+
+class GoldIndex:
+    """Gold documents prepared for scoring (build once to score several submissions against one gold set)."""
+
+    def __init__(self, gold: Sequence[Document]):
+        self.docs: dict[str, Document] = {}
+        self.num_entities: dict[str, int] = {}
+        #: key -> per entity, the set of sentences its mentions occur in (intra = the sets meet)
+        self.entity_sents: dict[str, list[frozenset[int]]] = {}
+        #: title -> keys, to resolve predictions that carry only a title
+        self.titles: dict[str, list[str]] = {}
+        #: (key, h, t, r) -> gold evidence list; duplicate gold labels: the last one wins, as officially
+        self.labels: dict[tuple[str, int, int, str], list[int]] = {}
+        self.num_gold_evidence = 0
+        self._names: dict[str, list[list[str]]] = {}
+        labels = self.labels
+        for i, doc in enumerate(gold):
+            if not isinstance(doc, Document):
+                raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
+            key = doc.key
+            if key in self.docs:
+                raise DocumentError(
+                    f"duplicate document key {key!r} in the gold set (give copies distinct doc_id values)",
+                    doc_index=i,
+                    title=doc.title,
+                    field="doc_id",
+                )
+            if not doc.has_labels:
+                raise DocumentError(
+                    "gold document has no labels (an unlabelled split)", doc_index=i, title=doc.title, field="labels"
+                )
+            self.docs[key] = doc
+            n_ent = self.num_entities[key] = len(doc.entities)
+            self.entity_sents[key] = [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities]
+            self.titles.setdefault(doc.title, []).append(key)
+            for j, rel in enumerate(doc.relations):
+                h, t = rel.h, rel.t
+                if not (0 <= h < n_ent and 0 <= t < n_ent):
+                    raise DocumentError(
+                        f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=doc.title, label=j, field="h/t"
+                    )
+                labels[(key, h, t, rel.r)] = rel.evidence
+                self.num_gold_evidence += len(rel.evidence)
+        self.gold_by_relation: Counter[str] = Counter(map(itemgetter(3), labels))
+        self.gold_by_count: Counter[int] = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
+        self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
+        ent_sents = self.entity_sents
+        intra = 0
+        for key, h, t, _ in labels:
+            es = ent_sents[key]
+            if not es[h].isdisjoint(es[t]):
+                intra += 1
+        self.num_gold_intra = intra
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def names(self, key: str) -> list[list[str]]:
+        """Distinct mention names of every entity of a document (computed on first use)."""
+        names = self._names.get(key)
+        if names is None:
+            names = self._names[key] = [e.names for e in self.docs[key].entities]
+        return names
+
+    def resolve(self, doc_id: Any, title: Any) -> str | None:
+        """The gold key of a prediction (``doc_id`` first, then ``title``), or None when unknown."""
+        if doc_id is not None:
+            return doc_id if doc_id in self.docs else None
+        if title in self.docs:
+            return title
+        keys = self.titles.get(title)
+        if keys is None:
+            return None
+        if len(keys) > 1:
+            raise PredictionError(
+                f"title {title!r} names {len(keys)} gold documents; give the prediction a doc_id", field="title"
+            )
+        return keys[0]
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def _index(value: Any, i: int, doc: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise PredictionError(f"expected an integer, got {value!r}", index=i, doc=doc, field=name)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise PredictionError(f"expected an integer, got {value!r}", index=i, doc=doc, field=name) from None
+
+
+def _docre_evidence(value: Any, i: int, doc: Any) -> list[int]:
+    """``value`` as a list of sentence ids."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise PredictionError(f"expected a list of sentence ids, got {value!r}", index=i, doc=doc, field="evidence")
+    try:
+        return [_index(v, i, doc, "evidence") for v in value]
+    except PredictionError:
+        raise PredictionError(f"expected a list of sentence ids, got {value!r}", index=i, doc=doc, field="evidence") from None
+
+
+def score_predictions(
+    predictions: Sequence[Mapping[str, Any]],
+    gold: Sequence[Document] | GoldIndex,
+    train: Sequence[Document] | TrainFacts | None = None,
+    *,
+    allow_unknown_documents: bool = False,
+) -> DocREScores:
+    """Score official-format predictions against gold documents, exactly as the official DocRED scorer.
+
+    ``predictions``: dicts ``{"doc_id" | "title", "h_idx", "t_idx", "r", "evidence"?}``; ``doc_id`` is matched
+    to :attr:`Document.key` (preferred), a bare ``title`` to the key or the unique gold document of that title.
+    ``gold``: the gold documents, or a prebuilt :class:`GoldIndex` of them.
+    ``train``: training documents (or prebuilt :class:`TrainFacts`) for Ign; without them the Ign scores are None.
+    ``allow_unknown_documents``: count predictions for documents outside the gold set as wrong (the official
+    behaviour) instead of raising :class:`PredictionError` (the default, since it usually means mismatched files).
+    Relation ids are not checked against the DocRED inventory: an unknown id simply never matches.
+    Raises :class:`PredictionError` naming the prediction index, document and field of a bad prediction.
+    """
+    index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold)
+    facts = train if isinstance(train, TrainFacts) or train is None else TrainFacts.from_documents(train)
+    num_entities = index.num_entities
+
+    # One pass: validate, resolve, de-duplicate (the first occurrence wins, as after the official stable sort)
+    # and count each new fact at once.
+    labels = index.labels
+    ent_sents = index.entity_sents
+    names_of = index._names
+    train_pairs = facts.by_relation if facts is not None and len(facts) > 0 else None
+    kept: set[tuple[str, int, int, str]] = set()
+    unknown: set[tuple[Any, ...]] = set()
+    resolved: dict[tuple[Any, Any], str | None] = {}
+    evidence_lists: list[tuple[int, Any, list]] = []
+    correct_keys: list[tuple[str, int, int, str]] = []
+    any_evidence = False
+    correct_in_train = correct_evidence = predicted_evidence = 0
+    pred_intra = correct_intra = 0
+    i = -1
+    for i, pred in enumerate(predictions):
+        if type(pred) is not dict and not isinstance(pred, Mapping):
+            raise PredictionError(f"expected an object, got {type(pred).__name__}", index=i)
+        doc_id = pred.get("doc_id")
+        if doc_id is not None and doc_id in num_entities:
+            key = name = doc_id
+        else:
+            ref = (doc_id, pred.get("title"))
+            name = ref[0] if ref[0] is not None else ref[1]
+            if ref in resolved:
+                key = resolved[ref]
+            else:
+                if name is None:
+                    raise PredictionError("a prediction needs a doc_id or a title", index=i, field="doc_id")
+                try:
+                    key = resolved[ref] = index.resolve(*ref)
+                except PredictionError as err:
+                    raise PredictionError(err.reason, index=i, doc=name, field=err.field) from None
+        try:
+            h, t, r = pred["h_idx"], pred["t_idx"], pred["r"]
+        except KeyError as err:
+            raise PredictionError("missing", index=i, doc=name, field=err.args[0]) from None
+        if type(h) is not int:
+            h = _index(h, i, name, "h_idx")
+        if type(t) is not int:
+            t = _index(t, i, name, "t_idx")
+        if type(r) is not str:
+            raise PredictionError(f"expected a relation id string, got {r!r}", index=i, doc=name, field="r")
+        if key is None:
+            if not allow_unknown_documents:
+                raise PredictionError(
+                    "no gold document has this key (pass allow_unknown_documents=True to count it as wrong)",
+                    index=i,
+                    doc=name,
+                    field="doc_id" if doc_id is not None else "title",
+                )
+            unknown.add((name, h, t, r))
+            continue
+        n_ent = num_entities[key]
+        if not (0 <= h < n_ent and 0 <= t < n_ent):
+            field_name, value = ("h_idx", h) if not 0 <= h < n_ent else ("t_idx", t)
+            raise PredictionError(
+                f"{field_name} {value} is out of range (the document has {n_ent} entities)", index=i, doc=name, field=field_name
+            )
+        evi = pred.get("evidence")
+        if evi is not None:  # checked on repeats too, so that every malformed prediction is reported
+            if type(evi) is list:
+                evidence_lists.append(evi)
+            else:
+                evi = _docre_evidence(evi, i, name)
+        k = (key, h, t, r)
+        if k in kept:
+            continue
+        kept.add(k)
+        es = ent_sents[key]
+        intra = not es[h].isdisjoint(es[t])
+        if intra:
+            pred_intra += 1
+        if evi is not None:
+            any_evidence = True
+            if len(evi) > 1:
+                try:
+                    evi = set(evi)
+                except TypeError:  # unhashable items: report them
+                    _docre_evidence(evi, i, name)
+            predicted_evidence += len(evi)
+        gold_evi = labels.get(k)
+        if gold_evi is None:
+            continue
+        correct_keys.append(k)
+        if intra:
+            correct_intra += 1
+        if evi:
+            if len(evi) == 1:
+                correct_evidence += next(iter(evi)) in gold_evi
+            else:
+                correct_evidence += len(evi.intersection(gold_evi))
+        if train_pairs is not None:
+            pairs = train_pairs.get(r)
+            if pairs is not None:
+                names = names_of.get(key)
+                if names is None:
+                    names = index.names(key)
+                if not pairs.isdisjoint(product(names[h], names[t])):
+                    correct_in_train += 1
+    total = i + 1
+    # plain evidence lists are type-checked in bulk (C-level); the slow path finds and names the culprit
+    if evidence_lists and set(map(type, chain.from_iterable(evidence_lists))) - {int}:
+        for i, pred in enumerate(predictions):
+            if pred.get("evidence") is not None:
+                _docre_evidence(pred["evidence"], i, pred.get("doc_id") or pred.get("title"))
+
+    correct = len(correct_keys)
+    n_pred = len(kept) + len(unknown)
+    n_gold = len(labels)
+    p, rc, f1 = _prf(correct, n_pred, n_gold)
+    if facts is not None:
+        ign_p: float | None = 1.0 * (correct - correct_in_train) / (n_pred - correct_in_train + IGN_EPSILON)
+        ign_f1: float | None = _f1(ign_p, rc)
+    else:
+        ign_p = ign_f1 = None
+    if any_evidence:
+        evi_p, evi_r, evi_f1 = _prf(correct_evidence, predicted_evidence, index.num_gold_evidence)
+    else:
+        evi_p = evi_r = evi_f1 = None
+    intra = _prf(correct_intra, pred_intra, index.num_gold_intra)
+    inter = _prf(correct - correct_intra, len(kept) - pred_intra, n_gold - index.num_gold_intra)
+
+    relation_of, doc_of = itemgetter(3), itemgetter(0)
+    pred_by_relation = Counter(map(relation_of, kept))
+    correct_by_relation = Counter(map(relation_of, correct_keys))
+    pred_by_count = Counter(map(num_entities.__getitem__, map(doc_of, kept)))
+    correct_by_count = Counter(map(num_entities.__getitem__, map(doc_of, correct_keys)))
+    order = {rid: i for i, rid in enumerate(docred_schema().ids())}
+    per_relation = {}
+    for r in sorted(index.gold_by_relation.keys() | pred_by_relation.keys(), key=lambda r: (order.get(r, len(order)), r)):
+        g, n, c = index.gold_by_relation[r], pred_by_relation[r], correct_by_relation[r]
+        rp, rr, rf = _prf(c, n, g)
+        per_relation[r] = {"precision": rp, "recall": rr, "f1": rf, "gold": g, "predicted": n, "correct": c}
+    by_count = {}
+    for n_ent in sorted(index.docs_by_count):
+        g, n, c = index.gold_by_count[n_ent], pred_by_count[n_ent], correct_by_count[n_ent]
+        cp, cr, cf = _prf(c, n, g)
+        by_count[n_ent] = {
+            "precision": cp,
+            "recall": cr,
+            "f1": cf,
+            "documents": index.docs_by_count[n_ent],
+            "gold": g,
+            "predicted": n,
+            "correct": c,
+        }
+    return DocREScores(
+        precision=p,
+        recall=rc,
+        f1=f1,
+        ign_precision=ign_p,
+        ign_f1=ign_f1,
+        evidence_precision=evi_p,
+        evidence_recall=evi_r,
+        evidence_f1=evi_f1,
+        intra_precision=intra[0],
+        intra_recall=intra[1],
+        intra_f1=intra[2],
+        inter_precision=inter[0],
+        inter_recall=inter[1],
+        inter_f1=inter[2],
+        per_relation=per_relation,
+        by_entity_count=by_count,
+        num_documents=len(index),
+        num_gold=n_gold,
+        num_predictions=n_pred,
+        num_duplicates=total - n_pred,
+        num_correct=correct,
+        num_correct_in_train=correct_in_train,
+        num_unknown_document_predictions=len(unknown),
+        num_gold_evidence=index.num_gold_evidence,
+        num_predicted_evidence=predicted_evidence,
+        num_correct_evidence=correct_evidence,
+    )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read an official-format prediction file: a JSON list of objects, or JSON Lines (``.jsonl``)."""
+    path = Path(path)
+    with open(path, encoding="utf-8") as fh:
+        if path.name.endswith(".jsonl"):
+            try:
+                preds = [json.loads(line) for line in fh if line.strip()]
+            except json.JSONDecodeError as err:
+                raise PredictionError(f"{path} is not valid JSON Lines: {err}") from None
+        else:
+            try:
+                preds = json.load(fh)
+            except json.JSONDecodeError as err:
+                raise PredictionError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(preds, list):
+        raise PredictionError(f"{path}: expected a JSON list of predictions, got {type(preds).__name__}")
+    for i, pred in enumerate(preds):
+        if not isinstance(pred, dict):
+            raise PredictionError(f"{path}: expected an object, got {type(pred).__name__}", index=i)
+    return preds
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/formats.py: Conversion between :class:`Document` and the JSON dicts of DocRED-family files.
+
+import re
+from typing import Any
+
+
+_MENTION_KEYS = ("name", "pos", "sent_id", "type")
+_LABEL_KEYS = ("r", "h", "t", "evidence")
+_DOC_KEYS = (
+    "title",
+    "doc_id",
+    "orig_title",
+    "seed",
+    "vertexSet",
+    "labels",
+    "sents",
+    "substitutions",
+    "entity_wikidata_ids",
+)
+_LINKED_DOC_KEYS = ("title", "doc_id", "orig_title", "seed", "entities", "relations", "sents", "substitutions")
+_LINKED_ENTITY_KEYS = ("mentions", "type")
+_LINKED_MENTION_KEYS = ("name", "sent_id", "pos")
+_QID = re.compile(r"^Q[1-9][0-9]*$")
+
+
+def _require(obj: dict, key: str, kind: type | tuple[type, ...], **where: Any) -> Any:
+    if not isinstance(obj, dict):
+        raise DocumentError(f"expected a JSON object, got {type(obj).__name__}", **where)
+    if key not in obj:
+        raise DocumentError("missing", field=key, **where)
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise DocumentError(f"expected {expected}, got {type(value).__name__}", field=key, **where)
+    return value
+
+
+def _pos(value: Any, **where: Any) -> tuple[int, int]:
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        raise DocumentError(f"expected [start, end] integers, got {value!r}", field="pos", **where)
+    return (value[0], value[1])
+
+
+def _sents(obj: dict) -> list[list[str]]:
+    sents = _require(obj, "sents", list)
+    for i, sent in enumerate(sents):
+        if not isinstance(sent, list) or not all(isinstance(tok, str) for tok in sent):
+            raise DocumentError(f"sentence {i} is not a list of token strings", field="sents")
+    return sents
+
+
+def _formats_evidence(value: Any, **where: Any) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise DocumentError(f"expected a list of sentence indices, got {value!r}", field="evidence", **where)
+    return list(value)
+
+
+def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], **where: Any) -> Mention:
+    """One mention dict; ``etype`` is the entity's type in the Linked dialect (mentions carry none there)."""
+    return Mention(
+        name=_require(raw, "name", str, **where),
+        sent_id=_require(raw, "sent_id", int, **where),
+        pos=_pos(_require(raw, "pos", list, **where), **where),
+        type=_require(raw, "type", str, **where) if etype is None else etype,
+        extra={k: v for k, v in raw.items() if k not in keys},
+    )
+
+
+def _relation(raw: Any, i: int, h: int, t: int) -> Relation:
+    """One label dict whose head and tail were already resolved to entity indices."""
+    return Relation(
+        h=h,
+        t=t,
+        r=_require(raw, "r", str, label=i),
+        evidence=_formats_evidence(raw.get("evidence", []), label=i),
+        extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
+    )
+
+
+def _provenance(obj: dict) -> dict[str, Any]:
+    subs = obj.get("substitutions")
+    return {
+        "doc_id": obj.get("doc_id"),
+        "orig_title": obj.get("orig_title"),
+        "seed": obj.get("seed"),
+        "substitutions": None if subs is None else [Substitution(**s) for s in subs],
+    }
+
+
+def _provenance_dict(doc: Document) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if doc.doc_id is not None:
+        out["doc_id"] = doc.doc_id
+    if doc.orig_title is not None:
+        out["orig_title"] = doc.orig_title
+    if doc.seed is not None:
+        out["seed"] = doc.seed
+    return out
+
+
+def _substitutions_list(doc: Document) -> list[dict[str, Any]]:
+    return [dict(s.__dict__) for s in doc.substitutions or []]
+
+
+# --------------------------------------------------------------------------- DocRED dialect
+
+
+def from_docred(obj: dict, index: int | None = None) -> Document:
+    """Parse one DocRED / Re-DocRED document dict. Raises :class:`DocumentError` on malformed input."""
+    title = obj.get("title") if isinstance(obj, dict) else None
+    try:
+        title = _require(obj, "title", str)
+        sents = _sents(obj)
+        vertex_set = _require(obj, "vertexSet", list)
+        entities = []
+        for e, cluster in enumerate(vertex_set):
+            if not isinstance(cluster, list):
+                raise DocumentError("expected a list of mentions", entity=e, field="vertexSet")
+            mentions = [_mention(raw, None, _MENTION_KEYS, entity=e, mention=m) for m, raw in enumerate(cluster)]
+            entities.append(Entity(mentions=mentions))
+        qids = obj.get("entity_wikidata_ids")
+        if qids is not None:
+            if not isinstance(qids, list) or len(qids) != len(entities):
+                raise DocumentError("must list one Wikidata id (or null) per entity", field="entity_wikidata_ids")
+            for entity, qid in zip(entities, qids):
+                entity.wikidata_id = qid
+        relations = []
+        has_labels = "labels" in obj
+        for i, raw in enumerate(obj.get("labels") or []):
+            relations.append(_relation(raw, i, _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)))
+        return Document(
+            title=title,
+            sents=sents,
+            entities=entities,
+            relations=relations,
+            has_labels=has_labels,
+            extra={k: v for k, v in obj.items() if k not in _DOC_KEYS},
+            **_provenance(obj),
+        )
+    except DocumentError as err:
+        raise err.located(index, title if isinstance(title, str) else None) from None
+    except (TypeError, KeyError) as err:
+        raise DocumentError(f"malformed provenance: {err}", doc_index=index, field="substitutions") from None
+
+
+def to_docred(doc: Document) -> dict[str, Any]:
+    """The DocRED dict of ``doc`` (key order as in the official files)."""
+    out: dict[str, Any] = {"title": doc.title, **_provenance_dict(doc)}
+    out["vertexSet"] = [
+        [
+            {"name": m.name, "pos": list(m.pos), "sent_id": m.sent_id, "type": m.type, **m.extra}
+            for m in entity.mentions
+        ]
+        for entity in doc.entities
+    ]
+    if doc.has_labels:
+        out["labels"] = [
+            {"r": rel.r, "h": rel.h, "t": rel.t, "evidence": list(rel.evidence), **rel.extra} for rel in doc.relations
+        ]
+    out["sents"] = doc.sents
+    if doc.substitutions is not None:
+        out["substitutions"] = _substitutions_list(doc)
+    if any(entity.wikidata_id is not None for entity in doc.entities):
+        out["entity_wikidata_ids"] = [entity.wikidata_id for entity in doc.entities]
+    out.update(doc.extra)
+    return out
+
+
+# --------------------------------------------------------------------------- Linked dialect
+
+
+def _linked_qid(entity: dict) -> str | None:
+    linking = entity.get("entity_linking")
+    if isinstance(linking, dict):
+        qid = linking.get("wikidata_resource")
+        if isinstance(qid, str) and _QID.match(qid):
+            return qid
+    return None
+
+
+def is_linked(obj: dict) -> bool:
+    """True for a Linked-(Re-)DocRED document dict."""
+    return isinstance(obj, dict) and "entities" in obj and "vertexSet" not in obj
+
+
+def from_linked(obj: dict, index: int | None = None) -> Document:
+    """Parse one Linked-(Re-)DocRED document dict (``h``/``t`` given as entity ids)."""
+    title = obj.get("title") if isinstance(obj, dict) else None
+    try:
+        title = _require(obj, "title", str)
+        sents = _sents(obj)
+        raw_entities = _require(obj, "entities", list)
+        entities, id2index = [], {}
+        for e, raw in enumerate(raw_entities):
+            etype = _require(raw, "type", str, entity=e)
+            mentions = [
+                _mention(rm, etype, _LINKED_MENTION_KEYS, entity=e, mention=m)
+                for m, rm in enumerate(_require(raw, "mentions", list, entity=e))
+            ]
+            ent_id = raw.get("id", e)
+            if ent_id in id2index:
+                raise DocumentError(f"duplicate entity id {ent_id!r}", entity=e, field="id")
+            id2index[ent_id] = e
+            extra = {k: v for k, v in raw.items() if k not in _LINKED_ENTITY_KEYS}
+            entities.append(Entity(mentions=mentions, wikidata_id=_linked_qid(raw), extra=extra))
+        relations = []
+        has_labels = "relations" in obj
+        for i, raw in enumerate(obj.get("relations") or []):
+            h, t = _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)
+            for key, ent_id in (("h", h), ("t", t)):
+                if ent_id not in id2index:
+                    raise DocumentError(f"no entity has id {ent_id}", label=i, field=key)
+            relations.append(_relation(raw, i, id2index[h], id2index[t]))
+        return Document(
+            title=title,
+            sents=sents,
+            entities=entities,
+            relations=relations,
+            has_labels=has_labels,
+            extra={k: v for k, v in obj.items() if k not in _LINKED_DOC_KEYS},
+            **_provenance(obj),
+        )
+    except DocumentError as err:
+        raise err.located(index, title if isinstance(title, str) else None) from None
+
+
+def to_linked(doc: Document) -> dict[str, Any]:
+    """The Linked-(Re-)DocRED dict of ``doc``; entities keep their original ids when they had one."""
+    entities, ids = [], []
+    for e, entity in enumerate(doc.entities):
+        extra = dict(entity.extra)
+        ent_id = extra.pop("id", e)
+        ids.append(ent_id)
+        linking = dict(extra.pop("entity_linking", None) or {})
+        if entity.wikidata_id is not None or "wikidata_resource" in linking:
+            linking["wikidata_resource"] = entity.wikidata_id if entity.wikidata_id is not None else linking.get(
+                "wikidata_resource"
+            )
+        raw: dict[str, Any] = {"id": ent_id, "type": entity.type}
+        if linking or "entity_linking" in entity.extra:
+            raw["entity_linking"] = linking
+        raw["mentions"] = [
+            {"name": m.name, "sent_id": m.sent_id, "pos": list(m.pos), **m.extra} for m in entity.mentions
+        ]
+        raw.update(extra)
+        entities.append(raw)
+    out: dict[str, Any] = {"title": doc.title, **_provenance_dict(doc), "sents": doc.sents, "entities": entities}
+    if doc.has_labels:
+        out["relations"] = [
+            {"r": rel.r, "h": ids[rel.h], "t": ids[rel.t], "evidence": list(rel.evidence), **rel.extra}
+            for rel in doc.relations
+        ]
+    if doc.substitutions is not None:
+        out["substitutions"] = _substitutions_list(doc)
+    out.update(doc.extra)
+    return out
+
+
+def from_dict(obj: dict, index: int | None = None) -> Document:
+    """Parse a document dict of either dialect."""
+    return from_linked(obj, index) if is_linked(obj) else from_docred(obj, index)
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/io.py: Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED.
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+
+PathLike = str | os.PathLike
+
+_WRITERS = {"docred": to_docred, "linked": to_linked}
+
+
+def _is_jsonl(path: PathLike) -> bool:
+    return str(path).endswith((".jsonl", ".jsonl.gz"))
+
+
+def iter_documents(path: PathLike) -> Iterator[Document]:
+    """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file."""
+    path = Path(path)
+    if _is_jsonl(path):
+        with open(path, encoding="utf-8") as fh:
+            for i, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise DocumentError(f"{path}: line {i + 1} is not valid JSON ({err.msg})", doc_index=i) from None
+                yield from_dict(obj, i)
+        return
+    with open(path, encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as err:
+            raise DocumentError(f"{path} is not valid JSON: {err}") from None
+    if isinstance(data, dict):  # a single document
+        data = [data]
+    if not isinstance(data, list):
+        raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
+    for i, obj in enumerate(data):
+        yield from_dict(obj, i)
+
+
+def read_documents(path: PathLike) -> list[Document]:
+    """Read every document of ``path`` (see :func:`iter_documents`)."""
+    return list(iter_documents(path))
+
+
+def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "docred") -> Path:
+    """Write ``docs`` to ``path`` as a JSON list, or JSON Lines when the name ends in ``.jsonl``.
+
+    ``dialect`` is ``"docred"`` (vertexSet/labels) or ``"linked"`` (entities/relations).
+    The file is written to a temporary name and moved into place, so a crash never leaves half a file.
+    """
+    if dialect not in _WRITERS:
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(_WRITERS)}")
+    convert = _WRITERS[dialect]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        if _is_jsonl(path):
+            for doc in docs:
+                fh.write(json.dumps(convert(doc), ensure_ascii=False))
+                fh.write("\n")
+        else:
+            json.dump([convert(doc) for doc in docs], fh, ensure_ascii=False)
+    os.replace(tmp, path)
+    return path
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/hf.py: Lossless conversion between :class:`Document` lists and ``datasets.Dataset``.
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from datasets import Dataset, Features, List, Value
+
+
+MENTION_FEATURES = {
+    "name": Value("string"),
+    "sent_id": Value("int32"),
+    "pos": List(Value("int32"), length=2),
+    "type": Value("string"),
+    "extra": Value("string"),
+}
+LABEL_FEATURES = {
+    "h": Value("int32"),
+    "t": Value("int32"),
+    "r": Value("string"),
+    "evidence": List(Value("int32")),
+    "extra": Value("string"),
+}
+SUBSTITUTION_FEATURES = {
+    "entity": Value("int32"),
+    "item_id": Value("string"),
+    "fine_type": Value("string"),
+    "original_name": Value("string"),
+    "new_name": Value("string"),
+    "match": Value("string"),
+}
+DOCUMENT_FEATURES = Features(
+    {
+        "doc_id": Value("string"),
+        "title": Value("string"),
+        "sents": List(List(Value("string"))),
+        "vertexSet": List(List(MENTION_FEATURES)),
+        "labels": List(LABEL_FEATURES),
+        "has_labels": Value("bool"),
+        "entity_wikidata_ids": List(Value("string")),
+        "entity_extra": List(Value("string")),
+        "orig_title": Value("string"),
+        "seed": Value("int64"),
+        "substitutions": List(SUBSTITUTION_FEATURES),
+        "extra": Value("string"),
+    }
+)
+
+
+def _dump(extra: dict[str, Any]) -> str | None:
+    return json.dumps(extra, ensure_ascii=False) if extra else None
+
+
+def _hf_load(text: str | None) -> dict[str, Any]:
+    return json.loads(text) if text else {}
+
+
+def document_to_row(doc: Document) -> dict[str, Any]:
+    """The dataset row of ``doc`` (matches :data:`DOCUMENT_FEATURES`)."""
+    return {
+        "doc_id": doc.doc_id,
+        "title": doc.title,
+        "sents": doc.sents,
+        "vertexSet": [
+            [
+                {"name": m.name, "sent_id": m.sent_id, "pos": list(m.pos), "type": m.type, "extra": _dump(m.extra)}
+                for m in entity.mentions
+            ]
+            for entity in doc.entities
+        ],
+        "labels": [
+            {"h": r.h, "t": r.t, "r": r.r, "evidence": list(r.evidence), "extra": _dump(r.extra)}
+            for r in doc.relations
+        ],
+        "has_labels": doc.has_labels,
+        "entity_wikidata_ids": [entity.wikidata_id for entity in doc.entities],
+        "entity_extra": [_dump(entity.extra) for entity in doc.entities],
+        "orig_title": doc.orig_title,
+        "seed": doc.seed,
+        "substitutions": None if doc.substitutions is None else [dict(s.__dict__) for s in doc.substitutions],
+        "extra": _dump(doc.extra),
+    }
+
+
+def document_from_row(row: dict[str, Any]) -> Document:
+    """Inverse of :func:`document_to_row`; also accepts rows without the optional columns."""
+    qids = row.get("entity_wikidata_ids") or [None] * len(row["vertexSet"])
+    entity_extra = row.get("entity_extra") or [None] * len(row["vertexSet"])
+    subs = row.get("substitutions")
+    return Document(
+        title=row["title"],
+        sents=[list(s) for s in row["sents"]],
+        entities=[
+            Entity(
+                mentions=[
+                    Mention(
+                        name=m["name"],
+                        sent_id=m["sent_id"],
+                        pos=(m["pos"][0], m["pos"][1]),
+                        type=m["type"],
+                        extra=_hf_load(m.get("extra")),
+                    )
+                    for m in cluster
+                ],
+                wikidata_id=qid,
+                extra=_hf_load(ex),
+            )
+            for cluster, qid, ex in zip(row["vertexSet"], qids, entity_extra)
+        ],
+        relations=[
+            Relation(h=r["h"], t=r["t"], r=r["r"], evidence=list(r["evidence"]), extra=_hf_load(r.get("extra")))
+            for r in row["labels"]
+        ],
+        doc_id=row.get("doc_id"),
+        has_labels=row.get("has_labels", True),
+        orig_title=row.get("orig_title"),
+        seed=row.get("seed"),
+        substitutions=None if subs is None else [Substitution(**s) for s in subs],
+        extra=_hf_load(row.get("extra")),
+    )
+
+
+def documents_to_dataset(docs: Iterable[Document]) -> Dataset:
+    """A ``datasets.Dataset`` with one row per document and the explicit :data:`DOCUMENT_FEATURES`."""
+    return Dataset.from_list([document_to_row(doc) for doc in docs], features=DOCUMENT_FEATURES)
+
+
+def dataset_to_documents(dataset: Dataset) -> list[Document]:
+    """The documents of a dataset made by :func:`documents_to_dataset` (or loaded from its parquet)."""
+    return [document_from_row(row) for row in dataset]
+
+
+# ----------------------------------------------------------------------
+# envre_hf/citations.py: BibTeX of the works envre-hf builds on, for dataset, model and metric cards (one copy each).
+
+ENV_CITATION = """\
+@inproceedings{meng-etal-2024-robustness,
+    title = "On the Robustness of Document-Level Relation Extraction Models to Entity Name Variations",
+    author = "Meng, Shiao and Hu, Xuming and Liu, Aiwei and Ma, Fukun and Yang, Yawen and Li, Shuang and Wen, Lijie",
+    booktitle = "Findings of the Association for Computational Linguistics: ACL 2024",
+    year = "2024",
+}"""
+DOCRED_CITATION = """\
+@inproceedings{yao-etal-2019-docred,
+    title = "{D}oc{RED}: A Large-Scale Document-Level Relation Extraction Dataset",
+    author = "Yao, Yuan and Ye, Deming and Li, Peng and Han, Xu and Lin, Yankai and Liu, Zhenghao and Liu, Zhiyuan and Huang, Lixin and Zhou, Jie and Sun, Maosong",
+    booktitle = "Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics",
+    year = "2019",
+}"""
+REDOCRED_CITATION = """\
+@inproceedings{tan-etal-2022-revisiting,
+    title = "Revisiting {D}oc{RED} - Addressing the False Negative Problem in Relation Extraction",
+    author = "Tan, Qingyu and Xu, Lu and Bing, Lidong and Ng, Hwee Tou and Aljunied, Sharifah Mahani",
+    booktitle = "Proceedings of the 2022 Conference on Empirical Methods in Natural Language Processing",
+    year = "2022",
+}"""
