@@ -57,10 +57,21 @@ from dataclasses import dataclass, field
 
 from ..documents import Document, Substitution, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
+from .forms import ACRONYM, DEMONYM, PLAIN, NameForm, form_of, form_of_tokens, indefinite_article, is_count_noun
+from .forms import is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
-from .tokenize import joined_name, name_key, tokenize_name
-from .values import rename_values
+from .tokenize import name_key, tokenize_name
+from .values import document_year_shift, rename_values
+
+#: Versions of the rules that decide how a renamed text reads; recorded in the renaming config
+#: (and so in build statistics and cards) so that two benchmark versions can be compared.
+RULE_VERSIONS: tuple[tuple[str, str], ...] = (
+    ("time", "2: one year offset per document, months and days of dated names kept"),
+    ("num", "2: counts of one pluralise their noun, nothing becomes one, percentages within 0-100"),
+    ("forms", "1: demonym/acronym/plain matched, article and plural preferred, possessive kept"),
+    ("articles", "1: a/an before substituted mentions agrees with the new name"),
+)
 
 UNCHANGED = "unchanged:"
 _QID = re.compile(r"^Q[1-9][0-9]*$")
@@ -94,6 +105,8 @@ class RenamingConfig:
     rename_title: bool = True
     #: Validate the input document first (raises DocumentError on malformed input).
     validate: bool = True
+    #: Versions of the text-coherence rules (see :data:`RULE_VERSIONS`); informational, part of the fingerprint.
+    rule_versions: tuple[tuple[str, str], ...] = RULE_VERSIONS
 
     def fingerprint(self) -> str:
         """A stable hash of every option (the name set sorted), for caches and build manifests."""
@@ -112,6 +125,12 @@ class RenameReport:
     outcomes: dict[int, str] = field(default_factory=dict)
     leaks_found: int = 0
     leaks_fixed: int = 0
+    #: "a"/"an" tokens changed to agree with the new name after them.
+    articles_fixed: int = 0
+    #: Nouns after a count of one that became plural ("one year" -> "three years").
+    nouns_pluralized: int = 0
+    #: The document's year offset (TIME rule), ``None`` without TIME names.
+    year_shift: int | None = None
 
 
 @dataclass
@@ -120,6 +139,8 @@ class _Choice:
     fine_type: str | None
     match: str
     new_tokens: dict[str, list[str]]  # original name -> new tokens
+    #: (mention index) whose next token, a noun outside every mention, becomes plural
+    pluralize_after: tuple[int, ...] = ()
 
 
 def entity_rng(seed: int, doc_key: str, entity: int) -> random.Random:
@@ -209,29 +230,51 @@ class RenamingPipeline:
             for mention in entity.mentions:
                 taken.add(mention.name.casefold())
                 taken.add(name_key(mention.name))
+        year_shift = None
+        if "TIME" in self.config.value_types:
+            time_names = [
+                m.tokens(doc.sents) for entity in doc.entities if entity.type == "TIME" for m in entity.mentions
+            ]
+            if time_names:
+                year_shift = document_year_shift(time_names, random.Random(f"{seed}|{doc.key}|years"))
+        report.year_shift = year_shift
+        given: set[str] = set()  # keys of the new names given so far
         choices: dict[int, _Choice] = {}
-        subs: list[Substitution] = []
-        originals: dict[int, dict[str, list[str]]] = {}
+        unchanged: dict[int, _Choice] = {}
+        all_names: dict[int, list[tuple[str, list[str]]]] = {}
         for e in range(len(doc.entities)):
-            names = self._ordered_names(doc, e)
+            names = all_names[e] = self._ordered_names(doc, e)
             if e in blocked:
                 choice = _Choice(None, None, UNCHANGED + "overlap", {})
             else:
                 try:
-                    choice = self._choose(doc, e, seed, names, taken)
+                    choice = self._choose(doc, e, seed, names, taken, given, year_shift)
                 except KnowledgeBaseError as err:  # name the document and entity the KB failed on
                     raise KnowledgeBaseError(f"document {doc.key!r} entity {e}: {err}") from err
-            report.outcomes[e] = choice.match
             if choice.match.startswith(UNCHANGED):
+                unchanged[e] = choice
+                continue
+            choices[e] = choice
+            for name, _ in names:
+                new_key = name_key(" ".join(choice.new_tokens[name]))
+                taken.add(new_key)
+                given.add(new_key)
+        if year_shift is not None:
+            _settle_value_collisions(doc, choices, unchanged)
+        subs: list[Substitution] = []
+        originals: dict[int, dict[str, list[str]]] = {}
+        for e in range(len(doc.entities)):
+            names = all_names[e]
+            choice = choices.get(e) or unchanged[e]
+            report.outcomes[e] = choice.match
+            if e not in choices:
                 subs.append(
                     Substitution(e, choice.item_id, choice.fine_type, names[0][0], names[0][0], choice.match)
                 )
                 continue
-            choices[e] = choice
             originals[e] = dict(names)
             for name, _ in names:
                 new_name = " ".join(choice.new_tokens[name])
-                taken.add(new_name.casefold())
                 subs.append(Substitution(e, choice.item_id, choice.fine_type, name, new_name, choice.match))
         replacements, new_names = [], {}
         for e, choice in choices.items():
@@ -260,6 +303,7 @@ class RenamingPipeline:
             entity = renamed.entities[e]
             entity.wikidata_id = choice.item_id if choice.item_id and _QID.match(choice.item_id) else None
             entity.extra.pop("entity_linking", None)
+        report.articles_fixed, report.nouns_pluralized = _agree(doc, renamed, choices)
         leaks = find_leaks(renamed, originals)
         report.leaks_found = len(leaks)
         if leaks and self.config.fix_leaks:
@@ -283,62 +327,133 @@ class RenamingPipeline:
         return [(name, first[name]) for name in order]
 
     def _choose(
-        self, doc: Document, e: int, seed: int, names: list[tuple[str, list[str]]], taken: set[str]
+        self,
+        doc: Document,
+        e: int,
+        seed: int,
+        names: list[tuple[str, list[str]]],
+        taken: set[str],
+        given: set[str] | None = None,
+        year_shift: int | None = None,
     ) -> _Choice:
         entity = doc.entities[e]
         rng = entity_rng(seed, doc.key, e)
         coarse = entity.type
         if coarse in self.config.value_types:
-            check_excluded = self.config.exclude_values and bool(self._excluded)
-
-            def accept(joined: str) -> bool:
-                key = joined.casefold()
-                return key not in taken and not (check_excluded and key in self._excluded)
-
-            values = rename_values(coarse, names, rng, accept)
-            if values is None:
-                return _Choice(None, None, UNCHANGED + "no-rule", {})
-            return _Choice(None, values.fine_type, "rule", values.tokens)
+            return self._choose_value(doc, e, names, rng, taken, given, year_shift)
         item = self.kb.link(doc, e)
         if item is None:
             return _Choice(None, None, UNCHANGED + "unlinked", {})
         types = self.kb.types(item)
         if not types:
             return _Choice(item, None, UNCHANGED + "untyped", {})
+        forms = [form_of_tokens(tokens) for _, tokens in names]
+        offered = False
         for fine_type in types[: self.config.max_types]:
             candidates = self.kb.candidates(fine_type, len(names), frozenset({item}))
-            picked = self._pick(candidates, item, len(names), rng, taken)
+            offered = offered or bool(candidates)
+            picked = self._pick(candidates, item, forms, rng, taken)
             if picked is not None:
                 candidate, new_names = picked
-                tokens = {name: tokenize_name(new) for (name, _), new in zip(names, new_names)}
+                tokens = {name: new for (name, _), new in zip(names, new_names)}
                 return _Choice(candidate.item_id, fine_type, candidate.match, _fit_articles(doc, e, tokens, taken))
-        return _Choice(item, types[0], UNCHANGED + "no-candidate", {})
+        reason = "no-form-match" if offered and any(f.hard != PLAIN for f in forms) else "no-candidate"
+        return _Choice(item, types[0], UNCHANGED + reason, {})
 
-    def _usable_names(self, item_id: str, k: int, taken: set[str]) -> list[str] | None:
-        """The first ``k`` usable names of ``item_id`` (see the module docstring), or ``None``."""
-        out: list[str] = []
+    def _choose_value(
+        self,
+        doc: Document,
+        e: int,
+        names: list[tuple[str, list[str]]],
+        rng: random.Random,
+        taken: set[str],
+        given: set[str] | None,
+        year_shift: int | None,
+    ) -> _Choice:
+        """Rule-made values (``values``); TIME moves by the document's year offset (see the module docstring)."""
+        coarse = doc.entities[e].type
+        percent, pluralize_after, agreement_blocked = _value_context(doc, e)
+        if agreement_blocked:
+            return _Choice(None, None, UNCHANGED + "no-number-agreement", {})
+        check_excluded = self.config.exclude_values and bool(self._excluded)
+        shift = year_shift if coarse == "TIME" else None
+        # shifted years may take another entity's *original* year (it moves on too), never a new name
+        blocked = given if shift is not None and given is not None else taken
+
+        def accept(joined: str) -> bool:
+            key = joined.casefold()
+            return key not in blocked and not (check_excluded and key in self._excluded)
+
+        state = rng.getstate()
+        values = rename_values(coarse, names, rng, accept, year_shift=shift, percent=percent)
+        if values is None:
+            rng.setstate(state)
+            free = rename_values(coarse, names, rng, None, attempts=1, year_shift=shift, percent=percent)
+            return _Choice(None, None, UNCHANGED + ("value-collision" if free is not None else "no-rule"), {})
+        return _Choice(None, values.fine_type, "rule", values.tokens, pluralize_after)
+
+    def _candidate_names(self, item_id: str, forms: Sequence[NameForm], taken: set[str]) -> list[tuple[str, NameForm]]:
+        """The item's usable names (see the module docstring) with their forms, KB order; demonyms appended."""
+        names = self.kb.names(item_id)
+        if any(f.hard == DEMONYM for f in forms):
+            extra = [d for d in self.kb.demonyms(item_id) if d not in names]
+            names = names + extra if extra else names
+        out: list[tuple[str, NameForm]] = []
         keys: set[str] = set()
-        for name in self.kb.names(item_id):
+        for name in names:
             key = name_key(name)
             if not key or key in taken or key in keys or key in self._excluded or _bare(key) in self._excluded:
                 continue
             keys.add(key)
-            out.append(joined_name(name))
-            if len(out) == k:
-                return out
-        return None
+            out.append((name, form_of(name)))
+        return out
+
+    def _usable_names(self, item_id: str, forms: Sequence[NameForm], taken: set[str]) -> list[list[str]] | None:
+        """New tokens for each original name's form, or ``None`` when the item cannot serve every form.
+
+        Each original name gets an unused candidate name of the same hard form (a plain name may
+        take an acronym when no plain name is left), preferring one with the same leading article
+        and plural; a possessive original gets its stem's new name plus its ending.
+        """
+        pool = self._candidate_names(item_id, forms, taken)
+        if len(pool) < len({f for f in forms if not f.possessive}) or not pool:
+            return None
+        used: set[int] = set()
+        out: list[list[str] | None] = [None] * len(forms)
+        order = sorted(range(len(forms)), key=lambda i: bool(forms[i].possessive))  # stems before possessives
+        for i in order:
+            want = forms[i]
+            best, best_score = -1, -1
+            for j, (_, form) in enumerate(pool):
+                if j in used or form.possessive:
+                    continue
+                if form.hard == want.hard:
+                    score = 4 + (form.article == want.article) + (form.plural == want.plural)
+                elif want.hard == PLAIN and form.hard == ACRONYM:
+                    score = (form.article == want.article) + (form.plural == want.plural)
+                else:
+                    continue
+                if score > best_score:
+                    best, best_score = j, score
+                    if score == 6:
+                        break
+            if best < 0:
+                return None
+            used.add(best)
+            out[i] = tokenize_name(pool[best][0]) + list(want.possessive)
+        return out  # type: ignore[return-value]
 
     def _pick(
-        self, candidates: Sequence[Candidate], own: str, k: int, rng: random.Random, taken: set[str]
-    ) -> tuple[Candidate, list[str]] | None:
+        self, candidates: Sequence[Candidate], own: str, forms: Sequence[NameForm], rng: random.Random, taken: set[str]
+    ) -> tuple[Candidate, list[list[str]]] | None:
         n = len(candidates)
         if n == 0:
             return None
 
-        def try_one(candidate: Candidate) -> tuple[Candidate, list[str]] | None:
+        def try_one(candidate: Candidate) -> tuple[Candidate, list[list[str]]] | None:
             if candidate.item_id == own:
                 return None
-            usable = self._usable_names(candidate.item_id, k, taken)
+            usable = self._usable_names(candidate.item_id, forms, taken)
             return None if usable is None else (candidate, usable)
 
         for _ in range(min(self.config.max_draws, n)):
@@ -352,6 +467,96 @@ class RenamingPipeline:
                 return found
         return None
 
+
+_PERCENT_WORDS = ("%", "percent", "per", "pct")
+
+
+def _value_context(doc: Document, e: int) -> tuple[bool, tuple[int, ...], bool]:
+    """``(percent, mentions whose next noun becomes plural, agreement impossible)`` for a value entity.
+
+    A mention ending in a count of one followed by a count noun outside every mention has that noun
+    pluralised once the count changes; when the noun is part of another mention (which must not
+    change), the entity is left unchanged instead (``no-number-agreement``).
+    """
+    entity = doc.entities[e]
+    percent = False
+    after: list[int] = []
+    blocked = False
+    for m, mention in enumerate(entity.mentions):
+        sent = doc.sents[mention.sent_id]
+        tokens = sent[mention.start : mention.end]
+        nxt = sent[mention.end] if mention.end < len(sent) else ""
+        if "%" in tokens or "percent" in tokens or nxt.lower() in _PERCENT_WORDS:
+            percent = True
+        if tokens and is_one(tokens[-1]) and is_count_noun(nxt):
+            if _covered(doc, mention.sent_id, mention.end):
+                blocked = True
+            else:
+                after.append(m)
+    return percent, tuple(after), blocked
+
+
+def _covered(doc: Document, sent_id: int, pos: int) -> bool:
+    """Whether token ``pos`` of sentence ``sent_id`` is part of some mention."""
+    return any(
+        m.sent_id == sent_id and m.start <= pos < m.end for entity in doc.entities for m in entity.mentions
+    )
+
+
+def _settle_value_collisions(doc: Document, choices: dict[int, _Choice], unchanged: dict[int, _Choice]) -> None:
+    """Undo shifted TIME values equal to a name that stays in the text (an unchanged entity's name).
+
+    With one year offset per document, "2007" -> "2010" is fine while the entity named "2010" moves on
+    too, but not when that entity stays: then the first one is left unchanged as well
+    (``value-collision``), until no new name equals a name left in place.
+    """
+    while True:
+        kept = {name_key(m.name) for e in unchanged for m in doc.entities[e].mentions}
+        clash = [
+            e
+            for e, choice in choices.items()
+            if choice.match == "rule" and any(name_key(" ".join(t)) in kept for t in choice.new_tokens.values())
+        ]
+        if not clash:
+            return
+        for e in clash:
+            del choices[e]
+            unchanged[e] = _Choice(None, None, UNCHANGED + "value-collision", {})
+
+
+def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tuple[int, int]:
+    """Make "a"/"an" before each substituted mention agree with its new name, and pluralise nouns after
+    counts of one; only tokens outside every mention change (same count: no span moves).
+
+    Returns ``(articles fixed, nouns pluralised)``. Edits go into ``renamed`` in place (its changed
+    sentences are its own lists; a sentence still shared with ``doc`` is copied first).
+    """
+    edits: list[tuple[int, int, str, bool]] = []  # (sentence, position, new token, is an article)
+    for e, choice in choices.items():
+        mentions = renamed.entities[e].mentions
+        for mention in mentions:
+            i = mention.start - 1
+            if i < 0:
+                continue
+            article = renamed.sents[mention.sent_id][i]
+            if article.lower() not in ("a", "an"):
+                continue
+            want = indefinite_article(renamed.sents[mention.sent_id][mention.start : mention.end])
+            if article.lower() != want and not _covered(renamed, mention.sent_id, i):
+                edits.append((mention.sent_id, i, with_case(article, want), True))
+        for m in choice.pluralize_after:
+            mention = mentions[m]
+            sent = renamed.sents[mention.sent_id]
+            if mention.end < len(sent) and not is_one(sent[mention.end - 1]):
+                edits.append((mention.sent_id, mention.end, pluralize(sent[mention.end]), False))
+    articles = nouns = 0
+    for sent_id, i, token, is_article in edits:
+        if renamed.sents[sent_id] is doc.sents[sent_id]:
+            renamed.sents[sent_id] = list(renamed.sents[sent_id])
+        articles += is_article
+        nouns += not is_article
+        renamed.sents[sent_id][i] = token
+    return articles, nouns
 
 
 class _RenameBatch:
