@@ -143,6 +143,27 @@ class _Choice:
     pluralize_after: tuple[int, ...] = ()
 
 
+class _Forms(list):
+    """The forms of an entity's original names: the order they are served in (stems before possessives)
+    and how many demonym/acronym names a candidate needs at least."""
+
+    def __init__(self, forms: list[NameForm]):
+        super().__init__(forms)
+        self.possessives = self.demonyms = self.acronyms = 0
+        for f in forms:
+            if f.possessive:
+                self.possessives += 1
+            elif f.hard == DEMONYM:
+                self.demonyms += 1
+            elif f.hard == ACRONYM:
+                self.acronyms += 1
+        self.order = (
+            sorted(range(len(forms)), key=lambda i: bool(forms[i].possessive)) if self.possessives else range(len(forms))
+        )
+        #: every name has the same form, without a possessive ending
+        self.uniform = not self.possessives and all(f == forms[0] for f in forms)
+
+
 def entity_rng(seed: int, doc_key: str, entity: int) -> random.Random:
     """The generator of one entity's draw: depends on nothing but (seed, document key, entity index)."""
     return random.Random(f"{seed}|{doc_key}|{entity}")
@@ -212,6 +233,8 @@ class RenamingPipeline:
         # article-insensitive: a benchmark that used "Gambia" (its "The" dropped) also excludes "The Gambia"
         keys = [name_key(n) for n in self.config.exclude_names]
         self._excluded = frozenset(keys) | frozenset(_bare(k) for k in keys)
+        # item -> (usable names as (name, key, form), number of demonym names, number of acronym names)
+        self._names_cache: dict[str, tuple[tuple[tuple[str, str, NameForm], ...], int, int]] = {}
 
     # ------------------------------------------------------------------ public API
 
@@ -230,10 +253,11 @@ class RenamingPipeline:
             for mention in entity.mentions:
                 taken.add(mention.name.casefold())
                 taken.add(name_key(mention.name))
+        coarse = [entity.type for entity in doc.entities]
         year_shift = None
-        if "TIME" in self.config.value_types:
+        if "TIME" in self.config.value_types and "TIME" in coarse:
             time_names = [
-                m.tokens(doc.sents) for entity in doc.entities if entity.type == "TIME" for m in entity.mentions
+                m.tokens(doc.sents) for entity, t in zip(doc.entities, coarse) if t == "TIME" for m in entity.mentions
             ]
             if time_names:
                 year_shift = document_year_shift(time_names, random.Random(f"{seed}|{doc.key}|years"))
@@ -248,7 +272,7 @@ class RenamingPipeline:
                 choice = _Choice(None, None, UNCHANGED + "overlap", {})
             else:
                 try:
-                    choice = self._choose(doc, e, seed, names, taken, given, year_shift)
+                    choice = self._choose(doc, e, seed, names, taken, given, year_shift, coarse[e])
                 except KnowledgeBaseError as err:  # name the document and entity the KB failed on
                     raise KnowledgeBaseError(f"document {doc.key!r} entity {e}: {err}") from err
             if choice.match.startswith(UNCHANGED):
@@ -335,10 +359,11 @@ class RenamingPipeline:
         taken: set[str],
         given: set[str] | None = None,
         year_shift: int | None = None,
+        coarse: str | None = None,
     ) -> _Choice:
-        entity = doc.entities[e]
         rng = entity_rng(seed, doc.key, e)
-        coarse = entity.type
+        if coarse is None:
+            coarse = doc.entities[e].type
         if coarse in self.config.value_types:
             return self._choose_value(doc, e, names, rng, taken, given, year_shift)
         item = self.kb.link(doc, e)
@@ -347,7 +372,7 @@ class RenamingPipeline:
         types = self.kb.types(item)
         if not types:
             return _Choice(item, None, UNCHANGED + "untyped", {})
-        forms = [form_of_tokens(tokens) for _, tokens in names]
+        forms = _Forms([form_of_tokens(tuple(tokens)) for _, tokens in names])
         offered = False
         for fine_type in types[: self.config.max_types]:
             candidates = self.kb.candidates(fine_type, len(names), frozenset({item}))
@@ -392,36 +417,64 @@ class RenamingPipeline:
             return _Choice(None, None, UNCHANGED + ("value-collision" if free is not None else "no-rule"), {})
         return _Choice(None, values.fine_type, "rule", values.tokens, pluralize_after)
 
-    def _candidate_names(self, item_id: str, forms: Sequence[NameForm], taken: set[str]) -> list[tuple[str, NameForm]]:
-        """The item's usable names (see the module docstring) with their forms, KB order; demonyms appended."""
+    def _candidate_names(self, item_id: str) -> tuple[tuple[str, str, NameForm], ...]:
+        """The item's names (KB order, demonyms appended) that are not excluded, as ``(name, key, form)``.
+
+        Cached per item (a KB snapshot is fixed); the per-document collision check is :meth:`_usable_names`'.
+        """
+        cached = self._names_cache.get(item_id)
+        if cached is not None:
+            return cached[0]
         names = self.kb.names(item_id)
-        if any(f.hard == DEMONYM for f in forms):
-            extra = [d for d in self.kb.demonyms(item_id) if d not in names]
-            names = names + extra if extra else names
-        out: list[tuple[str, NameForm]] = []
+        extra = [d for d in self.kb.demonyms(item_id) if d not in names]
+        out: list[tuple[str, str, NameForm]] = []
         keys: set[str] = set()
-        for name in names:
+        for name in names + extra if extra else names:
             key = name_key(name)
-            if not key or key in taken or key in keys or key in self._excluded or _bare(key) in self._excluded:
+            if not key or key in keys or key in self._excluded or _bare(key) in self._excluded:
                 continue
             keys.add(key)
-            out.append((name, form_of(name)))
-        return out
+            out.append((name, key, form_of(name)))
+        if len(self._names_cache) > 200_000:
+            self._names_cache.clear()
+        found = tuple(out)
+        demonyms = sum(1 for _, _, form in out if form.hard == DEMONYM)
+        acronyms = sum(1 for _, _, form in out if form.hard == ACRONYM)
+        self._names_cache[item_id] = (found, demonyms, acronyms)
+        return found
 
-    def _usable_names(self, item_id: str, forms: Sequence[NameForm], taken: set[str]) -> list[list[str]] | None:
+    def _may_serve(self, item_id: str, forms: "_Forms") -> bool:
+        """Cheap check before :meth:`_usable_names`: enough demonym and acronym names at all."""
+        if not (forms.demonyms or forms.acronyms):
+            return True
+        cached = self._names_cache.get(item_id)
+        if cached is None:
+            self._candidate_names(item_id)
+            cached = self._names_cache[item_id]
+        return cached[1] >= forms.demonyms and cached[2] >= forms.acronyms
+
+    def _usable_names(self, item_id: str, forms: "_Forms", taken: set[str]) -> list[list[str]] | None:
         """New tokens for each original name's form, or ``None`` when the item cannot serve every form.
 
         Each original name gets an unused candidate name of the same hard form (a plain name may
         take an acronym when no plain name is left), preferring one with the same leading article
         and plural; a possessive original gets its stem's new name plus its ending.
         """
-        pool = self._candidate_names(item_id, forms, taken)
-        if len(pool) < len({f for f in forms if not f.possessive}) or not pool:
+        names = self._candidate_names(item_id)
+        if forms.uniform:  # fast path: the first names of exactly that form (what the general path picks too)
+            want = forms[0]
+            fast: list[list[str]] = []
+            for name, key, form in names:
+                if form == want and key not in taken:
+                    fast.append(tokenize_name(name))
+                    if len(fast) == len(forms):
+                        return fast
+        pool = [(name, form) for name, key, form in names if key not in taken]
+        if len(pool) < len(forms) - forms.possessives or not pool:
             return None
         used: set[int] = set()
         out: list[list[str] | None] = [None] * len(forms)
-        order = sorted(range(len(forms)), key=lambda i: bool(forms[i].possessive))  # stems before possessives
-        for i in order:
+        for i in forms.order:
             want = forms[i]
             best, best_score = -1, -1
             for j, (_, form) in enumerate(pool):
@@ -440,18 +493,18 @@ class RenamingPipeline:
             if best < 0:
                 return None
             used.add(best)
-            out[i] = tokenize_name(pool[best][0]) + list(want.possessive)
+            out[i] = tokenize_name(pool[best][0]) + list(want.possessive) if want.possessive else tokenize_name(pool[best][0])
         return out  # type: ignore[return-value]
 
     def _pick(
-        self, candidates: Sequence[Candidate], own: str, forms: Sequence[NameForm], rng: random.Random, taken: set[str]
+        self, candidates: Sequence[Candidate], own: str, forms: "_Forms", rng: random.Random, taken: set[str]
     ) -> tuple[Candidate, list[list[str]]] | None:
         n = len(candidates)
         if n == 0:
             return None
 
         def try_one(candidate: Candidate) -> tuple[Candidate, list[list[str]]] | None:
-            if candidate.item_id == own:
+            if candidate.item_id == own or not self._may_serve(candidate.item_id, forms):
                 return None
             usable = self._usable_names(candidate.item_id, forms, taken)
             return None if usable is None else (candidate, usable)
@@ -469,6 +522,7 @@ class RenamingPipeline:
 
 
 _PERCENT_WORDS = ("%", "percent", "per", "pct")
+_INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
 def _value_context(doc: Document, e: int) -> tuple[bool, tuple[int, ...], bool]:
@@ -532,16 +586,16 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
     sentences are its own lists; a sentence still shared with ``doc`` is copied first).
     """
     edits: list[tuple[int, int, str, bool]] = []  # (sentence, position, new token, is an article)
+    sents = renamed.sents
     for e, choice in choices.items():
         mentions = renamed.entities[e].mentions
         for mention in mentions:
-            i = mention.start - 1
-            if i < 0:
+            start = mention.start
+            if start == 0 or sents[mention.sent_id][start - 1] not in _INDEFINITE:
                 continue
-            article = renamed.sents[mention.sent_id][i]
-            if article.lower() not in ("a", "an"):
-                continue
-            want = indefinite_article(renamed.sents[mention.sent_id][mention.start : mention.end])
+            i = start - 1
+            article = sents[mention.sent_id][i]
+            want = indefinite_article(sents[mention.sent_id][start : mention.end])
             if article.lower() != want and not _covered(renamed, mention.sent_id, i):
                 edits.append((mention.sent_id, i, with_case(article, want), True))
         for m in choice.pluralize_after:

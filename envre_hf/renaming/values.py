@@ -64,6 +64,7 @@ _DECADE = re.compile(r"^(?P<digits>\d*0)s$")
 
 _YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)")
 _FEB29 = re.compile(r"^(?:29(?:th)?$)")
+_YEAR_RANGE = re.compile(r"(\d{4})[–-](\d{4}|\d{2})")
 
 
 def has_year(tokens: Sequence[str]) -> bool:
@@ -75,12 +76,14 @@ def years_in(tokens: Sequence[str]) -> list[int]:
     """The four-digit years (1000-2099) of a TIME name, range ends included."""
     out = []
     for t in tokens:
-        m = re.fullmatch(r"(\d{4})[–-](\d{4}|\d{2})", t)
+        if not t[:1].isdigit():
+            continue
+        m = _YEAR_RANGE.fullmatch(t)
         if m:
             start = int(m.group(1))
             end = m.group(2)
             out += [start, int(end) if len(end) == 4 else start - start % 100 + int(end)]
-        elif re.fullmatch(r"\d{4}", t) and 1000 <= int(t) <= 2099:
+        elif len(t) == 4 and t.isdigit() and 1000 <= int(t) <= 2099:
             out.append(int(t))
     return out
 
@@ -117,7 +120,7 @@ def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random,
             continue
         if low is not None and low + shift < 1000:
             continue
-        if any(not _leap(y + shift) for y in feb29 if _leap(y)):
+        if feb29 and any(not _leap(y + shift) for y in feb29 if _leap(y)):
             continue
         choices.append(shift)
     return rng.choice(choices) if choices else rng.choice((-1, 1)) * rng.randint(1, max_shift)
