@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             "type_matches": match_counts(renamed),
             "speed": {"docs_per_s_wall": round(n / wall, 1), "docs_per_s_cpu": round(n / cpu, 1)},
             "checks": checks,
-            "rule_versions": dict(pipeline.config.rule_versions),
+            "rule_versions": pipeline.config.rule_versions,
         }
         tmp = args.json.with_suffix(".tmp")
         tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

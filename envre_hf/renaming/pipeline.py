@@ -11,9 +11,29 @@ For every entity of a document (in entity order):
    order or on other documents;
 4. **substitute** alias-wise: the entity's distinct original names, most frequent first
    (first appearance breaks ties), get the candidate's usable names in KB order (label
-   first, then aliases). Identical original names get the same new name. A new name's leading
-   "The" is dropped when the text already has "the" right before a mention of that original
-   name (no "the The Beatles"), unless the shorter name would collide with another name.
+   first, then aliases), each of the same **form** (``forms``): a demonym ("American") gets a
+   demonym of the candidate (its demonym-form names and ``kb.demonyms``), an acronym an
+   acronym, a plain name a plain name (an acronym when no plain one is left); a leading article
+   and a plural are preferred, a possessive ending is kept. A candidate that cannot serve every
+   form is skipped; when none can, the entity stays unchanged (``no-form-match``). Identical
+   original names get the same new name. A new name's leading "The" is dropped when the text
+   already has "the" right before a mention of that original name (no "the The Beatles"),
+   unless the shorter name would collide with another name.
+
+**Coherent values.** TIME names move by one year offset per document
+(:func:`~envre_hf.renaming.values.document_year_shift`, drawn from ``(seed, document)``): every
+year, range and decade moves by it and dated names keep month and day, so ranges still run
+forward, lifetimes keep their length and every date stays valid. A shifted year may equal
+another entity's *original* year (which moves on too), never a new name; when it equals a name
+that stays in the text, that entity is left unchanged (``value-collision``). NUM: a count of one
+pluralises the noun right after it ("one year" -> "three years": inside the mention as part of
+the new name, outside it as a text edit when that token is in no mention; when it is part of
+another mention the entity is left unchanged, ``no-number-agreement``); no other count becomes
+one, and percentages stay within 0-100.
+
+**Articles.** After substitution, "a"/"an" right before a substituted mention (outside every
+mention) is set to agree with the new name (:func:`~envre_hf.renaming.forms.indefinite_article`);
+these edits replace one token by one token, so no span moves. :class:`RenameReport` counts them.
 
 A candidate name is *usable* when it is not in ``config.exclude_names`` (name isolation) and
 does not collide with any original name in the document, with a name already given to
@@ -41,8 +61,8 @@ when it equals an original name of a renamed entity.
 ``substitutions`` lists, per renamed entity, one :class:`Substitution` per distinct original
 name (``match`` = the KB's ``"exact"`` / ``"relaxed:<how>"``, or ``"rule"`` for values), and
 one record per unchanged entity (its most frequent name) with ``new_name == original_name``,
-``match`` = ``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``overlap``,
-``no-rule``) and, when step 1/2 got that far, the entity's own item and type; see
+``match`` = ``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``no-form-match``,
+``overlap``, ``no-rule``, ``value-collision``, ``no-number-agreement``) and, when step 1/2 got that far, the entity's own item and type; see
 :func:`is_substituted`.
 """
 
@@ -64,14 +84,17 @@ from .substitution import SpanReplacement, substitute
 from .tokenize import name_key, tokenize_name
 from .values import document_year_shift, rename_values
 
-#: Versions of the rules that decide how a renamed text reads; recorded in the renaming config
-#: (and so in build statistics and cards) so that two benchmark versions can be compared.
-RULE_VERSIONS: tuple[tuple[str, str], ...] = (
-    ("time", "2: one year offset per document, months and days of dated names kept"),
-    ("num", "2: counts of one pluralise their noun, nothing becomes one, percentages within 0-100"),
-    ("forms", "1: demonym/acronym/plain matched, article and plural preferred, possessive kept"),
-    ("articles", "1: a/an before substituted mentions agrees with the new name"),
-)
+#: What each coherence rule version does (``time`` 1 and ``num`` 1 were the per-entity random draws).
+RULES: dict[str, str] = {
+    "time-2": "one year offset per document for every year, decade and date; months and days of dated names kept",
+    "num-2": "a count of one pluralises its noun (outside mentions), nothing becomes one, percentages within 0-100",
+    "forms-1": "demonym/acronym/plain form matched (else no-form-match); leading article and plural preferred; "
+    "possessive ending kept",
+    "articles-1": "a/an right before a substituted mention agrees with the new name's first sound",
+}
+#: The versions of the rules that decide how a renamed text reads; recorded in the renaming config
+#: (and so in the build statistics and the card) so that two benchmark versions can be compared.
+RULE_VERSIONS = " ".join(RULES)
 
 UNCHANGED = "unchanged:"
 _QID = re.compile(r"^Q[1-9][0-9]*$")
@@ -105,8 +128,8 @@ class RenamingConfig:
     rename_title: bool = True
     #: Validate the input document first (raises DocumentError on malformed input).
     validate: bool = True
-    #: Versions of the text-coherence rules (see :data:`RULE_VERSIONS`); informational, part of the fingerprint.
-    rule_versions: tuple[tuple[str, str], ...] = RULE_VERSIONS
+    #: Versions of the text-coherence rules (see :data:`RULES`); informational, part of the fingerprint.
+    rule_versions: str = RULE_VERSIONS
 
     def fingerprint(self) -> str:
         """A stable hash of every option (the name set sorted), for caches and build manifests."""
@@ -542,11 +565,13 @@ def _value_context(doc: Document, e: int) -> tuple[bool, tuple[int, ...], bool]:
         nxt = sent[mention.end] if mention.end < len(sent) else ""
         if "%" in tokens or "percent" in tokens or nxt.lower() in _PERCENT_WORDS:
             percent = True
-        if tokens and is_one(tokens[-1]) and is_count_noun(nxt):
-            if _covered(doc, mention.sent_id, mention.end):
-                blocked = True
-            else:
-                after.append(m)
+        if not (tokens and is_one(tokens[-1]) and nxt.isalpha()):
+            continue
+        if _covered(doc, mention.sent_id, mention.end):
+            # "one Oscar": the counted noun is (part of) another mention, which must not change
+            blocked = blocked or is_count_noun(nxt.lower())
+        elif is_count_noun(nxt):
+            after.append(m)
     return percent, tuple(after), blocked
 
 

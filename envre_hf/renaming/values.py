@@ -13,6 +13,12 @@ get new values that keep the surface format and differ from the original:
 * numbers and ordinals in words (``three``, ``Second``) become another word of the same kind,
   capitalisation kept; clock times ``11:59`` get a valid new hour and minute.
 
+With ``year_shift`` (what the pipeline passes, one offset per document from
+:func:`document_year_shift`), years, year ranges and decades move by that offset instead of
+per-entity draws, and names with a year keep month and day: dates keep their order and
+intervals across the whole document. A count of one never stays one and nothing becomes one
+(so the noun after it can be pluralised), and ``percent`` keeps values within 0-100.
+
 The rules work on the mention's DocRED tokens, one *piece* (a digit group, a month, a number
 word) at a time, so the tokenization never changes. Pieces are mapped per entity, so
 ``2007`` and ``November 29, 2007`` of one entity both get the same new year, and the map is
