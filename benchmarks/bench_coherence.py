@@ -8,7 +8,7 @@ renaming speed on one core, against the targets of issue 15:
 * >= 99% of "a"/"an" before new names agree with them;
 * substitution rate of PER/ORG/LOC/TIME/NUM >= 95%; renaming >= 500 docs/s (CPU time, pipeline only).
 
-    python3 benchmarks/bench_coherence.py [--input PATH] [--pool PATH] [--seeds 5] [--json benchmarks/results/coherence.json]
+    python3 benchmarks/bench_coherence.py [--input PATH] [--pool PATH] [--seeds 5] [--json PATH]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     n = len(renamed)
 
     coherence = coherence_statistics(renamed)
-    per_seed = {seed: coherence_statistics(renamed[seed * len(docs) : (seed + 1) * len(docs)]) for seed in range(args.seeds)}
+    per_seed = {s: coherence_statistics(renamed[s * len(docs) : (s + 1) * len(docs)]) for s in range(args.seeds)}
     rates = substitution_rates(renamed)
     edits = Counter()
     for report in reports:
@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         "no lifetime inverted": lt["newly_inverted"] == 0,
         "demonym mentions given demonyms >= 90%": (dm["rate"] or 0) >= 0.90 and dm["not_demonym"] == 0,
         "a/an agreement before new names >= 99%": (ar["rate"] or 0) >= 0.99,
-        "substitution rate PER/ORG/LOC/TIME/NUM >= 95%": all(rates[t]["rate"] >= 0.95 for t in TARGET_TYPES if t in rates),
+        "substitution rate PER/ORG/LOC/TIME/NUM >= 95%": all(
+            rates[t]["rate"] >= 0.95 for t in TARGET_TYPES if t in rates
+        ),
         "renaming >= 500 docs/s (CPU)": n / cpu >= 500,
     }
     print(f"{args.input.name} x {args.seeds} seeds = {n} renamed documents (corpus KB, pool {args.pool.name})")
@@ -95,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         result = {
-            "command": "python3 benchmarks/bench_coherence.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+            "command": "python3 benchmarks/bench_coherence.py "
+            + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
             "input": args.input.name,
             "pool": args.pool.name,
             "seeds": args.seeds,

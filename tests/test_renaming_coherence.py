@@ -161,7 +161,7 @@ def test_a_shifted_year_never_lands_on_a_name_left_in_the_text():
     )
     doc.entities[1].mentions.append(Mention("2010", 0, (5, 6), "TIME"))
     for renamed, report in rename_all(RenamingPipeline(EMPTY_KB), doc, range(40)):
-        left = {m.name for e, entity in enumerate(renamed.entities) if not report.outcomes[e] == "rule" for m in entity.mentions}
+        left = {m.name for e, ent in enumerate(renamed.entities) if report.outcomes[e] != "rule" for m in ent.mentions}
         for e, entity in enumerate(renamed.entities):
             if report.outcomes[e] == "rule":
                 assert not {m.name for m in entity.mentions} & left

@@ -86,7 +86,9 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
         before = _token_maps(doc, originals)
         # year ranges
         for s, sent in enumerate(doc.sents):
-            for i in range(len(sent) - 2):
+            for i in [k for k, token in enumerate(sent) if len(token) == 4 and token.isdigit()]:
+                if i + 2 >= len(sent):
+                    continue
                 connector = sent[i + 1]
                 if connector not in _RANGE_WORDS and not (connector == "and" and i > 0 and sent[i - 1] == "between"):
                     continue

@@ -78,7 +78,9 @@ def soft_forms(tokens: Sequence[str]) -> tuple[bool, bool]:
 # --------------------------------------------------------------------------- a / an
 
 _AN_LETTERS = frozenset("AEFHILMNORSX")  # letters whose name starts with a vowel sound: "an FBI", "an MS"
-_YOU_PREFIXES = ("eu", "ue", "uga", "uni", "use", "usu", "uti", "ura", "ure", "uro", "uto", "uku", "ukr", "ubi", "ufo", "ute")
+_YOU_PREFIXES = (
+    "eu", "ue", "uga", "uni", "use", "usu", "uti", "ura", "ure", "uro", "uto", "uku", "ukr", "ubi", "ufo", "ute",
+)  # fmt: skip
 _SILENT_H = ("hour", "honest", "honor", "honour", "heir")
 _ONE = ("one", "once")
 
@@ -103,7 +105,8 @@ def indefinite_article(tokens: Sequence[str]) -> str:
     if word[0].isdigit():
         return _number_article(word)
     letters = word.replace(".", "")
-    if len(letters) > 1 and letters.isupper() and letters.isalpha() and len(letters) <= 5 and not _pronounceable(letters):
+    spelled = len(letters) > 1 and letters.isupper() and letters.isalpha() and len(letters) <= 5
+    if spelled and not _pronounceable(letters):
         return "an" if letters[0] in _AN_LETTERS else "a"
     if len(word) == 1 and word.isalpha():  # "an X", "a B"
         return "an" if word.upper() in _AN_LETTERS else "a"

@@ -62,7 +62,8 @@ when it equals an original name of a renamed entity.
 name (``match`` = the KB's ``"exact"`` / ``"relaxed:<how>"``, or ``"rule"`` for values), and
 one record per unchanged entity (its most frequent name) with ``new_name == original_name``,
 ``match`` = ``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``no-form-match``,
-``overlap``, ``no-rule``, ``value-collision``, ``no-number-agreement``) and, when step 1/2 got that far, the entity's own item and type; see
+``overlap``, ``no-rule``, ``value-collision``, ``no-number-agreement``) and, when step 1/2 got that
+far, the entity's own item and type; see
 :func:`is_substituted`.
 """
 
@@ -180,9 +181,8 @@ class _Forms(list):
                 self.demonyms += 1
             elif f.hard == ACRONYM:
                 self.acronyms += 1
-        self.order = (
-            sorted(range(len(forms)), key=lambda i: bool(forms[i].possessive)) if self.possessives else range(len(forms))
-        )
+        order = range(len(forms))
+        self.order = sorted(order, key=lambda i: bool(forms[i].possessive)) if self.possessives else order
         #: every name has the same form, without a possessive ending
         self.uniform = not self.possessives and all(f == forms[0] for f in forms)
 
@@ -516,7 +516,7 @@ class RenamingPipeline:
             if best < 0:
                 return None
             used.add(best)
-            out[i] = tokenize_name(pool[best][0]) + list(want.possessive) if want.possessive else tokenize_name(pool[best][0])
+            out[i] = tokenize_name(pool[best][0]) + list(want.possessive)
         return out  # type: ignore[return-value]
 
     def _pick(
