@@ -432,11 +432,9 @@ class RenamingPipeline:
             key = joined.casefold()
             return key not in blocked and not (check_excluded and key in self._excluded)
 
-        state = rng.getstate()
         values = rename_values(coarse, names, rng, accept, year_shift=shift, percent=percent)
-        if values is None:
-            rng.setstate(state)
-            free = rename_values(coarse, names, rng, None, attempts=1, year_shift=shift, percent=percent)
+        if values is None:  # no rule at all, or only values that collide? (the reason, not the output)
+            free = rename_values(coarse, names, random.Random(0), None, attempts=1, year_shift=shift, percent=percent)
             return _Choice(None, None, UNCHANGED + ("value-collision" if free is not None else "no-rule"), {})
         return _Choice(None, values.fine_type, "rule", values.tokens, pluralize_after)
 
