@@ -3,8 +3,9 @@ with the offline corpus KB (pool = Re-DocRED dev) on one core (target: >= 500 do
 indexing rate (``bench_dump_indexing`` of benchmarks/bench_kb_dump.py).
 
 Figures: the pipeline alone (``RenamingPipeline.rename_with_report`` over all pairs) and the whole build
-(``build_split``: renaming, resumable work log, parquet, statistics, card), each as wall-clock and CPU
-docs/s; CPU figures are the fair ones on a machine shared with other jobs. The process is pinned to one core.
+(``build_split``: renaming, resumable work log, parquet, statistics with the coherence figures, card), each as
+wall-clock and CPU docs/s; CPU figures are the fair ones on a machine shared with other jobs. The process is
+pinned to one core. The build's text-coherence line (docs/coherence.md) is printed too.
 
     python3 benchmarks/bench_build.py [--input PATH] [--pool PATH] [--seeds 5] [--dump-items 50000 | 0]
 """
@@ -22,6 +23,7 @@ from envre_hf.documents import read_documents
 from envre_hf.kb.corpus import CorpusKB
 from envre_hf.renaming import RenamingPipeline
 from envre_hf.renaming.build import BuildConfig, build_split
+from envre_hf.renaming.card import coherence_markdown
 
 SHARED = Path(os.environ.get("ENVRE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -73,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         config = BuildConfig(Path(tmp) / "env_redocred", seeds=tuple(seeds), progress=False)
         pipeline = RenamingPipeline(kb)  # fresh caches, like a new envre build
         with Timer() as t:
-            build_split(pipeline, args.input, config, kb_name=kb.name, kb_snapshot=kb.snapshot_id())
+            result = build_split(pipeline, args.input, config, kb_name=kb.name, kb_snapshot=kb.snapshot_id())
+    print(" ".join(coherence_markdown(result.statistics.get("coherence"))))
     print(
         f"whole build (Env-Re-DocRED {args.input.name}, {len(docs)} x {args.seeds}): "
         f"{n / t.wall:.0f} docs/s wall, {n / t.cpu:.0f} docs/s CPU (target >= 500), {t.wall:.2f} s"

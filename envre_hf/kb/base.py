@@ -119,6 +119,14 @@ class KnowledgeBase(ABC):
 
         Whatever a backend returns is passed through :func:`clean_names` (see ``__init_subclass__``)."""
 
+    def demonyms(self, item_id: str) -> list[str]:
+        """The item's English demonyms ("American" for the United States; Wikidata P1549), KB order.
+
+        The pipeline gives a demonym mention ("an American politician") a demonym of the new item;
+        backends without demonyms return ``[]`` (such mentions then stay unchanged, ``no-form-match``).
+        """
+        return []
+
     def popularity(self, item_id: str) -> int | None:
         """Number of statements the item takes part in; ``None`` when the backend does not know."""
         return None

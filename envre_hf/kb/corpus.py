@@ -18,6 +18,14 @@ Step 3 (:meth:`CorpusKB.candidates`) offers pool entities whose signature is com
   every compatible candidate is unusable (own item, taken or isolated names) the pipeline
   draws from every pool entity of the coarse type (``match = "relaxed:coarse type fallback"``).
 
+**Demonyms** (:meth:`CorpusKB.demonyms`): a pool entity's demonym-form names ("American" among
+the mentions of the United States, see :mod:`envre_hf.kb.demonyms`), so a demonym mention gets
+the demonym of a same-signature pool entity.
+
+**Pool noise**: an entity whose name evidently names another kind of thing than its coarse type
+(a LOC named "World Figure Skating Championships" or "iTunes", a PER named "1984") stays
+linkable but is never offered as a candidate (:func:`evident_kind`).
+
 The pool is indexed once (coarse type + role -> items); answers are cached per (type,
 min_names), so the per-entity cost does not grow with the pool. Entities of documents outside
 the pool (the documents being renamed) are linked on the fly from their own labels; an entity
@@ -30,14 +38,69 @@ import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 
+import re
+
 from ..documents import Document, docred_schema
 from .base import Candidate, KnowledgeBase
+from .demonyms import is_demonym
 
 #: Role placeholder of the last type of an item's ladder: any pool entity of the coarse type.
 ANY_ROLE = "*"
 #: How the fallback step is reported in ``Substitution.match``.
 FALLBACK = "coarse type fallback"
 PREFIX = "corpus:"
+#: Bumped when the candidate sets change for the same pool (part of the snapshot id).
+INDEX_VERSION = 2
+
+_EVENT_WORDS = frozenset(
+    "Championship Championships Cup Olympics Olympiad Awards Award Prize Festival Tournament Election Elections "
+    "War Battle Contest Series Open Grand Prix Marathon Rally Expo Exhibition Summit".split()
+)
+_ORG_WORDS = frozenset(
+    "Inc Inc. Ltd Ltd. Corporation Corp. Company Co. LLC PLC Records Party FC Club Association Society Institute "
+    "Foundation Agency Ministry Department Council Committee Bank Airlines Group University College School".split()
+)
+_PLACE_WORDS = frozenset(
+    "River Lake Mountain Mount Island Islands County Province District Avenue Road Bridge Bay Sea Ocean Valley "
+    "Airport Station City Village Town".split()
+)
+
+
+def evident_kind(tokens: list[str]) -> str | None:
+    """The kind a name evidently has whatever its annotation: ``"NUM"`` (digits only), ``"EVENT"`` (ends
+    in Championships/Cup/Awards/...), ``"ORG"`` (Inc./Records/Party/University/...), ``"PLACE"``
+    (River/County/Street/...), ``"PRODUCT"`` (``iTunes``, ``eBay``) or ``None`` (nothing evident)."""
+    if not tokens:
+        return None
+    if all(re.fullmatch(r"[\d,.:–-]+", t) for t in tokens):
+        return "NUM"
+    last = tokens[-1]
+    if last in _EVENT_WORDS or (len(tokens) > 1 and tokens[-2:] == ["Grand", "Prix"]):
+        return "EVENT"
+    if last in _ORG_WORDS:
+        return "ORG"
+    if last in _PLACE_WORDS:
+        return "PLACE"
+    if re.fullmatch(r"[a-z]{1,2}[A-Z]\w*", tokens[0]):
+        return "PRODUCT"
+    return None
+
+
+#: Evident kinds a coarse type cannot have (only clear contradictions; ORG/LOC overlap in DocRED).
+_CONTRADICTS = {
+    "PER": {"NUM", "EVENT", "ORG", "PLACE", "PRODUCT"},
+    "LOC": {"NUM", "EVENT", "PRODUCT"},
+    "ORG": {"NUM", "EVENT"},
+    "MISC": {"NUM"},
+}
+
+
+def is_pool_noise(coarse: str, names: list[str]) -> bool:
+    """Whether a pool entity's most frequent name contradicts its coarse type (see :func:`evident_kind`)."""
+    if not names:
+        return False
+    kind = evident_kind(names[0].split(" "))
+    return kind is not None and kind in _CONTRADICTS.get(coarse, ())
 
 
 def role_signature(doc: Document, entity_index: int) -> str:
@@ -93,7 +156,9 @@ class CorpusKB(KnowledgeBase):
         self._index: dict[str, int] = {}
         self._postings: dict[tuple[str, str], set[int]] = {}
         self._by_coarse: dict[str, list[int]] = {}
-        digest = hashlib.sha256()
+        #: Pool entities never offered as candidates (see :func:`is_pool_noise`).
+        self.noise = 0
+        digest = hashlib.sha256(f"v{INDEX_VERSION}".encode())
         for doc in pool:
             signatures = _signatures(doc)
             involvement = [0] * len(doc.entities)
@@ -113,9 +178,12 @@ class CorpusKB(KnowledgeBase):
                 self._types.append(signatures[e])
                 self._popularity.append(involvement[e])
                 self._index[item_id] = i
-                self._by_coarse.setdefault(coarse, []).append(i)
-                for role in roles:
-                    self._postings.setdefault((coarse, role), set()).add(i)
+                if is_pool_noise(coarse, names):
+                    self.noise += 1
+                else:
+                    self._by_coarse.setdefault(coarse, []).append(i)
+                    for role in roles:
+                        self._postings.setdefault((coarse, role), set()).add(i)
                 digest.update(f"{item_id}\t{signatures[e]}\t{chr(31).join(names)}\n".encode())
         self._snapshot = f"corpus:{len(self._ids)}:{digest.hexdigest()[:16]}"
         self._external: dict[str, tuple[str, list[str]]] = {}
@@ -190,6 +258,10 @@ class CorpusKB(KnowledgeBase):
             return list(self._names[i])
         known = self._external.get(item_id)
         return list(known[1]) if known else []
+
+    def demonyms(self, item_id: str) -> list[str]:
+        """The item's demonym-form names (its mentions such as "American"), most frequent first."""
+        return [name for name in self.names(item_id) if is_demonym(name.split(" "))]
 
     def popularity(self, item_id: str) -> int | None:
         i = self._index.get(item_id)

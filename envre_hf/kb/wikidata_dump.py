@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
 #: Bumped when the index layout changes (an index of another version must be rebuilt).
-INDEX_FORMAT_VERSION = "1"
+INDEX_FORMAT_VERSION = "2"  # 2: demonyms (P1549)
 
 #: Entities per committed batch: bounds memory and the work lost to an interruption.
 DEFAULT_BATCH_SIZE = 5000
@@ -65,6 +65,9 @@ CREATE TABLE IF NOT EXISTS types (
     PRIMARY KEY (item, ord)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS incoming (id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS demonyms (       -- English P1549 values, preferred rank first
+    item INTEGER NOT NULL, ord INTEGER NOT NULL, demonym TEXT NOT NULL, PRIMARY KEY (item, ord)
+) WITHOUT ROWID;
 """
 
 _FINALIZE = (
@@ -136,6 +139,7 @@ class _Batch:
         self.items: list[tuple] = []
         self.names: list[tuple] = []
         self.types: list[tuple] = []
+        self.demonyms: list[tuple] = []
         self.incoming: Counter = Counter()
         self.entities = 0
 
@@ -146,6 +150,8 @@ class _Batch:
         truthy = record.truthy_types
         self.types.extend((number, i, int(t[1:]), int(t in truthy)) for i, t in enumerate(record.types))
         self.incoming.update(int(v[1:]) for v in record.item_values)
+        if record.demonyms:
+            self.demonyms.extend((number, i, d) for i, d in enumerate(record.demonyms))
 
     def commit(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -153,6 +159,7 @@ class _Batch:
             conn.executemany("INSERT INTO items (id, label, n_names, statements) VALUES (?, ?, ?, ?)", self.items)
             conn.executemany("INSERT INTO names VALUES (?, ?, ?)", self.names)
             conn.executemany("INSERT INTO types VALUES (?, ?, ?, ?)", self.types)
+            conn.executemany("INSERT INTO demonyms VALUES (?, ?, ?)", self.demonyms)
             conn.executemany(
                 "INSERT INTO incoming (id, n) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET n = n + excluded.n",
                 sorted(self.incoming.items()),
@@ -408,6 +415,13 @@ class WikidataDumpKB(KnowledgeBase):
         if number is None:
             return []
         return [n for (n,) in self._query("SELECT name FROM names WHERE item = ? ORDER BY ord", (number,))]
+
+    def demonyms(self, item_id: str) -> list[str]:
+        """English P1549 demonyms of the item (indexed from the dump), preferred rank first."""
+        number = self._number(item_id)
+        if number is None:
+            return []
+        return [d for (d,) in self._query("SELECT demonym FROM demonyms WHERE item = ? ORDER BY ord", (number,))]
 
     def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
         number = self._number(type_id)

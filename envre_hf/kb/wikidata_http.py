@@ -262,6 +262,11 @@ class WikidataHTTPKB(KnowledgeBase):
         record = self.entity(item_id)
         return list(record.types) if record else []
 
+    def demonyms(self, item_id: str) -> list[str]:
+        """English P1549 demonyms, from the same entity request as the names."""
+        record = self.entity(item_id)
+        return list(record.demonyms) if record else []
+
     def names(self, item_id: str) -> list[str]:
         record = self.entity(item_id)
         return list(record.names) if record else []

@@ -15,6 +15,8 @@ from .base import distinct_names
 
 #: "instance of": the property whose values are an item's fine-grained types.
 INSTANCE_OF = "P31"
+#: "demonym": monolingual-text names of the people of a place ("American" for the United States).
+DEMONYM = "P1549"
 
 _ITEM_ID = re.compile(r"^Q[1-9][0-9]*$")
 
@@ -70,6 +72,8 @@ class EntityRecord:
     truthy_types: tuple[str, ...]
     statements: int
     item_values: tuple[str, ...]
+    #: English P1549 demonyms, preferred rank first (deprecated dropped), duplicates removed.
+    demonyms: tuple[str, ...] = ()
 
     @property
     def label(self) -> str | None:
@@ -123,4 +127,23 @@ def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     types = tuple(dict.fromkeys(t for _, _, t in typed))
     best = typed[0][0] if typed else None
     truthy = tuple(dict.fromkeys(t for rank, _, t in typed if rank == best))
-    return EntityRecord(item_id, tuple(names), types, truthy, statements, tuple(values))
+    return EntityRecord(
+        item_id, tuple(names), types, truthy, statements, tuple(values), parse_demonyms(claims, language)
+    )
+
+
+def parse_demonyms(claims: dict, language: str = "en") -> tuple[str, ...]:
+    """The ``language`` texts of an item's P1549 (demonym) statements, preferred rank first."""
+    ranked = []
+    for statement in claims.get(DEMONYM, []) or []:
+        if not isinstance(statement, dict) or statement.get("rank", "normal") not in _RANK_ORDER:
+            continue
+        snak = statement.get("mainsnak")
+        datavalue = snak.get("datavalue") if isinstance(snak, dict) else None
+        value = datavalue.get("value") if isinstance(datavalue, dict) else None
+        if isinstance(value, dict) and value.get("language") == language and isinstance(value.get("text"), str):
+            text = value["text"].strip()
+            if text:
+                ranked.append((_RANK_ORDER[statement.get("rank", "normal")], len(ranked), text))
+    ranked.sort()
+    return tuple(dict.fromkeys(text for _, _, text in ranked))

@@ -1,5 +1,6 @@
 """Stage 3: renamed copies of documents (the four-step pipeline, value rules, isolation, leaks, stats)."""
 
+from .coherence import coherence_statistics
 from .isolation import document_names, used_names
 from .leaks import Leak, find_leaks
 from .pipeline import (
@@ -20,6 +21,7 @@ __all__ = [
     "RenamingConfig",
     "RenamingPipeline",
     "ValueRename",
+    "coherence_statistics",
     "document_names",
     "entity_rng",
     "find_leaks",

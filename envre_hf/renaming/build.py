@@ -619,7 +619,8 @@ def construction_statistics(
 ) -> dict[str, Any]:
     """The numbers a dataset card reports: substitution rate per coarse type, type-match kinds (exact /
     relaxed / rule / unchanged:<reason>), leaks left in the text (``leaks[i]`` for ``renamed[i]``), names
-    used, KB snapshot, seeds."""
+    used, KB snapshot, seeds, and the text coherence figures (``envre_hf.renaming.coherence``)."""
+    from .coherence import coherence_statistics
     from .stats import match_counts, substitution_rates
 
     return {
@@ -630,6 +631,7 @@ def construction_statistics(
         "failed_documents": len({f.doc_index for f in failures}),
         "substitution_rates": substitution_rates(renamed),
         "type_matches": match_counts(renamed),
+        "coherence": coherence_statistics(renamed),
         "leaks": {"documents": sum(1 for n in leaks if n), "occurrences": sum(leaks)},
         "names_used": len(names_used),
         "kb": {"name": source.kb_name, "snapshot": source.kb_snapshot},

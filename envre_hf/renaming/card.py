@@ -93,6 +93,7 @@ def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
     leaks = ", ".join(f"{k}: {v}" for k, v in stats["leaks"].items())
     lines += [f"Leaks (unannotated original names left in the renamed text): {leaks}. "
               f"New names used: {stats['names_used']}."]
+    lines += coherence_markdown(stats.get("coherence"))
     config = stats.get("renaming_config") or {}
     if config:
         shown = ", ".join(
@@ -102,6 +103,23 @@ def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
         lines.append(f"Renaming config: {shown}.")
     lines.append("")
     return lines
+
+
+def coherence_markdown(coherence: dict[str, Any] | None) -> list[str]:
+    """The text-coherence line of a split (year ranges, lifetimes, demonyms, articles); none for old statistics."""
+    if not coherence:
+        return []
+    yr, lt, dm, ar = (coherence[k] for k in ("year_ranges", "lifetimes", "demonyms", "articles"))
+    reasons = ", ".join(f"{k}: {v}" for k, v in dm.get("unchanged_reasons", {}).items())
+    return [
+        f"Text coherence: year ranges running backwards {yr['reversed']} of {yr['ranges']} "
+        f"({yr['reversed_in_source']} already in the source); lifetimes inverted {lt['inverted']} of "
+        f"{lt['lifetimes']} ({lt['inverted_in_source']} in the source, {lt['length_changed']} changed length); "
+        f"demonym mentions given a demonym {dm['demonym']} of {dm['mentions']} ({_pct(dm.get('rate'))}; "
+        f"{dm['not_demonym']} given another name, {dm['unchanged']} unchanged{': ' + reasons if reasons else ''}); "
+        f"a/an before new names agreeing {ar['agree']} of {ar['before_new_names']} ({_pct(ar.get('rate'))}, "
+        f"{ar['adjusted']} adjusted)."
+    ]
 
 
 def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_id: str | None) -> str:

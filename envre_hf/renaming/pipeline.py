@@ -11,9 +11,29 @@ For every entity of a document (in entity order):
    order or on other documents;
 4. **substitute** alias-wise: the entity's distinct original names, most frequent first
    (first appearance breaks ties), get the candidate's usable names in KB order (label
-   first, then aliases). Identical original names get the same new name. A new name's leading
-   "The" is dropped when the text already has "the" right before a mention of that original
-   name (no "the The Beatles"), unless the shorter name would collide with another name.
+   first, then aliases), each of the same **form** (``forms``): a demonym ("American") gets a
+   demonym of the candidate (its demonym-form names and ``kb.demonyms``), an acronym an
+   acronym, a plain name a plain name (an acronym when no plain one is left); a leading article
+   and a plural are preferred, a possessive ending is kept. A candidate that cannot serve every
+   form is skipped; when none can, the entity stays unchanged (``no-form-match``). Identical
+   original names get the same new name. A new name's leading "The" is dropped when the text
+   already has "the" right before a mention of that original name (no "the The Beatles"),
+   unless the shorter name would collide with another name.
+
+**Coherent values.** TIME names move by one year offset per document
+(:func:`~envre_hf.renaming.values.document_year_shift`, drawn from ``(seed, document)``): every
+year, range and decade moves by it and dated names keep month and day, so ranges still run
+forward, lifetimes keep their length and every date stays valid. A shifted year may equal
+another entity's *original* year (which moves on too), never a new name; when it equals a name
+that stays in the text, that entity is left unchanged (``value-collision``). NUM: a count of one
+pluralises the noun right after it ("one year" -> "three years": inside the mention as part of
+the new name, outside it as a text edit when that token is in no mention; when it is part of
+another mention the entity is left unchanged, ``no-number-agreement``); no other count becomes
+one, and percentages stay within 0-100.
+
+**Articles.** After substitution, "a"/"an" right before a substituted mention (outside every
+mention) is set to agree with the new name (:func:`~envre_hf.renaming.forms.indefinite_article`);
+these edits replace one token by one token, so no span moves. :class:`RenameReport` counts them.
 
 A candidate name is *usable* when it is not in ``config.exclude_names`` (name isolation) and
 does not collide with any original name in the document, with a name already given to
@@ -41,8 +61,9 @@ when it equals an original name of a renamed entity.
 ``substitutions`` lists, per renamed entity, one :class:`Substitution` per distinct original
 name (``match`` = the KB's ``"exact"`` / ``"relaxed:<how>"``, or ``"rule"`` for values), and
 one record per unchanged entity (its most frequent name) with ``new_name == original_name``,
-``match`` = ``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``overlap``,
-``no-rule``) and, when step 1/2 got that far, the entity's own item and type; see
+``match`` = ``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``no-form-match``,
+``overlap``, ``no-rule``, ``value-collision``, ``no-number-agreement``) and, when step 1/2 got that
+far, the entity's own item and type; see
 :func:`is_substituted`.
 """
 
@@ -57,10 +78,24 @@ from dataclasses import dataclass, field
 
 from ..documents import Document, Substitution, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
+from .forms import ACRONYM, DEMONYM, PLAIN, NameForm, form_of, form_of_tokens, indefinite_article, is_count_noun
+from .forms import is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
-from .tokenize import joined_name, name_key, tokenize_name
-from .values import rename_values
+from .tokenize import name_key, tokenize_name
+from .values import document_year_shift, rename_values
+
+#: What each coherence rule version does (``time`` 1 and ``num`` 1 were the per-entity random draws).
+RULES: dict[str, str] = {
+    "time-2": "one year offset per document for every year, decade and date; months and days of dated names kept",
+    "num-2": "a count of one pluralises its noun (outside mentions), nothing becomes one, percentages within 0-100",
+    "forms-1": "demonym/acronym/plain form matched (else no-form-match); leading article and plural preferred; "
+    "possessive ending kept",
+    "articles-1": "a/an right before a substituted mention agrees with the new name's first sound",
+}
+#: The versions of the rules that decide how a renamed text reads; recorded in the renaming config
+#: (and so in the build statistics and the card) so that two benchmark versions can be compared.
+RULE_VERSIONS = " ".join(RULES)
 
 UNCHANGED = "unchanged:"
 _QID = re.compile(r"^Q[1-9][0-9]*$")
@@ -94,6 +129,8 @@ class RenamingConfig:
     rename_title: bool = True
     #: Validate the input document first (raises DocumentError on malformed input).
     validate: bool = True
+    #: Versions of the text-coherence rules (see :data:`RULES`); informational, part of the fingerprint.
+    rule_versions: str = RULE_VERSIONS
 
     def fingerprint(self) -> str:
         """A stable hash of every option (the name set sorted), for caches and build manifests."""
@@ -112,6 +149,12 @@ class RenameReport:
     outcomes: dict[int, str] = field(default_factory=dict)
     leaks_found: int = 0
     leaks_fixed: int = 0
+    #: "a"/"an" tokens changed to agree with the new name after them.
+    articles_fixed: int = 0
+    #: Nouns after a count of one that became plural ("one year" -> "three years").
+    nouns_pluralized: int = 0
+    #: The document's year offset (TIME rule), ``None`` without TIME names.
+    year_shift: int | None = None
 
 
 @dataclass
@@ -120,6 +163,28 @@ class _Choice:
     fine_type: str | None
     match: str
     new_tokens: dict[str, list[str]]  # original name -> new tokens
+    #: (mention index) whose next token, a noun outside every mention, becomes plural
+    pluralize_after: tuple[int, ...] = ()
+
+
+class _Forms(list):
+    """The forms of an entity's original names: the order they are served in (stems before possessives)
+    and how many demonym/acronym names a candidate needs at least."""
+
+    def __init__(self, forms: list[NameForm]):
+        super().__init__(forms)
+        self.possessives = self.demonyms = self.acronyms = 0
+        for f in forms:
+            if f.possessive:
+                self.possessives += 1
+            elif f.hard == DEMONYM:
+                self.demonyms += 1
+            elif f.hard == ACRONYM:
+                self.acronyms += 1
+        order = range(len(forms))
+        self.order = sorted(order, key=lambda i: bool(forms[i].possessive)) if self.possessives else order
+        #: every name has the same form, without a possessive ending
+        self.uniform = not self.possessives and all(f == forms[0] for f in forms)
 
 
 def entity_rng(seed: int, doc_key: str, entity: int) -> random.Random:
@@ -191,6 +256,8 @@ class RenamingPipeline:
         # article-insensitive: a benchmark that used "Gambia" (its "The" dropped) also excludes "The Gambia"
         keys = [name_key(n) for n in self.config.exclude_names]
         self._excluded = frozenset(keys) | frozenset(_bare(k) for k in keys)
+        # item -> (usable names as (name, key, form), number of demonym names, number of acronym names)
+        self._names_cache: dict[str, tuple[tuple[tuple[str, str, NameForm], ...], int, int]] = {}
 
     # ------------------------------------------------------------------ public API
 
@@ -209,29 +276,52 @@ class RenamingPipeline:
             for mention in entity.mentions:
                 taken.add(mention.name.casefold())
                 taken.add(name_key(mention.name))
+        coarse = [entity.type for entity in doc.entities]
+        year_shift = None
+        if "TIME" in self.config.value_types and "TIME" in coarse:
+            time_names = [
+                m.tokens(doc.sents) for entity, t in zip(doc.entities, coarse) if t == "TIME" for m in entity.mentions
+            ]
+            if time_names:
+                year_shift = document_year_shift(time_names, random.Random(f"{seed}|{doc.key}|years"))
+        report.year_shift = year_shift
+        given: set[str] = set()  # keys of the new names given so far
         choices: dict[int, _Choice] = {}
-        subs: list[Substitution] = []
-        originals: dict[int, dict[str, list[str]]] = {}
+        unchanged: dict[int, _Choice] = {}
+        all_names: dict[int, list[tuple[str, list[str]]]] = {}
         for e in range(len(doc.entities)):
-            names = self._ordered_names(doc, e)
+            names = all_names[e] = self._ordered_names(doc, e)
             if e in blocked:
                 choice = _Choice(None, None, UNCHANGED + "overlap", {})
             else:
                 try:
-                    choice = self._choose(doc, e, seed, names, taken)
+                    choice = self._choose(doc, e, seed, names, taken, given, year_shift, coarse[e])
                 except KnowledgeBaseError as err:  # name the document and entity the KB failed on
                     raise KnowledgeBaseError(f"document {doc.key!r} entity {e}: {err}") from err
-            report.outcomes[e] = choice.match
             if choice.match.startswith(UNCHANGED):
+                unchanged[e] = choice
+                continue
+            choices[e] = choice
+            for name, _ in names:
+                new_key = name_key(" ".join(choice.new_tokens[name]))
+                taken.add(new_key)
+                given.add(new_key)
+        if year_shift is not None:
+            _settle_value_collisions(doc, choices, unchanged)
+        subs: list[Substitution] = []
+        originals: dict[int, dict[str, list[str]]] = {}
+        for e in range(len(doc.entities)):
+            names = all_names[e]
+            choice = choices.get(e) or unchanged[e]
+            report.outcomes[e] = choice.match
+            if e not in choices:
                 subs.append(
                     Substitution(e, choice.item_id, choice.fine_type, names[0][0], names[0][0], choice.match)
                 )
                 continue
-            choices[e] = choice
             originals[e] = dict(names)
             for name, _ in names:
                 new_name = " ".join(choice.new_tokens[name])
-                taken.add(new_name.casefold())
                 subs.append(Substitution(e, choice.item_id, choice.fine_type, name, new_name, choice.match))
         replacements, new_names = [], {}
         for e, choice in choices.items():
@@ -260,6 +350,7 @@ class RenamingPipeline:
             entity = renamed.entities[e]
             entity.wikidata_id = choice.item_id if choice.item_id and _QID.match(choice.item_id) else None
             entity.extra.pop("entity_linking", None)
+        report.articles_fixed, report.nouns_pluralized = _agree(doc, renamed, choices)
         leaks = find_leaks(renamed, originals)
         report.leaks_found = len(leaks)
         if leaks and self.config.fix_leaks:
@@ -283,62 +374,160 @@ class RenamingPipeline:
         return [(name, first[name]) for name in order]
 
     def _choose(
-        self, doc: Document, e: int, seed: int, names: list[tuple[str, list[str]]], taken: set[str]
+        self,
+        doc: Document,
+        e: int,
+        seed: int,
+        names: list[tuple[str, list[str]]],
+        taken: set[str],
+        given: set[str] | None = None,
+        year_shift: int | None = None,
+        coarse: str | None = None,
     ) -> _Choice:
-        entity = doc.entities[e]
         rng = entity_rng(seed, doc.key, e)
-        coarse = entity.type
+        if coarse is None:
+            coarse = doc.entities[e].type
         if coarse in self.config.value_types:
-            check_excluded = self.config.exclude_values and bool(self._excluded)
-
-            def accept(joined: str) -> bool:
-                key = joined.casefold()
-                return key not in taken and not (check_excluded and key in self._excluded)
-
-            values = rename_values(coarse, names, rng, accept)
-            if values is None:
-                return _Choice(None, None, UNCHANGED + "no-rule", {})
-            return _Choice(None, values.fine_type, "rule", values.tokens)
+            return self._choose_value(doc, e, names, rng, taken, given, year_shift)
         item = self.kb.link(doc, e)
         if item is None:
             return _Choice(None, None, UNCHANGED + "unlinked", {})
         types = self.kb.types(item)
         if not types:
             return _Choice(item, None, UNCHANGED + "untyped", {})
+        forms = _Forms([form_of_tokens(tuple(tokens)) for _, tokens in names])
+        offered = False
         for fine_type in types[: self.config.max_types]:
             candidates = self.kb.candidates(fine_type, len(names), frozenset({item}))
-            picked = self._pick(candidates, item, len(names), rng, taken)
+            offered = offered or bool(candidates)
+            picked = self._pick(candidates, item, forms, rng, taken)
             if picked is not None:
                 candidate, new_names = picked
-                tokens = {name: tokenize_name(new) for (name, _), new in zip(names, new_names)}
+                tokens = {name: new for (name, _), new in zip(names, new_names)}
                 return _Choice(candidate.item_id, fine_type, candidate.match, _fit_articles(doc, e, tokens, taken))
-        return _Choice(item, types[0], UNCHANGED + "no-candidate", {})
+        reason = "no-form-match" if offered and any(f.hard != PLAIN for f in forms) else "no-candidate"
+        return _Choice(item, types[0], UNCHANGED + reason, {})
 
-    def _usable_names(self, item_id: str, k: int, taken: set[str]) -> list[str] | None:
-        """The first ``k`` usable names of ``item_id`` (see the module docstring), or ``None``."""
-        out: list[str] = []
+    def _choose_value(
+        self,
+        doc: Document,
+        e: int,
+        names: list[tuple[str, list[str]]],
+        rng: random.Random,
+        taken: set[str],
+        given: set[str] | None,
+        year_shift: int | None,
+    ) -> _Choice:
+        """Rule-made values (``values``); TIME moves by the document's year offset (see the module docstring)."""
+        coarse = doc.entities[e].type
+        percent, pluralize_after, agreement_blocked = _value_context(doc, e)
+        if agreement_blocked:
+            return _Choice(None, None, UNCHANGED + "no-number-agreement", {})
+        check_excluded = self.config.exclude_values and bool(self._excluded)
+        shift = year_shift if coarse == "TIME" else None
+        # shifted years may take another entity's *original* year (it moves on too), never a new name
+        blocked = given if shift is not None and given is not None else taken
+
+        def accept(joined: str) -> bool:
+            key = joined.casefold()
+            return key not in blocked and not (check_excluded and key in self._excluded)
+
+        values = rename_values(coarse, names, rng, accept, year_shift=shift, percent=percent)
+        if values is None:  # no rule at all, or only values that collide? (the reason, not the output)
+            free = rename_values(coarse, names, random.Random(0), None, attempts=1, year_shift=shift, percent=percent)
+            return _Choice(None, None, UNCHANGED + ("value-collision" if free is not None else "no-rule"), {})
+        return _Choice(None, values.fine_type, "rule", values.tokens, pluralize_after)
+
+    def _candidate_names(self, item_id: str) -> tuple[tuple[str, str, NameForm], ...]:
+        """The item's names (KB order, demonyms appended) that are not excluded, as ``(name, key, form)``.
+
+        Cached per item (a KB snapshot is fixed); the per-document collision check is :meth:`_usable_names`'.
+        """
+        cached = self._names_cache.get(item_id)
+        if cached is not None:
+            return cached[0]
+        names = self.kb.names(item_id)
+        extra = [d for d in self.kb.demonyms(item_id) if d not in names]
+        out: list[tuple[str, str, NameForm]] = []
         keys: set[str] = set()
-        for name in self.kb.names(item_id):
+        for name in names + extra if extra else names:
             key = name_key(name)
-            if not key or key in taken or key in keys or key in self._excluded or _bare(key) in self._excluded:
+            if not key or key in keys or key in self._excluded or _bare(key) in self._excluded:
                 continue
             keys.add(key)
-            out.append(joined_name(name))
-            if len(out) == k:
-                return out
-        return None
+            out.append((name, key, form_of(name)))
+        if len(self._names_cache) > 200_000:
+            self._names_cache.clear()
+        found = tuple(out)
+        demonyms = sum(1 for _, _, form in out if form.hard == DEMONYM)
+        acronyms = sum(1 for _, _, form in out if form.hard == ACRONYM)
+        self._names_cache[item_id] = (found, demonyms, acronyms)
+        return found
+
+    def _may_serve(self, item_id: str, forms: "_Forms") -> bool:
+        """Cheap check before :meth:`_usable_names`: enough demonym and acronym names at all."""
+        if not (forms.demonyms or forms.acronyms):
+            return True
+        cached = self._names_cache.get(item_id)
+        if cached is None:
+            self._candidate_names(item_id)
+            cached = self._names_cache[item_id]
+        return cached[1] >= forms.demonyms and cached[2] >= forms.acronyms
+
+    def _usable_names(self, item_id: str, forms: "_Forms", taken: set[str]) -> list[list[str]] | None:
+        """New tokens for each original name's form, or ``None`` when the item cannot serve every form.
+
+        Each original name gets an unused candidate name of the same hard form (a plain name may
+        take an acronym when no plain name is left), preferring one with the same leading article
+        and plural; a possessive original gets its stem's new name plus its ending.
+        """
+        names = self._candidate_names(item_id)
+        if forms.uniform:  # fast path: the first names of exactly that form (what the general path picks too)
+            want = forms[0]
+            fast: list[list[str]] = []
+            for name, key, form in names:
+                if form == want and key not in taken:
+                    fast.append(tokenize_name(name))
+                    if len(fast) == len(forms):
+                        return fast
+        pool = [(name, form) for name, key, form in names if key not in taken]
+        if len(pool) < len(forms) - forms.possessives or not pool:
+            return None
+        used: set[int] = set()
+        out: list[list[str] | None] = [None] * len(forms)
+        for i in forms.order:
+            want = forms[i]
+            best, best_score = -1, -1
+            for j, (_, form) in enumerate(pool):
+                if j in used or form.possessive:
+                    continue
+                if form.hard == want.hard:
+                    score = 4 + (form.article == want.article) + (form.plural == want.plural)
+                elif want.hard == PLAIN and form.hard == ACRONYM:
+                    score = (form.article == want.article) + (form.plural == want.plural)
+                else:
+                    continue
+                if score > best_score:
+                    best, best_score = j, score
+                    if score == 6:
+                        break
+            if best < 0:
+                return None
+            used.add(best)
+            out[i] = tokenize_name(pool[best][0]) + list(want.possessive)
+        return out  # type: ignore[return-value]
 
     def _pick(
-        self, candidates: Sequence[Candidate], own: str, k: int, rng: random.Random, taken: set[str]
-    ) -> tuple[Candidate, list[str]] | None:
+        self, candidates: Sequence[Candidate], own: str, forms: "_Forms", rng: random.Random, taken: set[str]
+    ) -> tuple[Candidate, list[list[str]]] | None:
         n = len(candidates)
         if n == 0:
             return None
 
-        def try_one(candidate: Candidate) -> tuple[Candidate, list[str]] | None:
-            if candidate.item_id == own:
+        def try_one(candidate: Candidate) -> tuple[Candidate, list[list[str]]] | None:
+            if candidate.item_id == own or not self._may_serve(candidate.item_id, forms):
                 return None
-            usable = self._usable_names(candidate.item_id, k, taken)
+            usable = self._usable_names(candidate.item_id, forms, taken)
             return None if usable is None else (candidate, usable)
 
         for _ in range(min(self.config.max_draws, n)):
@@ -352,6 +541,99 @@ class RenamingPipeline:
                 return found
         return None
 
+
+_PERCENT_WORDS = ("%", "percent", "per", "pct")
+_INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
+
+
+def _value_context(doc: Document, e: int) -> tuple[bool, tuple[int, ...], bool]:
+    """``(percent, mentions whose next noun becomes plural, agreement impossible)`` for a value entity.
+
+    A mention ending in a count of one followed by a count noun outside every mention has that noun
+    pluralised once the count changes; when the noun is part of another mention (which must not
+    change), the entity is left unchanged instead (``no-number-agreement``).
+    """
+    entity = doc.entities[e]
+    percent = False
+    after: list[int] = []
+    blocked = False
+    for m, mention in enumerate(entity.mentions):
+        sent = doc.sents[mention.sent_id]
+        tokens = sent[mention.start : mention.end]
+        nxt = sent[mention.end] if mention.end < len(sent) else ""
+        if "%" in tokens or "percent" in tokens or nxt.lower() in _PERCENT_WORDS:
+            percent = True
+        if not (tokens and is_one(tokens[-1]) and nxt.isalpha()):
+            continue
+        if _covered(doc, mention.sent_id, mention.end):
+            # "one Oscar": the counted noun is (part of) another mention, which must not change
+            blocked = blocked or is_count_noun(nxt.lower())
+        elif is_count_noun(nxt):
+            after.append(m)
+    return percent, tuple(after), blocked
+
+
+def _covered(doc: Document, sent_id: int, pos: int) -> bool:
+    """Whether token ``pos`` of sentence ``sent_id`` is part of some mention."""
+    return any(
+        m.sent_id == sent_id and m.start <= pos < m.end for entity in doc.entities for m in entity.mentions
+    )
+
+
+def _settle_value_collisions(doc: Document, choices: dict[int, _Choice], unchanged: dict[int, _Choice]) -> None:
+    """Undo shifted TIME values equal to a name that stays in the text (an unchanged entity's name).
+
+    With one year offset per document, "2007" -> "2010" is fine while the entity named "2010" moves on
+    too, but not when that entity stays: then the first one is left unchanged as well
+    (``value-collision``), until no new name equals a name left in place.
+    """
+    while True:
+        kept = {name_key(m.name) for e in unchanged for m in doc.entities[e].mentions}
+        clash = [
+            e
+            for e, choice in choices.items()
+            if choice.match == "rule" and any(name_key(" ".join(t)) in kept for t in choice.new_tokens.values())
+        ]
+        if not clash:
+            return
+        for e in clash:
+            del choices[e]
+            unchanged[e] = _Choice(None, None, UNCHANGED + "value-collision", {})
+
+
+def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tuple[int, int]:
+    """Make "a"/"an" before each substituted mention agree with its new name, and pluralise nouns after
+    counts of one; only tokens outside every mention change (same count: no span moves).
+
+    Returns ``(articles fixed, nouns pluralised)``. Edits go into ``renamed`` in place (its changed
+    sentences are its own lists; a sentence still shared with ``doc`` is copied first).
+    """
+    edits: list[tuple[int, int, str, bool]] = []  # (sentence, position, new token, is an article)
+    sents = renamed.sents
+    for e, choice in choices.items():
+        mentions = renamed.entities[e].mentions
+        for mention in mentions:
+            start = mention.start
+            if start == 0 or sents[mention.sent_id][start - 1] not in _INDEFINITE:
+                continue
+            i = start - 1
+            article = sents[mention.sent_id][i]
+            want = indefinite_article(sents[mention.sent_id][start : mention.end])
+            if article.lower() != want and not _covered(renamed, mention.sent_id, i):
+                edits.append((mention.sent_id, i, with_case(article, want), True))
+        for m in choice.pluralize_after:
+            mention = mentions[m]
+            sent = renamed.sents[mention.sent_id]
+            if mention.end < len(sent) and not is_one(sent[mention.end - 1]):
+                edits.append((mention.sent_id, mention.end, pluralize(sent[mention.end]), False))
+    articles = nouns = 0
+    for sent_id, i, token, is_article in edits:
+        if renamed.sents[sent_id] is doc.sents[sent_id]:
+            renamed.sents[sent_id] = list(renamed.sents[sent_id])
+        articles += is_article
+        nouns += not is_article
+        renamed.sents[sent_id][i] = token
+    return articles, nouns
 
 
 class _RenameBatch:

@@ -13,6 +13,12 @@ get new values that keep the surface format and differ from the original:
 * numbers and ordinals in words (``three``, ``Second``) become another word of the same kind,
   capitalisation kept; clock times ``11:59`` get a valid new hour and minute.
 
+With ``year_shift`` (what the pipeline passes, one offset per document from
+:func:`document_year_shift`), years, year ranges and decades move by that offset instead of
+per-entity draws, and names with a year keep month and day: dates keep their order and
+intervals across the whole document. A count of one never stays one and nothing becomes one
+(so the noun after it can be pluralised), and ``percent`` keeps values within 0-100.
+
 The rules work on the mention's DocRED tokens, one *piece* (a digit group, a month, a number
 word) at a time, so the tokenization never changes. Pieces are mapped per entity, so
 ``2007`` and ``November 29, 2007`` of one entity both get the same new year, and the map is
@@ -26,6 +32,8 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from .forms import is_count_noun, is_one, pluralize
 
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
@@ -58,6 +66,70 @@ _PIECE = re.compile(
     r"|(?P<word>[A-Za-z]+)"
 )
 _DECADE = re.compile(r"^(?P<digits>\d*0)s$")
+
+
+_YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)")
+_FEB29 = re.compile(r"^(?:29(?:th)?$)")
+_YEAR_RANGE = re.compile(r"(\d{4})[–-](\d{4}|\d{2})")
+
+
+def has_year(tokens: Sequence[str]) -> bool:
+    """Whether a TIME name has a four-digit year (1000-2099) in it."""
+    return any(_YEAR.search(t) and not re.search(r"\d{5}|\d:\d", t) for t in tokens)
+
+
+def years_in(tokens: Sequence[str]) -> list[int]:
+    """The four-digit years (1000-2099) of a TIME name, range ends included."""
+    out = []
+    for t in tokens:
+        if not t[:1].isdigit():
+            continue
+        m = _YEAR_RANGE.fullmatch(t)
+        if m:
+            start = int(m.group(1))
+            end = m.group(2)
+            out += [start, int(end) if len(end) == 4 else start - start % 100 + int(end)]
+        elif len(t) == 4 and t.isdigit() and 1000 <= int(t) <= 2099:
+            out.append(int(t))
+    return out
+
+
+def _feb29(tokens: Sequence[str]) -> bool:
+    for i, t in enumerate(tokens):
+        if t in ("February", "Feb", "Feb."):
+            near = tokens[max(0, i - 2) : i + 3]
+            if any(_FEB29.match(x) for x in near):
+                return True
+    return False
+
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random, max_shift: int = 30) -> int:
+    """One non-zero year offset for all TIME names of a document (tokens of each name).
+
+    Within ``max_shift``; no year moves past 2020 unless some original year already is past it,
+    none below 1000; with a 29 February in the document, leap years stay leap years (so every
+    date stays valid).
+    """
+    years = [y for tokens in time_names for y in years_in(tokens)]
+    feb29 = [y for tokens in time_names if _feb29(tokens) for y in years_in(tokens)]
+    top = max((y for y in years if y <= 2020), default=None)
+    low = min(years, default=None)
+    choices = []
+    for shift in range(-max_shift, max_shift + 1):
+        if not shift:
+            continue
+        if top is not None and top + shift > 2020:
+            continue
+        if low is not None and low + shift < 1000:
+            continue
+        if feb29 and any(not _leap(y + shift) for y in feb29 if _leap(y)):
+            continue
+        choices.append(shift)
+    return rng.choice(choices) if choices else rng.choice((-1, 1)) * rng.randint(1, max_shift)
 
 
 def _ordinal_suffix(n: int) -> str:
@@ -94,6 +166,19 @@ def _with_layout(template: str, digits: str) -> str:
     return "".join(next(it) if ch.isdigit() else ch for ch in template)
 
 
+def _new_number(text: str, digits: str, rng: random.Random, percent: bool) -> str:
+    """New digits in ``text``'s layout; never ``1`` unless the original was (grammatical number), <= 100 for
+    percentages (``None``-free: a value that cannot comply is returned unchanged and refused by the caller)."""
+    for _ in range(20):
+        new = _with_layout(text, _new_digits(digits, rng))
+        if new == "1" and text != "1":
+            continue
+        if percent and float(new.replace(",", "")) > 100:
+            continue
+        return new
+    return text
+
+
 def _new_year(year: int, rng: random.Random) -> int:
     top = 2020 if year <= 2020 else year + 30
     choices = [y for y in range(max(1000, year - 30), min(top, year + 30) + 1) if y != year]
@@ -109,13 +194,30 @@ class ValueRename:
 
 
 class _PieceMap:
-    """Per-entity injective map of pieces (``(kind, text)`` -> new text)."""
+    """Per-entity injective map of pieces (``(kind, text)`` -> new text).
 
-    def __init__(self, rng: random.Random, time: bool):
+    ``year_shift`` (the document's offset, see :func:`document_year_shift`) replaces the random
+    year draw: every year moves by it, decades by it rounded to ten, and months and days of an
+    entity with a year are kept, so dates keep their order and intervals. ``percent`` keeps
+    numbers within 0-100.
+    """
+
+    def __init__(
+        self, rng: random.Random, time: bool, year_shift: int | None = None, keep_month_day: bool = False,
+        percent: bool = False,
+    ):
         self.rng = rng
         self.time = time
+        self.year_shift = year_shift
+        self.keep_month_day = keep_month_day
+        self.percent = percent
         self.map: dict[tuple[str, str], str] = {}
         self.used: dict[str, set[str]] = {}
+
+    def year(self, text: str) -> str | None:
+        if self.year_shift is None:
+            return self.get("year", text, lambda: str(_new_year(int(text), self.rng)))
+        return self.get("year", text, lambda: str(int(text) + self.year_shift))
 
     def get(self, kind: str, text: str, make: Callable[[], str]) -> str | None:
         key = (kind, text)
@@ -144,6 +246,8 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
     month = _is_month(token) if pieces.time else None
     if month is not None and (token in _MONTH_FULL or len(tokens) > 1):
         kinds.append("month")
+        if pieces.keep_month_day:
+            return token
         new_month = pieces.get("month", MONTHS[month], lambda: rng.choice(MONTHS))
         if new_month is None:
             return None
@@ -169,7 +273,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
         elif m.group("range"):
             kinds.append("year")
             start, sep, end = text[:4], text[4], text[5:]
-            new_start = pieces.get("year", start, lambda: str(_new_year(int(start), rng)))
+            new_start = pieces.year(start)
             if new_start is None:
                 return None
             span = int(end) - int(start[-len(end) :]) if len(end) == 2 else int(end) - int(start)
@@ -182,6 +286,9 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
 
             def make_decade() -> str:
                 base = int(digits)
+                if pieces.year_shift is not None:
+                    step = 10 * round(pieces.year_shift / 10) or (10 if pieces.year_shift > 0 else -10)
+                    return f"{(base + step) % (10 ** width):0{width}d}"
                 step = rng.choice((-50, -40, -30, -20, -10, 10, 20, 30)) if width == 4 else rng.choice((-30, -20, -10, 10, 20))
                 value = base + step
                 if width == 4 and base <= 2010:
@@ -199,6 +306,9 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
             hi = 21 if century else 28 if day else max(9, value * 2)
             lo = 12 if century and value >= 12 else 1
             kind = "day" if day else "ordinal"
+            if day and pieces.keep_month_day:
+                out.append(text)
+                continue
             new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))
             new = None if new_value is None else new_value + _ordinal_suffix(int(new_value))
         elif m.group("number"):
@@ -214,14 +324,17 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
             )
             if is_year:
                 kinds.append("year")
-                new = pieces.get("year", text, lambda: str(_new_year(int(text), rng)))
+                new = pieces.year(text)
             elif is_day:
                 kinds.append("day")
+                if pieces.keep_month_day:
+                    out.append(text)
+                    continue
                 width = len(text) if text.startswith("0") else 1
                 new = pieces.get("day", text, lambda: f"{rng.randint(1, 28):0{width}d}")
             else:
                 kinds.append("number")
-                new = pieces.get("number", text, lambda: _with_layout(text, _new_digits(digits, rng)))
+                new = pieces.get("number", text, lambda: _new_number(text, digits, rng, pieces.percent))
         else:
             lower = text.lower()
             group = _WORD_GROUPS.get(lower)
@@ -229,7 +342,9 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
                 out.append(text)
                 continue
             kinds.append("words")
-            new_word = pieces.get("word", lower, lambda: rng.choice(group))
+            # "one" -> never "one", nothing -> "one": the noun after a count keeps its number
+            choices = [w for w in group if w != "one"]
+            new_word = pieces.get("word", lower, lambda: rng.choice(choices))
             new = None if new_word is None else _match_case(text, new_word)
         if new is None:
             return None
@@ -277,6 +392,8 @@ def rename_values(
     rng: random.Random,
     accept: Callable[[str], bool] | None = None,
     attempts: int = 10,
+    year_shift: int | None = None,
+    percent: bool = False,
 ) -> ValueRename | None:
     """New tokens for each ``(original name, original tokens)`` of one entity, most frequent first.
 
@@ -284,10 +401,18 @@ def rename_values(
     is redrawn up to ``attempts`` times. Returns ``None`` when some name has no rule or no
     acceptable value was found. New names differ from every original name of the entity and
     from each other.
+
+    ``year_shift`` (TIME): move every year by this offset instead of drawing one per entity, and
+    keep month and day of names with a year (see :func:`document_year_shift`). ``percent``
+    (NUM): the value is a percentage, kept within 0-100. A count of one that becomes another
+    number pluralises the noun right after it inside the name (``one year`` -> ``three years``);
+    no other count ever becomes one.
     """
+    if year_shift is not None and not year_shift:
+        raise ValueError("year_shift must be non-zero (a zero shift changes no year)")
     originals = {" ".join(tokens).casefold() for _, tokens in names} | {name.casefold() for name, _ in names}
     for _ in range(attempts):
-        pieces = _PieceMap(rng, time=coarse == "TIME")
+        pieces = _PieceMap(rng, time=coarse == "TIME", year_shift=year_shift, percent=percent)
         result: dict[str, list[str]] = {}
         seen: set[str] = set()
         kinds_first: list[str] = []
@@ -295,6 +420,7 @@ def rename_values(
         for n, (name, tokens) in enumerate(names):
             kinds: list[str] = []
             new_tokens = []
+            pieces.keep_month_day = year_shift is not None and coarse == "TIME" and has_year(tokens)
             for i in range(len(tokens)):
                 new = _rewrite_token(tokens, i, pieces, kinds)
                 if new is None:
@@ -302,6 +428,14 @@ def rename_values(
                 new_tokens.append(new)
             if not kinds:
                 return None  # nothing to change in this name: no rule applies
+            for i in range(len(tokens) - 1):
+                if (
+                    is_one(tokens[i])
+                    and not is_one(new_tokens[i])
+                    and new_tokens[i + 1] == tokens[i + 1]
+                    and is_count_noun(tokens[i + 1])
+                ):
+                    new_tokens[i + 1] = pluralize(tokens[i + 1])
             joined = " ".join(new_tokens)
             key = joined.casefold()
             if key in originals or key in seen or (accept is not None and not accept(joined)):

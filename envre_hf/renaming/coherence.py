@@ -1,0 +1,174 @@
+"""Coherence figures of renamed copies: do they still read as real documents?
+
+Computed from the renamed copies alone (their ``substitutions`` give each renamed mention's
+original name; value rules and form matching keep a name's token count, so the original token
+at each position is known), per split, for the build statistics and the dataset card:
+
+* ``year_ranges``: "YEAR to YEAR", "YEAR – YEAR", "between YEAR and YEAR" (years as whole
+  tokens, 1000-2099): how many run backwards in the source and after renaming;
+* ``lifetimes``: entities with a date of birth (P569) and death (P570), each with a year: how
+  many are inverted (death before birth) in the source and after renaming, and how many changed
+  length;
+* ``demonyms``: mentions whose original name is a demonym ("American"): replaced by a demonym,
+  by something else, or left unchanged (with the reasons);
+* ``articles``: "a"/"an" right before a substituted mention (outside every mention): how many
+  agree with the new name (:func:`~envre_hf.renaming.forms.indefinite_article`) and how many
+  had to change because the original and the new name take different articles.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from ..documents import Document
+from .forms import indefinite_article, is_demonym
+from .tokenize import tokenize_name
+
+_YEAR = re.compile(r"^(1\d{3}|20\d{2})$")
+_RANGE_WORDS = frozenset({"to", "–", "-", "—", "until", "till", "through"})
+BIRTH, DEATH = "P569", "P570"
+
+
+def _original_tokens(doc: Document) -> tuple[dict[tuple[int, int], list[str]], dict[int, str], set[int]]:
+    """(sentence, position) -> original tokens of each renamed mention starting there; unchanged reasons;
+    renamed entities."""
+    by_new: dict[int, dict[str, str]] = {}
+    reasons: dict[int, str] = {}
+    for sub in doc.substitutions or []:
+        if sub.match.startswith("unchanged:"):
+            reasons[sub.entity] = sub.match[len("unchanged:") :]
+        else:
+            by_new.setdefault(sub.entity, {})[sub.new_name] = sub.original_name
+    originals: dict[tuple[int, int], list[str]] = {}
+    for e, names in by_new.items():
+        for mention in doc.entities[e].mentions:
+            original = names.get(mention.name)
+            if original is not None:
+                originals[(mention.sent_id, mention.start)] = tokenize_name(original)
+    return originals, reasons, set(by_new)
+
+
+def _token_maps(doc: Document, originals: dict[tuple[int, int], list[str]]) -> dict[tuple[int, int], str]:
+    """Original token at each position covered by a renamed mention of the same length."""
+    out: dict[tuple[int, int], str] = {}
+    for entity in doc.entities:
+        for mention in entity.mentions:
+            tokens = originals.get((mention.sent_id, mention.start))
+            if tokens is not None and len(tokens) == mention.end - mention.start:
+                for k, token in enumerate(tokens):
+                    out[(mention.sent_id, mention.start + k)] = token
+    return out
+
+
+def _year(token: str) -> int | None:
+    return int(token) if _YEAR.match(token) else None
+
+
+def _first_year(tokens: Iterable[str]) -> int | None:
+    for token in tokens:
+        m = re.search(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)", token)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
+    """Year ranges, lifetimes, demonyms and articles of renamed copies (see the module docstring)."""
+    ranges = Counter()
+    lifetimes = Counter()
+    demonyms = Counter()
+    demonym_reasons: Counter[str] = Counter()
+    articles = Counter()
+    for doc in renamed:
+        originals, reasons, renamed_entities = _original_tokens(doc)
+        before = _token_maps(doc, originals)
+        # year ranges
+        for s, sent in enumerate(doc.sents):
+            for i in [k for k, token in enumerate(sent) if len(token) == 4 and token.isdigit()]:
+                if i + 2 >= len(sent):
+                    continue
+                connector = sent[i + 1]
+                if connector not in _RANGE_WORDS and not (connector == "and" and i > 0 and sent[i - 1] == "between"):
+                    continue
+                new1, new2 = _year(sent[i]), _year(sent[i + 2])
+                if new1 is None or new2 is None:
+                    continue
+                old1, old2 = _year(before.get((s, i), sent[i])), _year(before.get((s, i + 2), sent[i + 2]))
+                if old1 is None or old2 is None:
+                    continue
+                ranges["ranges"] += 1
+                ranges["reversed_in_source"] += old1 > old2
+                ranges["reversed"] += new1 > new2
+                ranges["newly_reversed"] += new1 > new2 and not old1 > old2
+        # lifetimes
+        births: dict[int, set[int]] = {}
+        deaths: dict[int, set[int]] = {}
+        for rel in doc.relations:
+            if rel.r == BIRTH:
+                births.setdefault(rel.h, set()).add(rel.t)
+            elif rel.r == DEATH:
+                deaths.setdefault(rel.h, set()).add(rel.t)
+        for person in births.keys() & deaths.keys():
+            b, d = min(births[person]), min(deaths[person])
+            years = []
+            for e in (b, d):
+                mention = doc.entities[e].mentions[0]
+                new_tokens = mention.tokens(doc.sents)
+                old_tokens = originals.get((mention.sent_id, mention.start), new_tokens)
+                years.append((_first_year(old_tokens), _first_year(new_tokens)))
+            (old_b, new_b), (old_d, new_d) = years
+            if None in (old_b, new_b, old_d, new_d):
+                continue
+            lifetimes["lifetimes"] += 1
+            lifetimes["inverted_in_source"] += old_b > old_d
+            lifetimes["inverted"] += new_b > new_d
+            lifetimes["newly_inverted"] += new_b > new_d and not old_b > old_d
+            lifetimes["length_changed"] += (new_d - new_b) != (old_d - old_b)
+        # demonyms and articles
+        covered: dict[int, set[int]] = {}
+        for entity in doc.entities:
+            for mention in entity.mentions:
+                covered.setdefault(mention.sent_id, set()).update(range(mention.start, mention.end))
+        for e, entity in enumerate(doc.entities):
+            for mention in entity.mentions:
+                new_tokens = mention.tokens(doc.sents)
+                old_tokens = originals.get((mention.sent_id, mention.start), new_tokens)
+                if is_demonym(old_tokens):
+                    demonyms["mentions"] += 1
+                    if e not in renamed_entities:
+                        demonyms["unchanged"] += 1
+                        demonym_reasons[reasons.get(e, "unknown")] += 1
+                    elif is_demonym(new_tokens):
+                        demonyms["demonym"] += 1
+                    else:
+                        demonyms["not_demonym"] += 1
+                if e not in renamed_entities or mention.start == 0:
+                    continue
+                article = doc.sents[mention.sent_id][mention.start - 1]
+                if article.lower() not in ("a", "an") or mention.start - 1 in covered.get(mention.sent_id, ()):
+                    continue
+                want = indefinite_article(new_tokens)
+                articles["before_new_names"] += 1
+                articles["agree"] += article.lower() == want
+                articles["adjusted"] += indefinite_article(old_tokens) != want
+    return {
+        "year_ranges": _with_rate(ranges, ("ranges", "reversed_in_source", "reversed", "newly_reversed"), None),
+        "lifetimes": _with_rate(
+            lifetimes, ("lifetimes", "inverted_in_source", "inverted", "newly_inverted", "length_changed"), None
+        ),
+        "demonyms": {
+            **_with_rate(demonyms, ("mentions", "demonym", "not_demonym", "unchanged"), ("demonym", "mentions")),
+            "unchanged_reasons": dict(sorted(demonym_reasons.items())),
+        },
+        "articles": _with_rate(articles, ("before_new_names", "agree", "adjusted"), ("agree", "before_new_names")),
+    }
+
+
+def _with_rate(counts: Counter, keys: tuple[str, ...], rate: tuple[str, str] | None) -> dict:
+    out: dict = {key: counts[key] for key in keys}
+    if rate is not None:
+        num, den = rate
+        out["rate"] = counts[num] / counts[den] if counts[den] else None
+    return out

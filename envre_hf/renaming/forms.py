@@ -1,0 +1,213 @@
+"""Surface-form classes of names, and the indefinite article a name takes.
+
+A mention's *form* says how the name sits in its sentence. "an American politician" needs a
+demonym in that slot, "the U.S. Army" an acronym; putting "Kazakhstan" into the first reads as
+broken text rather than as a new name. The pipeline therefore gives each original name a new
+name of the same *hard* form (:func:`hard_form`):
+
+* ``demonym``: a demonym or adjective of a place, people or religion (``American``, ``South
+  Korean``, ``Shanghainese``, ``Catholic``; :func:`envre_hf.kb.demonyms.is_demonym`);
+* ``acronym``: one token of capitals (dots, ``&`` and digits allowed), ``NASA``, ``U.S.``;
+* ``plain``: anything else.
+
+*Soft* forms are preferred when the candidate has a name of that form, never required: a
+leading article (``The Beatles``) and, after one, a plural last word (``The Lakers``). A *possessive* name
+(last token ``'s``/``'``) keeps its ending: its stem is matched and the ending put back.
+
+:func:`indefinite_article` spells "a" or "an" for the first word of a name by letters, with the
+usual exceptions: letter-by-letter acronyms (``an MS``, ``a UN``), ``eu``/``uni``/``one`` words
+(``a European``, ``a University``, ``a one``), silent ``h`` (``an hour``) and numbers read aloud
+(``an 8``, ``an 11``, ``an 18``, ``an 80``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..kb.demonyms import is_demonym
+from .tokenize import tokenize_name
+
+DEMONYM, ACRONYM, PLAIN = "demonym", "acronym", "plain"
+_ACRONYM = re.compile(r"^(?=(?:[^A-Z]*[A-Z]){2})[A-Z0-9.&]+$")
+_POSSESSIVE = ("'s", "'", "’s", "’")
+_ARTICLES = frozenset({"the", "The", "THE"})
+_NOT_PLURAL = ("ss", "us", "is", "ys", "os", "as", "'s")
+
+
+def is_acronym(tokens: Sequence[str]) -> bool:
+    """One token of capitals (dots, ``&`` and digits allowed) with at least two capital letters."""
+    return len(tokens) == 1 and bool(_ACRONYM.match(tokens[0]))
+
+
+def possessive_split(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(stem, ending)``: ``(["Smith"], ["'s"])`` for ``Smith 's``; ending ``[]`` otherwise."""
+    if len(tokens) > 1 and tokens[-1] in _POSSESSIVE:
+        return list(tokens[:-1]), [tokens[-1]]
+    return list(tokens), []
+
+
+def hard_form(tokens: Sequence[str]) -> str:
+    """``demonym``, ``acronym`` or ``plain`` of a name's tokens (a possessive ending ignored)."""
+    stem, _ = possessive_split(tokens)
+    if is_demonym(stem):
+        return DEMONYM
+    if is_acronym(stem):
+        return ACRONYM
+    return PLAIN
+
+
+def soft_forms(tokens: Sequence[str]) -> tuple[bool, bool]:
+    """``(leading article, plural last word)`` of a name (possessive ending ignored)."""
+    stem, _ = possessive_split(tokens)
+    article = len(stem) > 1 and stem[0] in _ARTICLES
+    last = stem[-1] if stem else ""
+    plural = (  # only with an article: "The Beatles", "the United States" (not "Jones", "Athens")
+        article
+        and len(last) > 3
+        and last[:1].isupper()
+        and last.endswith("s")
+        and not last.endswith(_NOT_PLURAL)
+        and not last.isupper()
+    )
+    return article, plural
+
+
+# --------------------------------------------------------------------------- a / an
+
+_AN_LETTERS = frozenset("AEFHILMNORSX")  # letters whose name starts with a vowel sound: "an FBI", "an MS"
+_YOU_PREFIXES = (
+    "eu", "ue", "uga", "uni", "use", "usu", "uti", "ura", "ure", "uro", "uto", "uku", "ukr", "ubi", "ufo", "ute",
+)  # fmt: skip
+_SILENT_H = ("hour", "honest", "honor", "honour", "heir")
+_ONE = ("one", "once")
+
+
+def _number_article(word: str) -> str:
+    digits = re.match(r"\d[\d,]*", word)
+    assert digits is not None
+    value = digits.group(0).replace(",", "")
+    # read aloud: 8, 11, 18, 80-89, 800..., 8000..., 11000, 18000 start with a vowel sound
+    if value.startswith("8"):
+        return "an"
+    if value[:2] in ("11", "18") and len(value) in (2, 5, 8):
+        return "an"
+    return "a"
+
+
+def indefinite_article(tokens: Sequence[str]) -> str:
+    """``"a"`` or ``"an"`` for a name starting with ``tokens[0]`` (letters, with the usual exceptions)."""
+    word = next((t for t in tokens if t not in ('"', "'", "(", "`", "``")), "")
+    if not word:
+        return "a"
+    if word[0].isdigit():
+        return _number_article(word)
+    letters = word.replace(".", "")
+    spelled = len(letters) > 1 and letters.isupper() and letters.isalpha() and len(letters) <= 5
+    if spelled and not _pronounceable(letters):
+        return "an" if letters[0] in _AN_LETTERS else "a"
+    if len(word) == 1 and word.isalpha():  # "an X", "a B"
+        return "an" if word.upper() in _AN_LETTERS else "a"
+    lower = word.lower()
+    if lower.startswith(_SILENT_H):
+        return "an"
+    if lower.startswith(_YOU_PREFIXES) or lower.startswith(_ONE):
+        return "a"
+    return "an" if lower[0] in "aeiou" else "a"
+
+
+def _pronounceable(letters: str) -> bool:
+    """Acronyms read as words (``NASA``, ``UNESCO``, ``NATO``): a vowel in second or third place, 4+ letters."""
+    vowels = set("AEIOU")
+    return len(letters) >= 4 and any(ch in vowels for ch in letters[1:3]) and letters[0] not in "X"
+
+
+def article_agrees(article: str, tokens: Sequence[str]) -> bool:
+    """Whether ``a``/``an`` (any case) fits the name ``tokens``."""
+    return article.lower() == indefinite_article(tokens)
+
+
+def with_case(template: str, word: str) -> str:
+    """``word`` in the capitalisation of ``template`` (``An`` -> ``A``, ``AN`` -> ``A``)."""
+    if template.isupper() and len(template) > 1:
+        return word.upper()
+    if template[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+# --------------------------------------------------------------------------- grammatical number
+
+_IRREGULAR = {
+    "man": "men", "woman": "women", "child": "children", "person": "people", "foot": "feet", "tooth": "teeth",
+    "mouse": "mice", "goose": "geese", "life": "lives", "wife": "wives", "knife": "knives", "half": "halves",
+    "leaf": "leaves", "wolf": "wolves", "calf": "calves", "shelf": "shelves", "thief": "thieves",
+    "series": "series", "species": "species", "sheep": "sheep", "deer": "deer", "fish": "fish",
+    "aircraft": "aircraft", "crisis": "crises", "thesis": "theses", "analysis": "analyses",
+}  # fmt: skip
+#: Words after "one" that are not the counted noun ("one of", "one hundred", "one more").
+_NOT_NOUN = frozenset(
+    """
+    of and or but nor to in on at by for with from as into than that which who whom whose is was are were be been
+    has had have will would can could may might must shall should do did does not no yes the a an this those these
+    his her its their our my your one two hundred thousand million billion trillion dozen score more most less
+    other another each every such same only own very so too also just even half quarter third
+    """.split()
+)
+
+
+def is_one(token: str) -> bool:
+    """A count of one written as a word or a digit."""
+    return token.lower() in ("one", "1")
+
+
+def is_count_noun(token: str) -> bool:
+    """A lowercase word that may be the noun a count of one agrees with (``year``, not ``of``/``hundred``)."""
+    return (
+        len(token) >= 2
+        and token.isalpha()
+        and token.islower()
+        and token not in _NOT_NOUN
+        and not token.endswith(("ly", "est"))
+        and not (token.endswith("s") and not token.endswith("ss") and token not in _IRREGULAR)
+    )
+
+
+def pluralize(word: str) -> str:
+    """The plural of an English count noun (regular rules and the common irregular nouns)."""
+    lower = word.lower()
+    if lower in _IRREGULAR:
+        plural = _IRREGULAR[lower]
+    elif lower.endswith(("s", "x", "z", "ch", "sh")):
+        plural = lower + "es"
+    elif lower.endswith("y") and lower[-2:-1] not in tuple("aeiou"):
+        plural = lower[:-1] + "ies"
+    else:
+        plural = lower + "s"
+    return with_case(word, plural)
+
+
+@dataclass(frozen=True)
+class NameForm:
+    """The form classes of one name (see the module docstring)."""
+
+    hard: str
+    article: bool
+    plural: bool
+    possessive: tuple[str, ...]  # the ending tokens ("'s",) or ()
+
+
+@lru_cache(maxsize=65536)
+def form_of_tokens(tokens: tuple[str, ...]) -> NameForm:
+    """:class:`NameForm` of a name's DocRED tokens (a tuple, cached)."""
+    stem, ending = possessive_split(tokens)
+    article, plural = soft_forms(stem)
+    return NameForm(hard_form(stem), article, plural, tuple(ending))
+
+
+@lru_cache(maxsize=65536)
+def form_of(name: str) -> NameForm:
+    """:class:`NameForm` of a name string (tokenized as DocRED does)."""
+    return form_of_tokens(tuple(tokenize_name(name)))
