@@ -4,8 +4,8 @@ word attributions and their MAP(K) against human rationales (Figure 5: ``attribu
 from .entity_count import EntityCountCurve, f1_by_entity_count
 from .performance import performance_table
 from .plots import plot_entity_count, plot_map_curves
-from .rationale_map import MAPCurve, map_curve, map_terms
 from .popularity import PopularityResult, popularity_pairs, popularity_quartiles
+from .rationale_map import MAPCurve, map_curve, map_terms
 from .report import analyze, render_markdown, run_analyses, write_report
 from .substitution import substitution_table
 from .train_overlap import overlap_table, train_name_overlap, training_names

@@ -291,16 +291,17 @@ class DocumentAttributor:
         with _frozen(self.model), autocast:
             x, b = self._embeddings(prep)
             with torch.no_grad():
-                ends = fact_scores(self.model, prep, torch.stack([x, b])).float()
+                ends = fact_scores(self.model, prep, torch.stack([x, b])).double()
             if self.config.method == "grad_x_input":
                 pieces = self._grad_x_input(prep, x, b)
             elif self.config.backend == "captum":
                 pieces = self._ig_captum(prep, x, b)
             else:
                 pieces = self._ig_shared(prep, x, b)
-        tokens, unmapped = sum_to_tokens(pieces.float(), prep.mapping, prep.n_tokens)
+        pieces = pieces.double()
+        tokens, unmapped = sum_to_tokens(pieces, prep.mapping, prep.n_tokens)
         expected = ends[0] - ends[1]
-        gaps = pieces.float().sum(-1) - expected
+        gaps = pieces.sum(-1) - expected
         for f, (h, t, r) in enumerate(prep.facts):
             out.facts.append(
                 FactAttribution(
