@@ -82,13 +82,15 @@ def tiny_model(tokenizer, head_type="ncrl", max_positions=512, std=0.02, seed=0)
     return model.double().eval()
 
 
-def margins_by_forward(model, tokenizer, doc, zero_embeddings=False) -> dict[tuple[int, int, str], float]:
+def margins_by_forward(model, tokenizer, doc, zero_embeddings=False, fill_id=None) -> dict[tuple[int, int, str], float]:
     """logit_r - logit_0 of every gold fact through the model's ordinary forward (no attribution machinery)."""
     from envre_hf.documents import docred_schema
 
     schema = docred_schema()
     feature = featurize_document(doc, tokenizer)
     batch = DocRECollator(tokenizer)([feature])
+    if fill_id is not None:  # every position holds this token (the pad baseline)
+        batch["input_ids"].fill_(fill_id)
     emb = model.get_input_embeddings()
     saved = emb.weight.detach().clone()
     with torch.no_grad():
@@ -114,7 +116,7 @@ def test_ig_completeness_against_the_models_own_forward(tokenizer, hwe_docs, max
     model = tiny_model(tokenizer, max_positions=max_positions, std=0.3)  # large weights: a clearly non-linear score
     if max_positions == 128:
         assert len(featurize_document(doc, tokenizer)["input_ids"]) > 128
-    ig = DocumentAttributor(model, tokenizer, AttributionConfig(steps=16)).attribute(doc)
+    ig = DocumentAttributor(model, tokenizer, AttributionConfig(steps=24)).attribute(doc)
     gxi = DocumentAttributor(model, tokenizer, AttributionConfig(method="grad_x_input")).attribute(doc)
     at_input = margins_by_forward(model, tokenizer, doc)
     at_zero = margins_by_forward(model, tokenizer, doc, zero_embeddings=True)
@@ -151,7 +153,9 @@ def test_pad_baseline_and_bfloat16(tokenizer, hwe_docs):
     pad = DocumentAttributor(model, tokenizer, AttributionConfig(steps=6, baseline="pad")).attribute(doc)
     zero = DocumentAttributor(model, tokenizer, AttributionConfig(steps=6)).attribute(doc)
     bf16 = DocumentAttributor(model, tokenizer, AttributionConfig(steps=6, dtype="bfloat16")).attribute(doc)
-    assert pad.facts[0].baseline_score != pytest.approx(zero.facts[0].baseline_score, abs=1e-7)
+    at_pad = margins_by_forward(model, tokenizer, doc, fill_id=tokenizer.pad_token_id)
+    for f in pad.facts:
+        assert f.baseline_score == pytest.approx(at_pad[(f.h, f.t, f.r)], abs=1e-6)
     for f in pad.facts:
         assert sum(f.tokens) + f.unmapped == pytest.approx(f.score - f.baseline_score, abs=1e-3)
     for a, b in zip(zero.facts, bf16.facts):
@@ -362,6 +366,7 @@ def test_envre_attribute_and_analyze_map_curves(tokenizer, hwe_docs, tmp_path, c
     code = main(base + ["--model", str(tmp_path / "vanilla"), "--train", str(train), "--output", str(tmp_path / "o0")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "training documents" in err and "Traceback" not in err
+    assert "--titles-from" in err
 
     for name in ("vanilla", "evrt"):
         args = ["--model", str(tmp_path / name), "--train", str(train), "--titles-from", str(others)]

@@ -70,6 +70,18 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(err))
     if not gold:
         return _fail(f"{args.gold}: no documents to attribute" + (f" with a title in {args.titles_from}" if args.titles_from else ""))
+    if args.max_docs is not None:
+        gold = gold[: args.max_docs]
+    if train_titles is not None and not args.allow_train_overlap:
+        from ..analysis.attribution_run import title_overlap
+
+        seen = title_overlap(gold, train_titles)
+        if seen:  # checked before the model is loaded: the refusal is immediate
+            return _fail(
+                f"{len(seen)} of the {len(gold)} documents to attribute are training documents of the model "
+                f"({args.train}; e.g. {seen[0]!r}); use --titles-from to keep only documents it was not trained on "
+                "(e.g. Re-DocRED test_revised.json for DocRED-HWE) or pass --allow-train-overlap"
+            )
     if train_titles is None:
         print(
             "envre attribute: note: without --train the tool cannot check that the model never saw these documents "
@@ -99,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
             k_max=args.k_max,
             exclude=args.exclude,
             rank_by=args.rank_by,
-            max_docs=args.max_docs,
             resume=args.resume,
             train_titles=train_titles,
             allow_train_overlap=args.allow_train_overlap,
