@@ -48,6 +48,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--work", type=Path, default=Path("/tmp/envre-attribute-hwe"), help="per-model run folders")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "map-cpu.json")
+    p.add_argument("--summarize-only", action="store_true", help="rebuild the results from the --work records only")
     p.add_argument("--speed", action="store_true", help="only the speed benchmark")
     p.add_argument("--speed-model", type=Path, help="model for --speed (default: MiniLM-L6 with a fresh NCRL head)")
     p.add_argument("--speed-captum", action="store_true", help="--speed: also time the Captum backend (slow)")
@@ -156,7 +157,7 @@ def figure5(args: argparse.Namespace) -> None:
     from envre_hf.analysis.attribution import AttributionConfig
     from envre_hf.analysis.attribution_run import RECORDS, run_attribution
     from envre_hf.analysis.plots import plot_map_curves
-    from envre_hf.analysis.rationale_map import write_json_atomic
+    from envre_hf.analysis.rationale_map import map_curve, write_json_atomic
     from envre_hf.documents import read_documents
     from envre_hf.icl.runner import _load_results
     from envre_hf.models.prediction import load_for_inference
@@ -167,32 +168,41 @@ def figure5(args: argparse.Namespace) -> None:
     train_titles = {d.title for d in read_documents(args.train)}
     print(f"{len(docs)} DocRED-HWE documents in {args.titles_from.name}; models: {[m.name for m in args.models]}")
     config = AttributionConfig(method=args.method, steps=args.steps, dtype=args.dtype)
-    models = {m.name: load_for_inference(str(m), "cpu") for m in args.models}
+    names = [m.name for m in args.models]
     start = time.perf_counter()
-    done = 0
-    results = {}
-    while done < len(docs):
-        if args.time_budget is not None and time.perf_counter() - start > args.time_budget:
-            print(f"time budget reached after {done} documents")
-            break
-        done = min(len(docs), done + args.chunk)
-        for name, (model, tok) in models.items():
-            run_dir = args.work / name
-            resume = (run_dir / RECORDS).exists()
-            results[name] = run_attribution(
-                model, tok, docs, run_dir, config, label=name, model_name=str(args.models[list(models).index(name)]),
-                k_max=args.k_max, max_docs=done, resume=resume, train_titles=train_titles, progress=False,
-            )
-        line = "  ".join(f"{n}: MAP(1)={r.curve.map[0]:.3f} MAP(10)={r.curve.map[9]:.3f}" for n, r in results.items())
-        print(f"[{time.perf_counter() - start:7.0f} s] {done} docs  {line}", flush=True)
-    curves = [r.curve for r in results.values()]
-    by_key = {d.key: d for d in docs}
-    sums = {}
-    for name in models:
-        records = _load_results(args.work / name / RECORDS)
-        records = [r for r in records if r["doc"] in {d.key for d in docs[:done]}]
-        sums[name] = per_doc_sums(records, by_key, args.k_max)
-    names = list(models)
+    if not args.summarize_only:
+        models = {m.name: load_for_inference(str(m), "cpu") for m in args.models}
+        done = 0
+        while done < len(docs):
+            if args.time_budget is not None and time.perf_counter() - start > args.time_budget:
+                print(f"time budget reached after {done} documents")
+                break
+            done = min(len(docs), done + args.chunk)
+            results = {}
+            for m in args.models:
+                model, tok = models[m.name]
+                run_dir = args.work / m.name
+                results[m.name] = run_attribution(
+                    model, tok, docs, run_dir, config, label=m.name, model_name=str(m), k_max=args.k_max,
+                    max_docs=done, resume=(run_dir / RECORDS).exists(), train_titles=train_titles, progress=False,
+                )
+            line = "  ".join(f"{n}: MAP(1)={r.curve.map[0]:.3f} MAP(10)={r.curve.map[9]:.3f}" for n, r in results.items())
+            print(f"[{time.perf_counter() - start:7.0f} s] {done} docs  {line}", flush=True)
+    # the curves: from the saved records of the documents every model has finished (also after an interrupted run)
+    records = {n: {r["doc"]: r for r in _load_results(args.work / n / RECORDS)} for n in names}
+    common = [d for d in docs if all(d.key in records[n] for n in names)]
+    done = len(common)
+    by_key = {d.key: d for d in common}
+    curves, sums = [], {}
+    for m in args.models:
+        rows = [records[m.name][d.key] for d in common]
+        curve = map_curve(rows, by_key, k_max=args.k_max, label=m.name)
+        facts = sum(len(r["facts"]) for r in rows)
+        seconds = sum(r["seconds"] for r in rows)
+        curve.extra = {"model": str(m), "attribution": config.to_dict(), "attributed_facts": facts,
+                       "attribution_seconds": round(seconds, 1)}
+        curves.append(curve)
+        sums[m.name] = per_doc_sums(rows, by_key, args.k_max)
     pairs = {}
     for vanilla in names:
         evrt = f"{vanilla}+evrt"
@@ -211,7 +221,7 @@ def figure5(args: argparse.Namespace) -> None:
     write_json_atomic(args.results, {
         "command": command_line(),
         "gold": str(args.gold.name),
-        "documents_selected": f"DocRED-HWE documents whose title is in {args.titles_from.name}, first {done}",
+        "documents_selected": f"{done} DocRED-HWE documents (in file order) whose title is in {args.titles_from.name}",
         "training_titles_checked": str(args.train.name),
         "curves": [c.to_dict() for c in curves],
         "paired_differences": pairs,
