@@ -1,21 +1,27 @@
-"""Analyses of original vs renamed benchmarks (the study's Tables 1-5 and Figure 4), a markdown report and plots."""
+"""Analyses of original vs renamed benchmarks (the study's Tables 1-5 and Figure 4), a markdown report and plots;
+word attributions and their MAP(K) against human rationales (Figure 5: ``attribution``, ``rationale_map``)."""
 
 from .entity_count import EntityCountCurve, f1_by_entity_count
 from .performance import performance_table
-from .plots import plot_entity_count
+from .plots import plot_entity_count, plot_map_curves
 from .popularity import PopularityResult, popularity_pairs, popularity_quartiles
+from .rationale_map import MAPCurve, map_curve, map_terms
 from .report import analyze, render_markdown, run_analyses, write_report
 from .substitution import substitution_table
 from .train_overlap import overlap_table, train_name_overlap, training_names
 
 __all__ = [
     "EntityCountCurve",
+    "MAPCurve",
     "PopularityResult",
     "analyze",
     "f1_by_entity_count",
+    "map_curve",
+    "map_terms",
     "overlap_table",
     "performance_table",
     "plot_entity_count",
+    "plot_map_curves",
     "popularity_pairs",
     "popularity_quartiles",
     "render_markdown",

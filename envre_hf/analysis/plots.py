@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..atomic import atomic_path
 from .entity_count import EntityCountCurve
+from .rationale_map import MAPCurve
 
 
 def plot_entity_count(curves: Mapping[str, EntityCountCurve], path: str | os.PathLike, title: str | None = None) -> Path:
@@ -40,6 +41,35 @@ def plot_entity_count(curves: Mapping[str, EntityCountCurve], path: str | os.Pat
         fig.tight_layout()
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_map_curves(curves: Sequence[MAPCurve], path: str | os.PathLike, title: str | None = None) -> Path:
+    """The study's Figure 5: MAP(K) of attributed words against human rationales, one line per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    try:
+        for i, curve in enumerate(curves):
+            label = f"{curve.label or f'model {i + 1}'} ({curve.facts} facts, {curve.documents} docs)"
+            ax.plot(curve.k, curve.map, marker="o", markersize=3, color=f"C{i}", label=label)
+        ax.set_xlabel("K (top-K attributed words)")
+        ax.set_ylabel("MAP(K)")
+        ax.set_title(title or "Attributed words vs human rationales (DocRED-HWE)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        tmp = path.with_name(path.name + ".tmp")
+        fig.savefig(tmp, format="png")
+        os.replace(tmp, path)
     finally:
         plt.close(fig)
     return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from .common import UsageError, existing_path, non_negative_int, positive_int
@@ -12,10 +13,8 @@ DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cach
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--original", required=True, type=existing_path, help="original documents (DocRED JSON / JSONL)")
-    parser.add_argument(
-        "--renamed", required=True, type=existing_path, help="renamed documents: a file, or a folder written by envre build"
-    )
+    parser.add_argument("--original", type=existing_path, help="original documents (DocRED JSON / JSONL)")
+    parser.add_argument("--renamed", type=existing_path, help="renamed documents: a file, or a folder written by envre build")
     parser.add_argument("--split", default="test", help="split to read from a renamed dataset folder (default test)")
     parser.add_argument("--pred-original", type=existing_path, help="a model's predictions on the original set (official format)")
     parser.add_argument("--pred-renamed", type=existing_path, help="the same model's predictions on the renamed set")
@@ -32,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-docs", type=non_negative_int, help="analyse only the first N documents of each set (to match envre icl --max-docs)"
     )
     parser.add_argument("--bin-width", type=positive_int, default=1, help="Figure 4: entities per bin (default 1)")
+    parser.add_argument(
+        "--map-curves",
+        nargs="+",
+        type=existing_path,
+        help="map.json files of envre attribute runs: plot their MAP(K) curves side by side (OUTPUT/map_curves.png)",
+    )
     parser.add_argument("--output", required=True, type=Path, help="output directory")
 
 
@@ -69,7 +74,28 @@ def read_benchmark(path: Path, split: str = "test"):
     return docs
 
 
+def plot_saved_map_curves(paths: list[Path], output: Path) -> Path:
+    """Figure 5 from saved runs: every curve of the given ``map.json`` files in one PNG (and their JSON)."""
+    from ..analysis.plots import plot_map_curves
+    from ..analysis.rationale_map import read_map_curves, write_json_atomic
+
+    curves = [curve for path in paths for curve in read_map_curves(path)]
+    write_json_atomic(output / "map_curves.json", {"curves": [c.to_dict() for c in curves]})
+    return plot_map_curves(curves, output / "map_curves.png")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.map_curves:
+        try:
+            print(f"wrote {plot_saved_map_curves(args.map_curves, args.output)}")
+        except (OSError, ValueError) as err:  # JSONDecodeError is a ValueError
+            print(f"envre analyze: --map-curves: {err}", file=sys.stderr)
+            return 2
+        if args.original is None and args.renamed is None:
+            return 0
+    if args.original is None or args.renamed is None:
+        print("envre analyze: --original and --renamed are required (or --map-curves alone)", file=sys.stderr)
+        return 2
     from ..analysis import analyze
     from ..analysis.report import REPORT
     from ..documents import read_documents

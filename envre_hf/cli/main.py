@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "evaluate": "Score predictions or a model against gold documents (docre_f1).",
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",
+    "attribute": "Word attributions of a model's gold facts and their MAP(K) against human rationales (DocRED-HWE).",
     "push-metric": "Publish the docre_f1 metric as a Hub Space that evaluate.load() reads without envre-hf.",
 }
 #: Subcommands that forward their arguments untouched (``--debug`` is then only read before the command).

@@ -1,0 +1,141 @@
+"""A whole attribution run: every gold fact of every document, then MAP(K) against the rationales.
+
+Output directory (same resume rules as ``envre icl``):
+
+* ``attributions.jsonl`` - one line per finished document (its facts' scores and per-token
+  attributions). A rerun with ``resume=True`` skips the documents listed there, so an interrupted
+  run loses at most the document in flight;
+* ``run_config.json`` - the model and attribution settings; resuming with other settings is refused
+  (MAP settings - ``k_max``, ``exclude``, ``rank_by`` - only re-rank saved attributions and may change);
+* ``map.json`` - the :class:`~envre_hf.analysis.rationale_map.MAPCurve` of the run, written atomically.
+
+DocRED-HWE documents are DocRED dev documents, and Re-DocRED revises DocRED dev into its own dev and
+test splits: a model trained on Re-DocRED dev has seen 360 of the 699 HWE documents. Given the
+training titles, the run refuses to attribute documents the model was trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ..documents.schema import Document
+from ..icl.runner import _load_results
+from .attribution import AttributionConfig, DocumentAttributor
+from .rationale_map import MAPCurve, map_curve, write_json_atomic
+
+RECORDS = "attributions.jsonl"
+RUN_CONFIG = "run_config.json"
+MAP_FILE = "map.json"
+
+
+class AttributionRunError(RuntimeError):
+    """The run cannot go ahead as asked (training overlap, existing results without resume, changed settings)."""
+
+
+@dataclass
+class AttributionRunResult:
+    curve: MAPCurve
+    documents: int
+    skipped: int
+    facts: int
+    seconds: float
+    output_dir: Path
+
+    @property
+    def facts_per_second(self) -> float | None:
+        return self.facts / self.seconds if self.seconds > 0 else None
+
+
+def title_overlap(docs: Iterable[Document], train_titles: Iterable[str]) -> list[str]:
+    """Titles of ``docs`` that are also training titles, in document order."""
+    train = set(train_titles)
+    return [d.title for d in docs if d.title in train]
+
+
+def has_rationales(docs: Sequence[Document]) -> bool:
+    return any(rel.extra.get("keywords") for d in docs for rel in d.relations)
+
+
+def run_attribution(
+    model: Any,
+    tokenizer: Any,
+    docs: Sequence[Document],
+    output_dir: str | os.PathLike,
+    config: AttributionConfig | None = None,
+    *,
+    label: str = "",
+    model_name: str = "",
+    k_max: int = 30,
+    exclude: str = "pair",
+    rank_by: str = "signed",
+    max_docs: int | None = None,
+    resume: bool = False,
+    train_titles: Iterable[str] | None = None,
+    allow_train_overlap: bool = False,
+    progress: bool = True,
+) -> AttributionRunResult:
+    """Attribute the gold facts of the first ``max_docs`` documents and write the run's files (see module doc)."""
+    config = config or AttributionConfig()
+    docs = list(docs)[: max_docs if max_docs is not None else None]
+    keys = [d.key for d in docs]
+    if len(set(keys)) != len(keys):
+        raise AttributionRunError("documents must have distinct keys (doc_id or title)")
+    if not has_rationales(docs):
+        raise AttributionRunError("no relation carries 'keywords' rationales: attribute DocRED-HWE documents")
+    if train_titles is not None:
+        seen = title_overlap(docs, train_titles)
+        if seen and not allow_train_overlap:
+            raise AttributionRunError(
+                f"{len(seen)} of the {len(docs)} documents to attribute are training documents of the model "
+                f"(e.g. {seen[0]!r}); keep only documents it was not trained on (e.g. the HWE documents in "
+                "Re-DocRED test) or allow the overlap explicitly"
+            )
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    records_path, config_path = out / RECORDS, out / RUN_CONFIG
+    run_config = {"model": model_name, "attribution": config.to_dict()}
+    if records_path.exists() and records_path.stat().st_size and not resume:
+        raise AttributionRunError(f"{records_path} already holds results: resume, or use a new directory")
+    if resume and config_path.exists():
+        old = json.loads(config_path.read_text("utf-8"))
+        for key in ("model", "attribution"):
+            if old.get(key) != run_config[key]:
+                raise AttributionRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
+    write_json_atomic(config_path, run_config)
+
+    records = {rec["doc"]: rec for rec in (_load_results(records_path) if resume else [])}
+    todo = [d for d in docs if d.key not in records]
+    attributor = DocumentAttributor(model, tokenizer, config)
+    with open(records_path, "a", encoding="utf-8") as fh:
+        bar = tqdm(todo, desc=f"Attributing {label or model_name}", unit="doc", disable=not progress)
+        for doc in bar:
+            rec = attributor.attribute(doc).to_dict()
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.flush()
+            records[doc.key] = rec
+            if rec["seconds"] > 0:
+                bar.set_postfix(facts_per_s=f"{len(rec['facts']) / rec['seconds']:.2f}")
+
+    ordered = [records[k] for k in keys if k in records]
+    by_key = {d.key: d for d in docs}
+    curve = map_curve(ordered, by_key, k_max=k_max, exclude=exclude, rank_by=rank_by, label=label or model_name)
+    facts = sum(len(r["facts"]) for r in ordered)
+    seconds = sum(r["seconds"] for r in ordered)
+    gaps = [abs(f["gap"]) / max(abs(f["score"] - f["baseline_score"]), 1e-6) for r in ordered for f in r["facts"]]
+    curve.extra = {
+        "model": model_name,
+        "attribution": config.to_dict(),
+        "attributed_facts": facts,
+        "attribution_seconds": round(seconds, 1),
+        "median_relative_completeness_gap": float(sorted(gaps)[len(gaps) // 2]) if gaps else None,
+    }
+    write_json_atomic(out / MAP_FILE, curve.to_dict())
+    return AttributionRunResult(curve, len(ordered), len(docs) - len(todo), facts, seconds, out)

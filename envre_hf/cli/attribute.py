@@ -1,0 +1,131 @@
+"""``envre attribute``: which words make a saved DocRE model predict each gold fact, and MAP(K) of those words
+against the human rationales of DocRED-HWE (the study's Figure 5)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..analysis.attribution import BACKENDS, BASELINES, DTYPES, METHODS
+    from ..analysis.rationale_map import EXCLUDE, RANK_BY
+
+    parser.add_argument("--model", required=True, type=Path, help="a saved DocRE model folder (save_pretrained)")
+    parser.add_argument("--gold", required=True, type=Path, help="documents with keyword rationales (DocRED-HWE dev_keys_new.json)")
+    parser.add_argument(
+        "--titles-from", type=Path, help="keep only gold documents whose title is in this file (e.g. Re-DocRED test_revised.json)"
+    )
+    parser.add_argument("--max-docs", type=int, help="attribute only the first N (selected) documents")
+    parser.add_argument("--train", type=Path, help="the model's training documents: refuse documents it was trained on")
+    parser.add_argument("--allow-train-overlap", action="store_true", help="attribute training documents anyway")
+    parser.add_argument("--method", choices=METHODS, default="ig", help="integrated gradients (default) or gradient x input")
+    parser.add_argument("--steps", type=int, default=10, help="IG interpolation points (default 10)")
+    parser.add_argument("--baseline", choices=BASELINES, default="zero", help="IG baseline embedding (default zero)")
+    parser.add_argument("--backend", choices=BACKENDS, default="shared", help="IG implementation (default shared)")
+    parser.add_argument("--step-batch", type=int, help="interpolation points per forward pass (default: all)")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="bfloat16: autocast, faster on AMX CPUs / GPUs")
+    parser.add_argument("--k-max", type=int, default=30, help="MAP(K) for K = 1..k-max (default 30)")
+    parser.add_argument("--exclude", choices=EXCLUDE, default="pair", help="mentions not ranked: head/tail (pair) or all")
+    parser.add_argument("--rank-by", choices=RANK_BY, default="signed", help="rank words by attribution or its magnitude")
+    parser.add_argument("--label", help="curve label (default: the model folder's name)")
+    parser.add_argument("--device", help="cpu / cuda (default: cuda when available)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--output", required=True, type=Path, help="output directory")
+    parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
+
+
+def _fail(message: str) -> int:
+    print(f"envre attribute: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analysis.attribution import AttributionConfig
+    from ..analysis.attribution_run import AttributionRunError, run_attribution
+    from ..analysis.plots import plot_map_curves
+    from ..documents import DocumentError, read_documents
+
+    if not (args.model / "config.json").is_file():
+        return _fail(f"{args.model}: no config.json (expected a folder written by save_pretrained)")
+    try:
+        config = AttributionConfig(
+            method=args.method,
+            steps=args.steps,
+            baseline=args.baseline,
+            backend=args.backend,
+            step_batch=args.step_batch,
+            dtype=args.dtype,
+        )
+    except ValueError as err:
+        return _fail(str(err))
+    try:
+        gold = read_documents(args.gold)
+        if args.titles_from:
+            keep = {d.title for d in read_documents(args.titles_from)}
+            gold = [d for d in gold if d.title in keep]
+        train_titles = {d.title for d in read_documents(args.train)} if args.train else None
+    except (DocumentError, OSError) as err:
+        return _fail(str(err))
+    if not gold:
+        return _fail(f"{args.gold}: no documents to attribute" + (f" with a title in {args.titles_from}" if args.titles_from else ""))
+    if args.max_docs is not None:
+        gold = gold[: args.max_docs]
+    if train_titles is not None and not args.allow_train_overlap:
+        from ..analysis.attribution_run import title_overlap
+
+        seen = title_overlap(gold, train_titles)
+        if seen:  # checked before the model is loaded: the refusal is immediate
+            return _fail(
+                f"{len(seen)} of the {len(gold)} documents to attribute are training documents of the model "
+                f"({args.train}; e.g. {seen[0]!r}); use --titles-from to keep only documents it was not trained on "
+                "(e.g. Re-DocRED test_revised.json for DocRED-HWE) or pass --allow-train-overlap"
+            )
+    if train_titles is None:
+        print(
+            "envre attribute: note: without --train the tool cannot check that the model never saw these documents "
+            "(DocRED-HWE = DocRED dev = Re-DocRED dev + test)",
+            file=sys.stderr,
+        )
+    import torch
+
+    from ..models.prediction import load_for_inference
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        model, tokenizer = load_for_inference(str(args.model), args.device)
+    except (OSError, ValueError) as err:
+        return _fail(f"{args.model}: {err}")
+    label = args.label or args.model.resolve().name
+    try:
+        result = run_attribution(
+            model,
+            tokenizer,
+            gold,
+            args.output,
+            config,
+            label=label,
+            model_name=str(args.model),
+            k_max=args.k_max,
+            exclude=args.exclude,
+            rank_by=args.rank_by,
+            resume=args.resume,
+            train_titles=train_titles,
+            allow_train_overlap=args.allow_train_overlap,
+        )
+    except AttributionRunError as err:
+        return _fail(str(err))
+    except DocumentError as err:
+        return _fail(f"{args.gold}: {err}")
+    plot_map_curves([result.curve], args.output / "map.png")
+    curve = result.curve
+    shown = ", ".join(f"MAP({k})={curve.map[k - 1]:.3f}" for k in (1, 5, 10, 20, 30) if k <= len(curve.map))
+    print(f"{result.documents} documents ({result.skipped} resumed), {curve.facts} facts with rationales "
+          f"({curve.facts_without_rationale} without)")
+    if result.facts_per_second:
+        print(f"{result.facts_per_second:.2f} facts/s")
+    print(shown)
+    print(f"wrote {args.output}")
+    return 0
