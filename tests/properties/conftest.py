@@ -1,0 +1,18 @@
+"""Hypothesis profiles for the property tests.
+
+``ci`` (the default) runs a small, derandomized number of examples so the suite stays fast and
+reproducible; ``nightly`` runs many more random examples. Select with
+``ENVRE_HYPOTHESIS_PROFILE=nightly python3 -m pytest tests/properties``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, database=None, suppress_health_check=_SLOW_OK)
+settings.register_profile("nightly", max_examples=1000, deadline=None, suppress_health_check=_SLOW_OK)
+settings.load_profile(os.environ.get("ENVRE_HYPOTHESIS_PROFILE", "ci"))
