@@ -30,6 +30,7 @@ import ast
 import io
 import json
 import os
+import random
 import shutil
 import signal
 import sys
@@ -46,48 +47,54 @@ SHARED_DATA = Path(os.environ.get("ENVRE_SHARED_DATA", REPO.parent / "shared" / 
 @dataclass(frozen=True)
 class Target:
     path: str
-    tests: tuple[str, ...]  # targeted tests, fastest killers first
+    tests: tuple[str, ...]  # targeted tests, example tests first (they kill most mutants fastest)
     wider: tuple[str, ...] = ()  # the rest of the suite that exercises the module (for --confirm)
     only: tuple[str, ...] = ()  # restrict to these top-level functions/classes (empty: whole file)
 
 
 P = "tests/properties/"
+_MODEL_TESTS = (
+    "test_threshold_decode_and_top_k",
+    "test_forward_shapes_loss_and_probabilities",
+    "test_prediction_rows_follow_documents_and_carry_doc_ids",
+    "test_envre_evaluate_model",
+)
 TARGETS: dict[str, Target] = {
     "metric": Target(
         "envre_hf/metrics/docre.py",
-        (P + "test_prop_metric.py", "tests/test_metric.py", "tests/test_metric_reference.py"),
+        ("tests/test_metric.py", P + "test_prop_metric.py", "tests/test_metric_reference.py"),
         ("tests/test_analysis.py",),
     ),
     "pipeline": Target(
         "envre_hf/renaming/pipeline.py",
-        (P + "test_prop_renaming.py", "tests/test_renaming.py", P + "test_prop_values.py"),
+        ("tests/test_renaming.py", P + "test_prop_renaming.py", P + "test_prop_values.py"),
         ("tests/test_renaming_redocred.py", "tests/test_build.py"),
     ),
     "substitution": Target(
         "envre_hf/renaming/substitution.py",
-        (P + "test_prop_renaming.py", "tests/test_renaming.py"),
+        ("tests/test_renaming.py", P + "test_prop_renaming.py"),
         ("tests/test_renaming_redocred.py",),
     ),
     "values": Target(
         "envre_hf/renaming/values.py",
-        (P + "test_prop_values.py", "tests/test_renaming_values.py"),
+        ("tests/test_renaming_values.py", P + "test_prop_values.py"),
         ("tests/test_renaming_redocred.py",),
     ),
     "leaks": Target(
         "envre_hf/renaming/leaks.py",
-        (P + "test_prop_renaming.py", "tests/test_renaming.py"),
+        ("tests/test_renaming.py", P + "test_prop_renaming.py"),
         ("tests/test_renaming_redocred.py", "tests/test_build.py"),
     ),
     "decode": Target(
         "envre_hf/models/modeling_docre.py",
-        (P + "test_prop_models.py", "tests/test_models.py"),
-        ("tests/test_models_kd_docunet.py",),
+        tuple("tests/test_models.py::" + t for t in _MODEL_TESTS) + (P + "test_prop_models.py",),
+        ("tests/test_models.py", "tests/test_models_kd_docunet.py"),
         only=("DocREPreTrainedModel.relation_probabilities", "DocREPreTrainedModel.decode", "threshold_decode"),
     ),
     "prediction": Target(
         "envre_hf/models/prediction.py",
-        (P + "test_prop_models.py", "tests/test_models.py"),
-        ("tests/test_metric.py",),
+        tuple("tests/test_models.py::" + t for t in _MODEL_TESTS) + (P + "test_prop_models.py",),
+        ("tests/test_models.py", "tests/test_metric.py"),
         only=("iter_logits", "decode_predictions", "predict"),
     ),
     "losses": Target(
@@ -97,7 +104,7 @@ TARGETS: dict[str, Target] = {
     ),
     "pairing": Target(
         "envre_hf/training/pairing.py",
-        (P + "test_prop_models.py", "tests/test_training_pairing.py", "tests/test_training_losses.py"),
+        ("tests/test_training_pairing.py", "tests/test_training_losses.py", P + "test_prop_models.py::test_on_the_fly_twins_are_always_aligned"),
         ("tests/test_training_run.py", "tests/test_training_models.py"),
     ),
     "worklog": Target(
@@ -273,7 +280,9 @@ class Sandbox:
                 shutil.copytree(REPO / name, self.root / name, ignore=ignore)
         shutil.copy(REPO / "pyproject.toml", self.root / "pyproject.toml")
 
-    def run(self, tests: list[str], path: str, source: str | None, timeout: float) -> tuple[str, str | None, float]:
+    def run(
+        self, tests: list[str], path: str, source: str | None, timeout: float, profile: str = "mutation"
+    ) -> tuple[str, str | None, float]:
         """(status, first failing test, seconds) of ``tests`` with ``path`` replaced by ``source``."""
         file = self.root / path
         original = file.read_text(encoding="utf-8")
@@ -290,7 +299,7 @@ class Sandbox:
                 sys.path.insert(0, str(self.root))
                 os.environ["PYTHONPATH"] = str(self.root)
                 os.environ["ENVRE_SHARED_DATA"] = str(SHARED_DATA)
-                os.environ["ENVRE_HYPOTHESIS_PROFILE"] = "mutation"  # no shrinking: a failure is enough
+                os.environ["ENVRE_HYPOTHESIS_PROFILE"] = profile  # mutation: no shrinking, a failure is enough
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, 1)
                 os.dup2(devnull, 2)
@@ -370,6 +379,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     mutants = generate(args.module)
     index, total = (int(x) for x in args.chunk.split("/"))
     chosen = [m for i, m in enumerate(mutants) if i % total == index - 1]
+    # a seeded random order: a run cut short by --budget has tested a random sample, not the file's top
+    order = list(range(len(chosen)))
+    random.Random(0).shuffle(order)
     _preimport()
     box = Sandbox()
     try:
@@ -380,7 +392,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 2
         timeout = 3 * base + 30
         print(f"{args.module}: {len(chosen)} of {len(mutants)} mutants (chunk {args.chunk}); tests take {base:.1f} s")
-        for n, m in enumerate(chosen, 1):
+        started = time.monotonic()
+        for n, m in enumerate((chosen[i] for i in order), 1):
+            if args.budget and time.monotonic() - started > args.budget:
+                m.status = "not run"  # out of time: left out of the score, listed in the output
+                continue
             if m.key() in EQUIVALENT:
                 m.status = "equivalent"
                 continue
@@ -415,20 +431,24 @@ def _summary(parts: list[dict]) -> dict:
     survivors, equivalent = [], []
     for part in parts:
         for m in part["mutants"]:
-            counts = by_module.setdefault(m["module"], {"mutants": 0, "killed": 0, "survived": 0, "timeout": 0, "equivalent": 0})
+            counts = by_module.setdefault(
+                m["module"], {"mutants": 0, "killed": 0, "survived": 0, "timeout": 0, "equivalent": 0, "not run": 0}
+            )
             counts["mutants"] += 1
             counts[m["status"]] += 1
             if m["status"] == "survived":
                 survivors.append(m)
             if m["status"] == "equivalent":
                 equivalent.append(m)
-    total = {k: sum(c[k] for c in by_module.values()) for k in ("mutants", "killed", "survived", "timeout", "equivalent")}
+    total = {
+        k: sum(c[k] for c in by_module.values()) for k in ("mutants", "killed", "survived", "timeout", "equivalent", "not run")
+    }
     for name, c in [*sorted(by_module.items()), ("ALL", total)]:
-        scored = c["mutants"] - c["equivalent"]
+        scored = c["mutants"] - c["equivalent"] - c["not run"]
         c["score"] = round(100.0 * (c["killed"] + c["timeout"]) / scored, 1) if scored else None
         print(
             f"{name:13s} mutants {c['mutants']:4d}  killed {c['killed'] + c['timeout']:4d}  survived {c['survived']:3d}  "
-            f"equivalent {c['equivalent']:3d}  score {c['score']}%"
+            f"equivalent {c['equivalent']:3d}  not run {c['not run']:3d}  score {c['score']}%"
         )
     for m in survivors:
         print(f"SURVIVED {m['path']}:{m['line']} {m['how']}\n    - {m['original'].strip()}\n    + {m['mutated'].strip()}")
@@ -520,7 +540,7 @@ ISSUE_BUGS = [
 
 
 def cmd_bugs(args: argparse.Namespace) -> int:
-    """Plant each bug of the issue once and record which property test fails first."""
+    """Plant each bug of the issue once and record which property test fails first (CI profile)."""
     _preimport()
     box = Sandbox()
     previous = json.loads(Path(args.out).read_text(encoding="utf-8"))["bugs"] if args.only and Path(args.out).exists() else []
@@ -535,12 +555,17 @@ def cmd_bugs(args: argparse.Namespace) -> int:
                 results.append({"bug": name, "file": path, "status": "not planted (the code changed)"})
                 print(f"NOT PLANTED {name}", flush=True)
                 continue
-            status, failed, secs = box.run([P], path, source.replace(old, new), timeout=900)
+            status, failed, secs = box.run([P], path, source.replace(old, new), timeout=900, profile="ci")
             results.append({"bug": name, "file": path, "old": old, "new": new, "status": status, "failed": failed, "seconds": round(secs, 1)})
             print(f"{status:9s} {name}: {failed}  ({secs:.1f} s)", flush=True)
     finally:
         box.close()
-    out = {"command": "python3 benchmarks/mutation.py " + " ".join(sys.argv[1:]), "tests": [P], "bugs": results}
+    out = {
+        "command": "python3 benchmarks/mutation.py " + " ".join(sys.argv[1:]),
+        "tests": [P],
+        "hypothesis_profile": "ci",
+        "bugs": results,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0 if all(r["status"] == "killed" for r in results) else 1
@@ -554,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--chunk", default="1/1", help="i/n: every n-th mutant starting at the i-th")
     run.add_argument("--confirm", action="store_true", help="re-run survivors against the module's wider tests")
     run.add_argument("--out", required=True)
+    run.add_argument("--budget", type=float, default=0, help="seconds after which no new mutant is started (0: none)")
     merge = sub.add_parser("merge", help="merge chunk outputs into one report")
     merge.add_argument("parts", nargs="+")
     merge.add_argument("--out", required=True)
