@@ -471,8 +471,20 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if status != "survived":
                     m.status, m.killed_by = status, f"wider: {failed}"
             print(f"[{n}/{len(chosen)}] {m.status:9s} {m.path}:{m.line} {m.how}  ({m.seconds:.1f} s)", flush=True)
+            _write_run(args, target, base, chosen)  # after every mutant: a killed run keeps what it measured
     finally:
         box.close()
+    out = _write_run(args, target, base, chosen)
+    _summary([out])
+    return 0
+
+
+def _write_run(args: argparse.Namespace, target: Target, base: float, chosen: list[Mutant]) -> dict:
+    """Write the run's output atomically; mutants not tried yet are recorded as ``not run``."""
+    mutants = [asdict(m) for m in chosen]
+    for m in mutants:
+        if m["status"] == "pending":
+            m["status"] = "not run"
     out = {
         "command": " ".join(["python3", "benchmarks/mutation.py", *sys.argv[1:]]),
         "module": args.module,
@@ -480,14 +492,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         "tests": list(target.tests),
         "wider_tests": list(target.wider) if args.confirm else [],
         "baseline_seconds": round(base, 2),
-        "mutants": [asdict(m) for m in chosen],
+        "mutants": mutants,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(args.out).with_suffix(".tmp")
     tmp.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, args.out)
-    _summary([out])
-    return 0
+    return out
 
 
 def _summary(parts: list[dict]) -> dict:
