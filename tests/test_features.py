@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -156,7 +157,13 @@ def test_featurize_dataset_matches_and_caches(redocred_dev, bert_tokenizer, tmp_
 def test_featurize_dataset_num_proc(redocred_dev, bert_tokenizer):
     docs = redocred_dev[:6]
     ds = featurize_dataset(docs, bert_tokenizer, num_proc=2)
-    assert [row["input_ids"] for row in ds] == [featurize_document(d, bert_tokenizer)["input_ids"] for d in docs]
+    expected = [featurize_document(d, bert_tokenizer) for d in docs]
+    assert len(ds) == len(expected)
+    for row, want in zip(ds, expected):
+        # every column, not just input_ids: entity positions, pairs and labels must follow their document
+        assert set(row) == set(want)
+        for key in want:
+            assert row[key] == json.loads(json.dumps(want[key])), key
 
 
 def test_collator_pads_documents_with_different_entity_counts(redocred_dev, bert_tokenizer, roberta_tokenizer):

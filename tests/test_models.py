@@ -503,6 +503,12 @@ def test_documents_without_pairs(tokenizer, small_docs, head_type):
     mixed = [featurize_document(d, tokenizer) for d in (one, doc)]
     out = model(**DocRECollator(tokenizer)(mixed))
     assert out.logits.shape == (len(mixed[1]["hts"]), 97) and torch.isfinite(out.loss)
+    # the document's logits are the ones it gets alone: the pairless neighbour changes nothing
+    model.eval()
+    with torch.no_grad():
+        alone = model(**DocRECollator(tokenizer)([mixed[1]])).logits
+        both = model(**DocRECollator(tokenizer)(mixed)).logits
+    assert torch.allclose(both, alone, atol=1e-5)
 
 
 def test_trainer_with_featurized_dataset_and_collator(tokenizer, small_docs, tmp_path):

@@ -213,6 +213,20 @@ def test_leak_check_and_fix():
     validate_document(fixed)
 
 
+def test_an_original_name_inside_another_entitys_mention_is_not_a_leak():
+    doc = _doc()
+    # entity 6 (never linked, so unchanged) is named "Barack Obama Foundation": its mention holds
+    # entity 0's original name, which is text of another mention, not a leak
+    doc.sents[2] = "Later Barack Obama visited Atlantis and the Barack Obama Foundation .".split()
+    doc.entities.append(Entity([_m("Barack Obama Foundation", 2, 7, 10, "ORG")]))
+    out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed=0)
+    assert {s.entity: s.match for s in out.substitutions}[6] == "unchanged:unlinked"
+    assert report.leaks_found == 0 and find_leaks(out) == []
+    fixed, report = RenamingPipeline(_kb(), RenamingConfig(fix_leaks=True)).rename_with_report(doc, seed=0)
+    assert report.leaks_fixed == 0
+    assert fixed.entities[6].mentions[0].tokens(fixed.sents) == ["Barack", "Obama", "Foundation"]
+
+
 def test_malformed_input_raises_document_error():
     doc = _doc()
     doc.entities[1].mentions[0].pos = (5, 40)

@@ -60,6 +60,19 @@ def _check_copy(original, renamed, seed):
     substituted = {s.entity for s in renamed.substitutions if is_substituted(s)}
     assert {s.entity for s in renamed.substitutions} == set(range(len(original.entities)))
     offsets = renamed.sentence_offsets()
+    # every original name of the document, case-folded: no new name may be one of them
+    doc_keys = {name_key(n) for entity in original.entities for n in entity.names} | {
+        " ".join(m.tokens(original.sents)).casefold() for entity in original.entities for m in entity.mentions
+    }
+    owner: dict[str, int] = {}
+    for e in substituted:
+        new_keys = {name_key(n) for n in renamed.entities[e].names}
+        # distinct original names -> distinct new names, also case-insensitively ("Loud" / "loud")
+        assert len(new_keys) == len(original.entities[e].names), (original.title, e, renamed.entities[e].names)
+        for key in new_keys:
+            # distinct entities never share a new name, case-insensitively
+            assert owner.setdefault(key, e) == e, (original.title, e, owner[key], key)
+            assert key not in doc_keys, (original.title, e, key)
     for e, (old, new) in enumerate(zip(original.entities, renamed.entities)):
         assert [(m.sent_id, m.type) for m in new.mentions] == [(m.sent_id, m.type) for m in old.mentions]
         assert _partition(new) == _partition(old)  # distinct-name structure preserved
