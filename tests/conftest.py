@@ -34,6 +34,12 @@ def rel_info_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def hwe_path() -> Path:
+    """DocRED-HWE: DocRED dev documents whose facts carry human rationale words (``keywords``)."""
+    return _shared("docred-hwe/dev_keys_new.json")
+
+
+@pytest.fixture(scope="session")
 def redocred_test(redocred_test_path):
     from envre_hf.documents import read_documents
 

@@ -45,13 +45,6 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(_minilm_path())
 
 
-@pytest.fixture(scope="session")
-def hwe_path():
-    from conftest import _shared
-
-    return _shared("docred-hwe/dev_keys_new.json")
-
-
 @pytest.fixture(scope="module")
 def hwe_docs(hwe_path, tokenizer):
     """Three short DocRED-HWE documents, each cut to its first three facts (keywords kept)."""

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..atomic import PathLike
 from .errors import DocumentError
 from .formats import from_dict, to_docred, to_linked
 from .schema import Document
 
-PathLike = str | os.PathLike
 
 _WRITERS = {"docred": to_docred, "linked": to_linked}
 

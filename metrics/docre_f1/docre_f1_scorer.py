@@ -1,6 +1,6 @@
 """The DocRED scorer of envre-hf 0.1.0, standalone: GENERATED, do not edit.
 
-Written by ``python -m envre_hf.metrics.space`` from the modules ``envre_hf.documents.schema``, ``envre_hf.documents.errors``, ``envre_hf.documents.relations``, ``envre_hf.metrics.docre``, ``envre_hf.documents.formats``, ``envre_hf.documents.io``, ``envre_hf.documents.hf``, ``envre_hf.citations``,
+Written by ``python -m envre_hf.metrics.space`` from the modules ``envre_hf.documents.schema``, ``envre_hf.documents.errors``, ``envre_hf.documents.relations``, ``envre_hf.atomic``, ``envre_hf.documents.formats``, ``envre_hf.documents.validation``, ``envre_hf.documents.io``, ``envre_hf.metrics.docre``, ``envre_hf.documents.hf``, ``envre_hf.citations``,
 so that the docre_f1 Space loads with only ``evaluate`` installed.
 """
 
@@ -242,9 +242,695 @@ DOCRED_RELATIONS: tuple[RelationType, ...] = _relations_load()
 
 
 # ----------------------------------------------------------------------
-# envre_hf/metrics/docre.py: DocRED scoring with the official semantics (the core of the ``docre_f1`` metric).
+# envre_hf/atomic.py: Atomic file writes: the one way every writer of the package puts a file in place.
 
 import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+PathLike = str | os.PathLike
+
+#: Suffix of every temporary file: upload and cleaning skip it.
+TMP_SUFFIX = ".tmp"
+
+
+def _located(err: OSError, path: Path) -> OSError:
+    """``err`` re-raised against the final path (same errno and class, e.g. PermissionError)."""
+    return type(err)(err.errno, err.strerror or str(err), str(path))
+
+
+def fsync_dir(folder: PathLike) -> None:
+    """Make renames in ``folder`` durable (best effort: not every platform can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; when the block ends without error, move it onto ``path``.
+
+    For writers that want a file name rather than a handle (``pyarrow``, ``matplotlib``'s ``savefig``).
+    The parent folder is created. With ``durable`` the data is fsynced before the rename.
+    """
+    path = Path(path)
+    for parent in path.parents:  # the nearest existing ancestor must be a folder
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(20, f"cannot write {path}: {parent} is a file, not a folder", str(parent))
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a folder, not a file", str(path))
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+        os.close(fd)
+    except OSError as err:
+        raise _located(err, path) from None
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        if durable:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        if os.name == "posix":
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
+        os.replace(tmp, path)
+    except BaseException as err:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        if isinstance(err, OSError) and err.filename in (None, str(tmp), tmp_name):
+            raise _located(err, path) from None  # the write failed (disk full, ...): name the file asked for
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_open(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8", durable: bool = True) -> Iterator[IO]:
+    """``open(path, mode)`` for writing, atomically (``mode`` is ``"w"`` or ``"wb"``)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open writes whole files: mode 'w' or 'wb', got {mode!r}")
+    with atomic_path(path, durable=durable) as tmp:
+        with open(tmp, mode, encoding=None if "b" in mode else encoding) as fh:
+            yield fh
+
+
+def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_open(path, "w", encoding=encoding) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: PathLike, data: bytes) -> Path:
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def write_json(path: PathLike, obj: Any, *, indent: int | None = 2, ensure_ascii: bool = False, **kwargs: Any) -> Path:
+    """``json.dump`` to ``path`` atomically (a trailing newline when indented)."""
+    text = json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, **kwargs)
+    return write_text(path, text + "\n" if indent is not None else text)
+
+
+def clean_temporary_files(folder: PathLike) -> int:
+    """Remove the temporary files a killed writer left in ``folder`` (not recursive); returns how many."""
+    removed = 0
+    for tmp in Path(folder).glob(f".*{TMP_SUFFIX}"):
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/formats.py: Conversion between :class:`Document` and the JSON dicts of DocRED-family files.
+
+import re
+from typing import Any
+
+
+_MENTION_KEYS = ("name", "pos", "sent_id", "type")
+_LABEL_KEYS = ("r", "h", "t", "evidence")
+_DOC_KEYS = (
+    "title",
+    "doc_id",
+    "orig_title",
+    "seed",
+    "vertexSet",
+    "labels",
+    "sents",
+    "substitutions",
+    "entity_wikidata_ids",
+)
+_LINKED_DOC_KEYS = ("title", "doc_id", "orig_title", "seed", "entities", "relations", "sents", "substitutions")
+_LINKED_ENTITY_KEYS = ("mentions", "type")
+_LINKED_MENTION_KEYS = ("name", "sent_id", "pos")
+_QID = re.compile(r"^Q[1-9][0-9]*$")
+
+
+def _require(obj: dict, key: str, kind: type | tuple[type, ...], **where: Any) -> Any:
+    if not isinstance(obj, dict):
+        raise DocumentError(f"expected a JSON object, got {type(obj).__name__}", **where)
+    if key not in obj:
+        raise DocumentError("missing", field=key, **where)
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise DocumentError(f"expected {expected}, got {type(value).__name__}", field=key, **where)
+    return value
+
+
+def _pos(value: Any, **where: Any) -> tuple[int, int]:
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        raise DocumentError(f"expected [start, end] integers, got {value!r}", field="pos", **where)
+    return (value[0], value[1])
+
+
+def _sents(obj: dict) -> list[list[str]]:
+    sents = _require(obj, "sents", list)
+    for i, sent in enumerate(sents):
+        if not isinstance(sent, list) or not all(isinstance(tok, str) for tok in sent):
+            raise DocumentError(f"sentence {i} is not a list of token strings", field="sents")
+    return sents
+
+
+def _formats_evidence(value: Any, **where: Any) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise DocumentError(f"expected a list of sentence indices, got {value!r}", field="evidence", **where)
+    return list(value)
+
+
+def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], **where: Any) -> Mention:
+    """One mention dict; ``etype`` is the entity's type in the Linked dialect (mentions carry none there)."""
+    return Mention(
+        name=_require(raw, "name", str, **where),
+        sent_id=_require(raw, "sent_id", int, **where),
+        pos=_pos(_require(raw, "pos", list, **where), **where),
+        type=_require(raw, "type", str, **where) if etype is None else etype,
+        extra={k: v for k, v in raw.items() if k not in keys},
+    )
+
+
+def _relation(raw: Any, i: int, h: int, t: int) -> Relation:
+    """One label dict whose head and tail were already resolved to entity indices."""
+    return Relation(
+        h=h,
+        t=t,
+        r=_require(raw, "r", str, label=i),
+        evidence=_formats_evidence(raw.get("evidence", []), label=i),
+        extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
+    )
+
+
+def _provenance(obj: dict) -> dict[str, Any]:
+    subs = obj.get("substitutions")
+    return {
+        "doc_id": obj.get("doc_id"),
+        "orig_title": obj.get("orig_title"),
+        "seed": obj.get("seed"),
+        "substitutions": None if subs is None else [Substitution(**s) for s in subs],
+    }
+
+
+def _provenance_dict(doc: Document) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if doc.doc_id is not None:
+        out["doc_id"] = doc.doc_id
+    if doc.orig_title is not None:
+        out["orig_title"] = doc.orig_title
+    if doc.seed is not None:
+        out["seed"] = doc.seed
+    return out
+
+
+def _substitutions_list(doc: Document) -> list[dict[str, Any]]:
+    return [dict(s.__dict__) for s in doc.substitutions or []]
+
+
+# --------------------------------------------------------------------------- DocRED dialect
+
+
+def from_docred(obj: dict, index: int | None = None) -> Document:
+    """Parse one DocRED / Re-DocRED document dict. Raises :class:`DocumentError` on malformed input."""
+    title = obj.get("title") if isinstance(obj, dict) else None
+    try:
+        title = _require(obj, "title", str)
+        sents = _sents(obj)
+        vertex_set = _require(obj, "vertexSet", list)
+        entities = []
+        for e, cluster in enumerate(vertex_set):
+            if not isinstance(cluster, list):
+                raise DocumentError("expected a list of mentions", entity=e, field="vertexSet")
+            mentions = [_mention(raw, None, _MENTION_KEYS, entity=e, mention=m) for m, raw in enumerate(cluster)]
+            entities.append(Entity(mentions=mentions))
+        qids = obj.get("entity_wikidata_ids")
+        if qids is not None:
+            if not isinstance(qids, list) or len(qids) != len(entities):
+                raise DocumentError("must list one Wikidata id (or null) per entity", field="entity_wikidata_ids")
+            for entity, qid in zip(entities, qids):
+                entity.wikidata_id = qid
+        relations = []
+        has_labels = "labels" in obj
+        if obj.get("labels") is not None and not isinstance(obj["labels"], list):
+            raise DocumentError(f"expected list, got {type(obj['labels']).__name__}", field="labels")
+        for i, raw in enumerate(obj.get("labels") or []):
+            relations.append(_relation(raw, i, _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)))
+        return Document(
+            title=title,
+            sents=sents,
+            entities=entities,
+            relations=relations,
+            has_labels=has_labels,
+            extra={k: v for k, v in obj.items() if k not in _DOC_KEYS},
+            **_provenance(obj),
+        )
+    except DocumentError as err:
+        raise err.located(index, title if isinstance(title, str) else None) from None
+    except (TypeError, KeyError) as err:
+        raise DocumentError(f"malformed provenance: {err}", doc_index=index, field="substitutions") from None
+
+
+def to_docred(doc: Document) -> dict[str, Any]:
+    """The DocRED dict of ``doc`` (key order as in the official files)."""
+    out: dict[str, Any] = {"title": doc.title, **_provenance_dict(doc)}
+    out["vertexSet"] = [
+        [
+            {"name": m.name, "pos": list(m.pos), "sent_id": m.sent_id, "type": m.type, **m.extra}
+            for m in entity.mentions
+        ]
+        for entity in doc.entities
+    ]
+    if doc.has_labels:
+        out["labels"] = [
+            {"r": rel.r, "h": rel.h, "t": rel.t, "evidence": list(rel.evidence), **rel.extra} for rel in doc.relations
+        ]
+    out["sents"] = doc.sents
+    if doc.substitutions is not None:
+        out["substitutions"] = _substitutions_list(doc)
+    if any(entity.wikidata_id is not None for entity in doc.entities):
+        out["entity_wikidata_ids"] = [entity.wikidata_id for entity in doc.entities]
+    out.update(doc.extra)
+    return out
+
+
+# --------------------------------------------------------------------------- Linked dialect
+
+
+def _linked_qid(entity: dict) -> str | None:
+    linking = entity.get("entity_linking")
+    if isinstance(linking, dict):
+        qid = linking.get("wikidata_resource")
+        if isinstance(qid, str) and _QID.match(qid):
+            return qid
+    return None
+
+
+def is_linked(obj: dict) -> bool:
+    """True for a Linked-(Re-)DocRED document dict."""
+    return isinstance(obj, dict) and "entities" in obj and "vertexSet" not in obj
+
+
+def from_linked(obj: dict, index: int | None = None) -> Document:
+    """Parse one Linked-(Re-)DocRED document dict (``h``/``t`` given as entity ids)."""
+    title = obj.get("title") if isinstance(obj, dict) else None
+    try:
+        title = _require(obj, "title", str)
+        sents = _sents(obj)
+        raw_entities = _require(obj, "entities", list)
+        entities, id2index = [], {}
+        for e, raw in enumerate(raw_entities):
+            etype = _require(raw, "type", str, entity=e)
+            mentions = [
+                _mention(rm, etype, _LINKED_MENTION_KEYS, entity=e, mention=m)
+                for m, rm in enumerate(_require(raw, "mentions", list, entity=e))
+            ]
+            ent_id = raw.get("id", e)
+            if ent_id in id2index:
+                raise DocumentError(f"duplicate entity id {ent_id!r}", entity=e, field="id")
+            id2index[ent_id] = e
+            extra = {k: v for k, v in raw.items() if k not in _LINKED_ENTITY_KEYS}
+            entities.append(Entity(mentions=mentions, wikidata_id=_linked_qid(raw), extra=extra))
+        relations = []
+        has_labels = "relations" in obj
+        if obj.get("relations") is not None and not isinstance(obj["relations"], list):
+            raise DocumentError(f"expected list, got {type(obj['relations']).__name__}", field="relations")
+        for i, raw in enumerate(obj.get("relations") or []):
+            h, t = _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)
+            for key, ent_id in (("h", h), ("t", t)):
+                if ent_id not in id2index:
+                    raise DocumentError(f"no entity has id {ent_id}", label=i, field=key)
+            relations.append(_relation(raw, i, id2index[h], id2index[t]))
+        return Document(
+            title=title,
+            sents=sents,
+            entities=entities,
+            relations=relations,
+            has_labels=has_labels,
+            extra={k: v for k, v in obj.items() if k not in _LINKED_DOC_KEYS},
+            **_provenance(obj),
+        )
+    except DocumentError as err:
+        raise err.located(index, title if isinstance(title, str) else None) from None
+
+
+def to_linked(doc: Document) -> dict[str, Any]:
+    """The Linked-(Re-)DocRED dict of ``doc``; entities keep their original ids when they had one."""
+    entities, ids = [], []
+    for e, entity in enumerate(doc.entities):
+        extra = dict(entity.extra)
+        ent_id = extra.pop("id", e)
+        ids.append(ent_id)
+        linking = dict(extra.pop("entity_linking", None) or {})
+        if entity.wikidata_id is not None or "wikidata_resource" in linking:
+            linking["wikidata_resource"] = entity.wikidata_id if entity.wikidata_id is not None else linking.get(
+                "wikidata_resource"
+            )
+        raw: dict[str, Any] = {"id": ent_id, "type": entity.type}
+        if linking or "entity_linking" in entity.extra:
+            raw["entity_linking"] = linking
+        raw["mentions"] = [
+            {"name": m.name, "sent_id": m.sent_id, "pos": list(m.pos), **m.extra} for m in entity.mentions
+        ]
+        raw.update(extra)
+        entities.append(raw)
+    out: dict[str, Any] = {"title": doc.title, **_provenance_dict(doc), "sents": doc.sents, "entities": entities}
+    if doc.has_labels:
+        out["relations"] = [
+            {"r": rel.r, "h": ids[rel.h], "t": ids[rel.t], "evidence": list(rel.evidence), **rel.extra}
+            for rel in doc.relations
+        ]
+    if doc.substitutions is not None:
+        out["substitutions"] = _substitutions_list(doc)
+    out.update(doc.extra)
+    return out
+
+
+def from_dict(obj: dict, index: int | None = None) -> Document:
+    """Parse a document dict of either dialect."""
+    return from_linked(obj, index) if is_linked(obj) else from_docred(obj, index)
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/validation.py: Checks that a document is well formed, and counts the real-data quirks that are not errors.
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+
+def validate_document(doc: Document, index: int | None = None, schema: RelationSchema | None = None) -> None:
+    """Raise :class:`DocumentError` for the first problem found in ``doc``."""
+    schema = schema if schema is not None else docred_schema()
+    where = {"doc_index": index, "title": doc.title}
+    n_sents = len(doc.sents)
+    if not isinstance(doc.title, str):
+        raise DocumentError(f"expected a string, got {type(doc.title).__name__}", field="title", **where)
+    if doc.doc_id is not None and not isinstance(doc.doc_id, str):
+        raise DocumentError(f"expected a string, got {type(doc.doc_id).__name__}", field="doc_id", **where)
+    if doc.seed is not None and (not isinstance(doc.seed, int) or isinstance(doc.seed, bool)):
+        raise DocumentError(f"expected an integer, got {type(doc.seed).__name__}", field="seed", **where)
+    if not doc.sents:
+        raise DocumentError("the document has no sentences", field="sents", **where)
+    for e, entity in enumerate(doc.entities):
+        if not entity.mentions:
+            raise DocumentError("the entity has no mentions", entity=e, field="vertexSet", **where)
+        for m, mention in enumerate(entity.mentions):
+            at = {"entity": e, "mention": m, **where}
+            if not 0 <= mention.sent_id < n_sents:
+                raise DocumentError(
+                    f"sent_id {mention.sent_id} is out of range (the document has {n_sents} sentences)",
+                    field="sent_id",
+                    **at,
+                )
+            start, end = mention.pos
+            length = len(doc.sents[mention.sent_id])
+            if start >= end:
+                raise DocumentError(f"empty span {list(mention.pos)}", field="pos", **at)
+            if start < 0 or end > length:
+                raise DocumentError(
+                    f"span {list(mention.pos)} is out of range (sentence {mention.sent_id} has {length} tokens)",
+                    field="pos",
+                    **at,
+                )
+            if not mention.type:
+                raise DocumentError("the mention has no type", field="type", **at)
+    n_ent = len(doc.entities)
+    seen: dict[tuple[int, int, str], int] = {}
+    for i, rel in enumerate(doc.relations):
+        at = {"label": i, **where}
+        for key, value in (("h", rel.h), ("t", rel.t)):
+            if not 0 <= value < n_ent:
+                raise DocumentError(f"{key}={value} is out of range (the document has {n_ent} entities)", field=key, **at)
+        if rel.r not in schema:
+            raise DocumentError(f"unknown relation id {rel.r!r}", field="r", **at)
+        triple = (rel.h, rel.t, rel.r)
+        if triple in seen:
+            raise DocumentError(f"duplicate of label {seen[triple]} ({rel.h}, {rel.t}, {rel.r})", field="r", **at)
+        seen[triple] = i
+        for sid in rel.evidence:
+            if not 0 <= sid < n_sents:
+                raise DocumentError(f"evidence sentence {sid} is out of range", field="evidence", **at)
+
+
+def validate_documents(docs: Iterable[Document], schema: RelationSchema | None = None) -> None:
+    """Validate every document; the error names the first bad one by index and title."""
+    for i, doc in enumerate(docs):
+        validate_document(doc, i, schema)
+
+
+@dataclass
+class Quirks:
+    """Real-data irregularities that every stage must tolerate."""
+
+    #: (entity, mention) whose ``name`` differs from ``" ".join(tokens)``.
+    name_mismatches: list[tuple[int, int]] = field(default_factory=list)
+    #: ((entity, mention), (entity, mention)) pairs of different entities whose spans overlap.
+    overlapping_mentions: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)
+
+
+def document_quirks(doc: Document) -> Quirks:
+    quirks = Quirks()
+    by_sentence: dict[int, list[tuple[int, int, int, int]]] = {}
+    for e, entity in enumerate(doc.entities):
+        for m, mention in enumerate(entity.mentions):
+            if " ".join(mention.tokens(doc.sents)) != mention.name:
+                quirks.name_mismatches.append((e, m))
+            by_sentence.setdefault(mention.sent_id, []).append((e, m, *mention.pos))
+    for spans in by_sentence.values():
+        for i, (e1, m1, s1, t1) in enumerate(spans):
+            for e2, m2, s2, t2 in spans[i + 1 :]:
+                if e1 != e2 and s1 < t2 and s2 < t1:
+                    quirks.overlapping_mentions.append(((e1, m1), (e2, m2)))
+    return quirks
+
+
+@dataclass
+class QuirkCounts:
+    mentions: int = 0
+    name_mismatches: int = 0
+    overlapping_mention_pairs: int = 0
+
+
+def count_quirks(docs: Iterable[Document]) -> QuirkCounts:
+    """Totals of :func:`document_quirks` over a collection."""
+    counts = QuirkCounts()
+    for doc in docs:
+        q = document_quirks(doc)
+        counts.mentions += sum(len(e.mentions) for e in doc.entities)
+        counts.name_mismatches += len(q.name_mismatches)
+        counts.overlapping_mention_pairs += len(q.overlapping_mentions)
+    return counts
+
+
+# ----------------------------------------------------------------------
+# envre_hf/documents/io.py: Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED, gzipped or not.
+
+import gzip
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+
+_WRITERS = {"docred": to_docred, "linked": to_linked}
+
+
+def _is_jsonl(path: PathLike) -> bool:
+    return str(path).endswith((".jsonl", ".jsonl.gz"))
+
+
+def read_text(path: PathLike) -> str:
+    """The text of ``path`` (gunzipped when the name ends in ``.gz``; a UTF-8 byte-order mark is dropped)."""
+    path = Path(path)
+    data = path.read_bytes()  # OSError (missing, a folder, unreadable) names the path itself
+    if path.name.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise DocumentError(f"{path}: not a readable gzip file ({err})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise DocumentError(
+            f"{path}: not UTF-8 text (byte {err.start} is {data[err.start:err.start + 1]!r}); re-encode it as UTF-8"
+        ) from None
+
+
+def parse_json(text: str, path: Path, line: int | None = None) -> Any:
+    where = f"{path}: line {line}" if line is not None else str(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DocumentError(f"{where} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except RecursionError:
+        raise DocumentError(f"{where}: JSON nested too deeply to be a document") from None
+
+
+def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any]:
+    """The JSON objects of a document file, not parsed yet (one per JSON list item or JSON Lines line).
+
+    With ``keep_errors`` a JSON Lines line that is not valid JSON becomes a :class:`DocumentError` in the
+    list (so ``envre build --on-error skip`` can list it and go on); otherwise it is raised.
+    """
+    path = Path(path)
+    text = read_text(path)
+    if _is_jsonl(path):
+        out: list[Any] = []
+        for i, line in enumerate(text.splitlines()):
+            if not line.strip():
+                continue
+            try:
+                out.append(parse_json(line, path, i + 1))
+            except DocumentError as err:
+                if not keep_errors:
+                    raise
+                out.append(DocumentError(err.reason, doc_index=len(out)))
+        return out
+    data = parse_json(text, path)
+    if isinstance(data, dict):  # a single document
+        data = [data]
+    if not isinstance(data, list):
+        raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
+    return data
+
+
+def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
+    """One raw document, parsed (and validated): any malformation is a :class:`DocumentError`."""
+    pass  # bundled: from .validation import validate_document
+
+    try:
+        doc = from_dict(obj, index)
+    except DocumentError:
+        raise
+    except (TypeError, KeyError, AttributeError, ValueError) as err:  # e.g. a malformed provenance record
+        title = obj.get("title") if isinstance(obj, dict) else None
+        raise DocumentError(f"malformed document ({err})", doc_index=index,
+                            title=title if isinstance(title, str) else None) from None
+    if validate:
+        validate_document(doc, index)
+    return doc
+
+
+class KeyChecker:
+    """Refuses a second document with the same key (``doc_id``, else ``title``) in one collection."""
+
+    def __init__(self, source: PathLike | None = None):
+        self.source = source
+        self.seen: dict[Any, int] = {}
+
+    def check(self, doc: Document, index: int) -> None:
+        key = doc.key
+        if not isinstance(key, str):
+            field = "doc_id" if doc.doc_id is not None else "title"
+            raise DocumentError(f"expected a string, got {type(key).__name__}", doc_index=index, field=field)
+        if key in self.seen:
+            field = "doc_id" if doc.doc_id is not None else "title"
+            where = f"{self.source}: " if self.source is not None else ""
+            raise DocumentError(
+                f"{where}duplicate document key {key!r} (also document {self.seen[key]}); every document needs "
+                f"its own {field}",
+                doc_index=index,
+                field=field,
+            )
+        self.seen[key] = index
+
+
+def iter_documents(path: PathLike, *, validate: bool = True) -> Iterator[Document]:
+    """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file (see the module doc).
+
+    ``validate=False`` only parses (for tools that repair files); keys are checked for duplicates always.
+    """
+    path = Path(path)
+    keys = KeyChecker(path)
+    for i, obj in enumerate(read_raw_documents(path)):
+        try:
+            doc = parse_document(obj, i, validate=validate)
+        except DocumentError as err:
+            raise err if str(path) in str(err) else located_in_file(err, path) from None
+        keys.check(doc, i)
+        yield doc
+
+
+def located_in_file(err: DocumentError, path: Path) -> DocumentError:
+    return DocumentError(
+        f"{err.reason} (in {path})",
+        doc_index=err.doc_index,
+        title=err.title,
+        entity=err.entity,
+        mention=err.mention,
+        label=err.label,
+        field=err.field,
+    )
+
+
+def read_documents(path: PathLike, *, validate: bool = True) -> list[Document]:
+    """Read every document of ``path`` (see :func:`iter_documents`)."""
+    return list(iter_documents(path, validate=validate))
+
+
+def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) -> None:
+    """Raise :class:`DocumentError` when two documents share a key."""
+    keys = KeyChecker(source)
+    for i, doc in enumerate(docs):
+        keys.check(doc, i)
+
+
+def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "docred") -> Path:
+    """Write ``docs`` to ``path`` as a JSON list, or JSON Lines when the name ends in ``.jsonl``.
+
+    ``dialect`` is ``"docred"`` (vertexSet/labels) or ``"linked"`` (entities/relations).
+    The file is written atomically (:mod:`envre_hf.atomic`), so a crash never leaves half a file.
+    """
+    pass  # bundled: from ..atomic import atomic_path
+
+    if dialect not in _WRITERS:
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(_WRITERS)}")
+    convert = _WRITERS[dialect]
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(tmp, "wt", encoding="utf-8") as fh:
+            if _is_jsonl(path):
+                for doc in docs:
+                    fh.write(json.dumps(convert(doc), ensure_ascii=False))
+                    fh.write("\n")
+            else:
+                json.dump([convert(doc) for doc in docs], fh, ensure_ascii=False)
+    return path
+
+
+# ----------------------------------------------------------------------
+# envre_hf/metrics/docre.py: DocRED scoring with the official semantics (the core of the ``docre_f1`` metric).
+
 import operator
 import os
 from collections import Counter
@@ -309,6 +995,38 @@ class TrainFacts:
                 if pairs is None:
                     pairs = grouped[rel.r] = set()
                 pairs.update(product(names[rel.h], names[rel.t]))
+        facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
+        return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
+
+    @classmethod
+    def from_records(cls, records: Iterable[Any]) -> "TrainFacts":
+        """:meth:`from_documents` of DocRED-format dicts (e.g. ``orjson.loads`` of the training file), without
+        building typed documents; a record that is not plain DocRED goes through the typed reader."""
+        pass  # bundled: from ..documents.formats import from_dict
+
+        grouped: dict[str, set[tuple[str, str]]] = {}
+        n = 0
+        for n, obj in enumerate(records, 1):
+            fast = _fast_gold_record(obj)
+            if fast is None:
+                doc = from_dict(obj, n - 1)
+                names = [entity.names for entity in doc.entities]
+                relations = [(rel.h, rel.t, rel.r) for rel in doc.relations]
+                title = doc.title
+            else:
+                title, vertex_set = fast[1], fast[5]
+                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in vertex_set]
+                relations = fast[4]
+            n_ent = len(names)
+            for j, (h, t, r, *_) in enumerate(relations):
+                if not (0 <= h < n_ent and 0 <= t < n_ent):
+                    raise DocumentError(
+                        f"({h}, {t}) points outside the {n_ent} entities", doc_index=n - 1, title=title, label=j, field="h/t"
+                    )
+                pairs = grouped.get(r)
+                if pairs is None:
+                    pairs = grouped[r] = set()
+                pairs.update(product(names[h], names[t]))
         facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
 
@@ -393,10 +1111,15 @@ class DocREScores:
 
 
 class GoldIndex:
-    """Gold documents prepared for scoring (build once to score several submissions against one gold set)."""
+    """Gold documents prepared for scoring (build once to score several submissions against one gold set).
 
-    def __init__(self, gold: Sequence[Document]):
-        self.docs: dict[str, Document] = {}
+    Built from :class:`Document` objects, or with :meth:`from_records` straight from DocRED dicts as a
+    JSON parser returns them (the fast path of ``envre evaluate``: no typed documents are built).
+    """
+
+    def __init__(self, gold: Sequence[Document] = ()):
+        #: key -> its Document, or (fast path) its raw ``vertexSet``: where mention names are read from
+        self.docs: dict[str, Any] = {}
         self.num_entities: dict[str, int] = {}
         #: key -> per entity, the set of sentences its mentions occur in (intra = the sets meet)
         self.entity_sents: dict[str, list[frozenset[int]]] = {}
@@ -406,34 +1129,84 @@ class GoldIndex:
         self.labels: dict[tuple[str, int, int, str], list[int]] = {}
         self.num_gold_evidence = 0
         self._names: dict[str, list[list[str]]] = {}
-        labels = self.labels
         for i, doc in enumerate(gold):
             if not isinstance(doc, Document):
                 raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
-            key = doc.key
-            if key in self.docs:
-                raise DocumentError(
-                    f"duplicate document key {key!r} in the gold set (give copies distinct doc_id values)",
-                    doc_index=i,
-                    title=doc.title,
-                    field="doc_id",
+            self._add(
+                i,
+                doc.key,
+                doc.title,
+                doc.has_labels,
+                [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
+                [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
+                doc,
+            )
+        self._finish()
+
+    @classmethod
+    def from_records(cls, records: Iterable[Any]) -> "GoldIndex":
+        """The index of DocRED-format document dicts (e.g. ``orjson.loads`` of a gold file), same as
+        ``GoldIndex([from_dict(r) for r in records])`` for valid files, without building typed documents.
+
+        Only what scoring reads is checked here (title, doc_id, mention names and sentence ids, labels);
+        a record that is not plain DocRED (Linked-DocRED) or fails a check is parsed by the typed reader,
+        which raises :class:`DocumentError` naming the document and field.
+        """
+        pass  # bundled: from ..documents.formats import from_dict
+
+        index = cls()
+        for i, obj in enumerate(records):
+            fast = _fast_gold_record(obj)
+            if fast is None:
+                doc = from_dict(obj, i)
+                fast = (
+                    doc.key,
+                    doc.title,
+                    doc.has_labels,
+                    [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
+                    [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
+                    doc,
                 )
-            if not doc.has_labels:
+            index._add(i, *fast)
+        index._finish()
+        return index
+
+    def _add(
+        self,
+        i: int,
+        key: str,
+        title: str,
+        has_labels: bool,
+        entity_sents: list[frozenset[int]],
+        relations: Iterable[tuple[int, int, str, list[int]]],
+        source: Any,
+    ) -> None:
+        if key in self.docs:
+            raise DocumentError(
+                f"duplicate document key {key!r} in the gold set (give copies distinct doc_id values)",
+                doc_index=i,
+                title=title,
+                field="doc_id",
+            )
+        if not has_labels:
+            raise DocumentError(
+                "gold document has no labels (an unlabelled split)", doc_index=i, title=title, field="labels"
+            )
+        self.docs[key] = source
+        n_ent = self.num_entities[key] = len(entity_sents)
+        self.entity_sents[key] = entity_sents
+        self.titles.setdefault(title, []).append(key)
+        labels = self.labels
+        for j, (h, t, r, evidence) in enumerate(relations):
+            if not (0 <= h < n_ent and 0 <= t < n_ent):
                 raise DocumentError(
-                    "gold document has no labels (an unlabelled split)", doc_index=i, title=doc.title, field="labels"
+                    f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=title, label=j, field="h/t"
                 )
-            self.docs[key] = doc
-            n_ent = self.num_entities[key] = len(doc.entities)
-            self.entity_sents[key] = [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities]
-            self.titles.setdefault(doc.title, []).append(key)
-            for j, rel in enumerate(doc.relations):
-                h, t = rel.h, rel.t
-                if not (0 <= h < n_ent and 0 <= t < n_ent):
-                    raise DocumentError(
-                        f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=doc.title, label=j, field="h/t"
-                    )
-                labels[(key, h, t, rel.r)] = rel.evidence
-                self.num_gold_evidence += len(rel.evidence)
+            labels[(key, h, t, r)] = evidence
+            self.num_gold_evidence += len(evidence)
+
+    def _finish(self) -> None:
+        labels = self.labels
         self.gold_by_relation: Counter[str] = Counter(map(itemgetter(3), labels))
         self.gold_by_count: Counter[int] = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
         self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
@@ -452,7 +1225,12 @@ class GoldIndex:
         """Distinct mention names of every entity of a document (computed on first use)."""
         names = self._names.get(key)
         if names is None:
-            names = self._names[key] = [e.names for e in self.docs[key].entities]
+            source = self.docs[key]
+            if isinstance(source, Document):
+                names = [e.names for e in source.entities]
+            else:  # a raw vertexSet (from_records): Entity.names' rule, distinct names in mention order
+                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in source]
+            names = self._names[key] = names
         return names
 
     def resolve(self, doc_id: Any, title: Any) -> str | None:
@@ -469,6 +1247,40 @@ class GoldIndex:
                 f"title {title!r} names {len(keys)} gold documents; give the prediction a doc_id", field="title"
             )
         return keys[0]
+
+
+def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], list[tuple], list] | None:
+    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it."""
+    if type(obj) is not dict or "vertexSet" not in obj:
+        return None
+    title, vertex_set = obj.get("title"), obj["vertexSet"]
+    doc_id = obj.get("doc_id")
+    if type(title) is not str or type(vertex_set) is not list or (doc_id is not None and type(doc_id) is not str):
+        return None
+    try:
+        entity_sents = [frozenset([m["sent_id"] for m in cluster]) for cluster in vertex_set]
+        if any(type(m) is not dict or type(m["name"]) is not str for cluster in vertex_set for m in cluster):
+            return None
+    except (TypeError, KeyError):
+        return None
+    if set(map(type, chain.from_iterable(entity_sents))) - {int}:
+        return None
+    raw_labels = obj.get("labels")
+    relations = []
+    if raw_labels is not None:
+        if type(raw_labels) is not list:
+            return None
+        for raw in raw_labels:
+            if type(raw) is not dict:
+                return None
+            h, t, r, evidence = raw.get("h"), raw.get("t"), raw.get("r"), raw.get("evidence", [])
+            if type(h) is not int or type(t) is not int or type(r) is not str or type(evidence) is not list:
+                return None
+            if evidence and set(map(type, evidence)) - {int}:
+                return None
+            relations.append((h, t, r, evidence))
+    key = doc_id if doc_id is not None else title
+    return key, title, "labels" in obj, entity_sents, relations, vertex_set
 
 
 # --------------------------------------------------------------------------- scoring
@@ -696,366 +1508,34 @@ def score_predictions(
 
 
 def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Read an official-format prediction file: a JSON list of objects, or JSON Lines (``.jsonl``)."""
+    """Read an official-format prediction file: a JSON list of objects, or JSON Lines (``.jsonl``; ``.gz`` too).
+
+    The container and the document keys are checked here (UTF-8, JSON, objects, ``title``/``doc_id`` strings);
+    entity indices and relations when scoring.
+    """
+    pass  # bundled: from ..documents import DocumentError
+    pass  # bundled: from ..documents.io import _is_jsonl, parse_json, read_text
+
     path = Path(path)
-    with open(path, encoding="utf-8") as fh:
-        if path.name.endswith(".jsonl"):
-            try:
-                preds = [json.loads(line) for line in fh if line.strip()]
-            except json.JSONDecodeError as err:
-                raise PredictionError(f"{path} is not valid JSON Lines: {err}") from None
+    try:
+        text = read_text(path)
+        if _is_jsonl(path):
+            preds = [parse_json(line, path, i + 1) for i, line in enumerate(text.splitlines()) if line.strip()]
         else:
-            try:
-                preds = json.load(fh)
-            except json.JSONDecodeError as err:
-                raise PredictionError(f"{path} is not valid JSON: {err}") from None
+            preds = parse_json(text, path)
+    except DocumentError as err:
+        raise PredictionError(str(err)) from None
     if not isinstance(preds, list):
         raise PredictionError(f"{path}: expected a JSON list of predictions, got {type(preds).__name__}")
     for i, pred in enumerate(preds):
         if not isinstance(pred, dict):
             raise PredictionError(f"{path}: expected an object, got {type(pred).__name__}", index=i)
+        for key in ("title", "doc_id"):
+            if pred.get(key) is not None and not isinstance(pred[key], str):
+                raise PredictionError(
+                    f"{path}: expected a string, got {type(pred[key]).__name__}", index=i, field=key
+                )
     return preds
-
-
-# ----------------------------------------------------------------------
-# envre_hf/documents/formats.py: Conversion between :class:`Document` and the JSON dicts of DocRED-family files.
-
-import re
-from typing import Any
-
-
-_MENTION_KEYS = ("name", "pos", "sent_id", "type")
-_LABEL_KEYS = ("r", "h", "t", "evidence")
-_DOC_KEYS = (
-    "title",
-    "doc_id",
-    "orig_title",
-    "seed",
-    "vertexSet",
-    "labels",
-    "sents",
-    "substitutions",
-    "entity_wikidata_ids",
-)
-_LINKED_DOC_KEYS = ("title", "doc_id", "orig_title", "seed", "entities", "relations", "sents", "substitutions")
-_LINKED_ENTITY_KEYS = ("mentions", "type")
-_LINKED_MENTION_KEYS = ("name", "sent_id", "pos")
-_QID = re.compile(r"^Q[1-9][0-9]*$")
-
-
-def _require(obj: dict, key: str, kind: type | tuple[type, ...], **where: Any) -> Any:
-    if not isinstance(obj, dict):
-        raise DocumentError(f"expected a JSON object, got {type(obj).__name__}", **where)
-    if key not in obj:
-        raise DocumentError("missing", field=key, **where)
-    value = obj[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-        raise DocumentError(f"expected {expected}, got {type(value).__name__}", field=key, **where)
-    return value
-
-
-def _pos(value: Any, **where: Any) -> tuple[int, int]:
-    if (
-        not isinstance(value, (list, tuple))
-        or len(value) != 2
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-    ):
-        raise DocumentError(f"expected [start, end] integers, got {value!r}", field="pos", **where)
-    return (value[0], value[1])
-
-
-def _sents(obj: dict) -> list[list[str]]:
-    sents = _require(obj, "sents", list)
-    for i, sent in enumerate(sents):
-        if not isinstance(sent, list) or not all(isinstance(tok, str) for tok in sent):
-            raise DocumentError(f"sentence {i} is not a list of token strings", field="sents")
-    return sents
-
-
-def _formats_evidence(value: Any, **where: Any) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise DocumentError(f"expected a list of sentence indices, got {value!r}", field="evidence", **where)
-    return list(value)
-
-
-def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], **where: Any) -> Mention:
-    """One mention dict; ``etype`` is the entity's type in the Linked dialect (mentions carry none there)."""
-    return Mention(
-        name=_require(raw, "name", str, **where),
-        sent_id=_require(raw, "sent_id", int, **where),
-        pos=_pos(_require(raw, "pos", list, **where), **where),
-        type=_require(raw, "type", str, **where) if etype is None else etype,
-        extra={k: v for k, v in raw.items() if k not in keys},
-    )
-
-
-def _relation(raw: Any, i: int, h: int, t: int) -> Relation:
-    """One label dict whose head and tail were already resolved to entity indices."""
-    return Relation(
-        h=h,
-        t=t,
-        r=_require(raw, "r", str, label=i),
-        evidence=_formats_evidence(raw.get("evidence", []), label=i),
-        extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
-    )
-
-
-def _provenance(obj: dict) -> dict[str, Any]:
-    subs = obj.get("substitutions")
-    return {
-        "doc_id": obj.get("doc_id"),
-        "orig_title": obj.get("orig_title"),
-        "seed": obj.get("seed"),
-        "substitutions": None if subs is None else [Substitution(**s) for s in subs],
-    }
-
-
-def _provenance_dict(doc: Document) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if doc.doc_id is not None:
-        out["doc_id"] = doc.doc_id
-    if doc.orig_title is not None:
-        out["orig_title"] = doc.orig_title
-    if doc.seed is not None:
-        out["seed"] = doc.seed
-    return out
-
-
-def _substitutions_list(doc: Document) -> list[dict[str, Any]]:
-    return [dict(s.__dict__) for s in doc.substitutions or []]
-
-
-# --------------------------------------------------------------------------- DocRED dialect
-
-
-def from_docred(obj: dict, index: int | None = None) -> Document:
-    """Parse one DocRED / Re-DocRED document dict. Raises :class:`DocumentError` on malformed input."""
-    title = obj.get("title") if isinstance(obj, dict) else None
-    try:
-        title = _require(obj, "title", str)
-        sents = _sents(obj)
-        vertex_set = _require(obj, "vertexSet", list)
-        entities = []
-        for e, cluster in enumerate(vertex_set):
-            if not isinstance(cluster, list):
-                raise DocumentError("expected a list of mentions", entity=e, field="vertexSet")
-            mentions = [_mention(raw, None, _MENTION_KEYS, entity=e, mention=m) for m, raw in enumerate(cluster)]
-            entities.append(Entity(mentions=mentions))
-        qids = obj.get("entity_wikidata_ids")
-        if qids is not None:
-            if not isinstance(qids, list) or len(qids) != len(entities):
-                raise DocumentError("must list one Wikidata id (or null) per entity", field="entity_wikidata_ids")
-            for entity, qid in zip(entities, qids):
-                entity.wikidata_id = qid
-        relations = []
-        has_labels = "labels" in obj
-        for i, raw in enumerate(obj.get("labels") or []):
-            relations.append(_relation(raw, i, _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)))
-        return Document(
-            title=title,
-            sents=sents,
-            entities=entities,
-            relations=relations,
-            has_labels=has_labels,
-            extra={k: v for k, v in obj.items() if k not in _DOC_KEYS},
-            **_provenance(obj),
-        )
-    except DocumentError as err:
-        raise err.located(index, title if isinstance(title, str) else None) from None
-    except (TypeError, KeyError) as err:
-        raise DocumentError(f"malformed provenance: {err}", doc_index=index, field="substitutions") from None
-
-
-def to_docred(doc: Document) -> dict[str, Any]:
-    """The DocRED dict of ``doc`` (key order as in the official files)."""
-    out: dict[str, Any] = {"title": doc.title, **_provenance_dict(doc)}
-    out["vertexSet"] = [
-        [
-            {"name": m.name, "pos": list(m.pos), "sent_id": m.sent_id, "type": m.type, **m.extra}
-            for m in entity.mentions
-        ]
-        for entity in doc.entities
-    ]
-    if doc.has_labels:
-        out["labels"] = [
-            {"r": rel.r, "h": rel.h, "t": rel.t, "evidence": list(rel.evidence), **rel.extra} for rel in doc.relations
-        ]
-    out["sents"] = doc.sents
-    if doc.substitutions is not None:
-        out["substitutions"] = _substitutions_list(doc)
-    if any(entity.wikidata_id is not None for entity in doc.entities):
-        out["entity_wikidata_ids"] = [entity.wikidata_id for entity in doc.entities]
-    out.update(doc.extra)
-    return out
-
-
-# --------------------------------------------------------------------------- Linked dialect
-
-
-def _linked_qid(entity: dict) -> str | None:
-    linking = entity.get("entity_linking")
-    if isinstance(linking, dict):
-        qid = linking.get("wikidata_resource")
-        if isinstance(qid, str) and _QID.match(qid):
-            return qid
-    return None
-
-
-def is_linked(obj: dict) -> bool:
-    """True for a Linked-(Re-)DocRED document dict."""
-    return isinstance(obj, dict) and "entities" in obj and "vertexSet" not in obj
-
-
-def from_linked(obj: dict, index: int | None = None) -> Document:
-    """Parse one Linked-(Re-)DocRED document dict (``h``/``t`` given as entity ids)."""
-    title = obj.get("title") if isinstance(obj, dict) else None
-    try:
-        title = _require(obj, "title", str)
-        sents = _sents(obj)
-        raw_entities = _require(obj, "entities", list)
-        entities, id2index = [], {}
-        for e, raw in enumerate(raw_entities):
-            etype = _require(raw, "type", str, entity=e)
-            mentions = [
-                _mention(rm, etype, _LINKED_MENTION_KEYS, entity=e, mention=m)
-                for m, rm in enumerate(_require(raw, "mentions", list, entity=e))
-            ]
-            ent_id = raw.get("id", e)
-            if ent_id in id2index:
-                raise DocumentError(f"duplicate entity id {ent_id!r}", entity=e, field="id")
-            id2index[ent_id] = e
-            extra = {k: v for k, v in raw.items() if k not in _LINKED_ENTITY_KEYS}
-            entities.append(Entity(mentions=mentions, wikidata_id=_linked_qid(raw), extra=extra))
-        relations = []
-        has_labels = "relations" in obj
-        for i, raw in enumerate(obj.get("relations") or []):
-            h, t = _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)
-            for key, ent_id in (("h", h), ("t", t)):
-                if ent_id not in id2index:
-                    raise DocumentError(f"no entity has id {ent_id}", label=i, field=key)
-            relations.append(_relation(raw, i, id2index[h], id2index[t]))
-        return Document(
-            title=title,
-            sents=sents,
-            entities=entities,
-            relations=relations,
-            has_labels=has_labels,
-            extra={k: v for k, v in obj.items() if k not in _LINKED_DOC_KEYS},
-            **_provenance(obj),
-        )
-    except DocumentError as err:
-        raise err.located(index, title if isinstance(title, str) else None) from None
-
-
-def to_linked(doc: Document) -> dict[str, Any]:
-    """The Linked-(Re-)DocRED dict of ``doc``; entities keep their original ids when they had one."""
-    entities, ids = [], []
-    for e, entity in enumerate(doc.entities):
-        extra = dict(entity.extra)
-        ent_id = extra.pop("id", e)
-        ids.append(ent_id)
-        linking = dict(extra.pop("entity_linking", None) or {})
-        if entity.wikidata_id is not None or "wikidata_resource" in linking:
-            linking["wikidata_resource"] = entity.wikidata_id if entity.wikidata_id is not None else linking.get(
-                "wikidata_resource"
-            )
-        raw: dict[str, Any] = {"id": ent_id, "type": entity.type}
-        if linking or "entity_linking" in entity.extra:
-            raw["entity_linking"] = linking
-        raw["mentions"] = [
-            {"name": m.name, "sent_id": m.sent_id, "pos": list(m.pos), **m.extra} for m in entity.mentions
-        ]
-        raw.update(extra)
-        entities.append(raw)
-    out: dict[str, Any] = {"title": doc.title, **_provenance_dict(doc), "sents": doc.sents, "entities": entities}
-    if doc.has_labels:
-        out["relations"] = [
-            {"r": rel.r, "h": ids[rel.h], "t": ids[rel.t], "evidence": list(rel.evidence), **rel.extra}
-            for rel in doc.relations
-        ]
-    if doc.substitutions is not None:
-        out["substitutions"] = _substitutions_list(doc)
-    out.update(doc.extra)
-    return out
-
-
-def from_dict(obj: dict, index: int | None = None) -> Document:
-    """Parse a document dict of either dialect."""
-    return from_linked(obj, index) if is_linked(obj) else from_docred(obj, index)
-
-
-# ----------------------------------------------------------------------
-# envre_hf/documents/io.py: Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED.
-
-import json
-import os
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-
-
-PathLike = str | os.PathLike
-
-_WRITERS = {"docred": to_docred, "linked": to_linked}
-
-
-def _is_jsonl(path: PathLike) -> bool:
-    return str(path).endswith((".jsonl", ".jsonl.gz"))
-
-
-def iter_documents(path: PathLike) -> Iterator[Document]:
-    """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file."""
-    path = Path(path)
-    if _is_jsonl(path):
-        with open(path, encoding="utf-8") as fh:
-            for i, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise DocumentError(f"{path}: line {i + 1} is not valid JSON ({err.msg})", doc_index=i) from None
-                yield from_dict(obj, i)
-        return
-    with open(path, encoding="utf-8") as fh:
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as err:
-            raise DocumentError(f"{path} is not valid JSON: {err}") from None
-    if isinstance(data, dict):  # a single document
-        data = [data]
-    if not isinstance(data, list):
-        raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
-    for i, obj in enumerate(data):
-        yield from_dict(obj, i)
-
-
-def read_documents(path: PathLike) -> list[Document]:
-    """Read every document of ``path`` (see :func:`iter_documents`)."""
-    return list(iter_documents(path))
-
-
-def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "docred") -> Path:
-    """Write ``docs`` to ``path`` as a JSON list, or JSON Lines when the name ends in ``.jsonl``.
-
-    ``dialect`` is ``"docred"`` (vertexSet/labels) or ``"linked"`` (entities/relations).
-    The file is written to a temporary name and moved into place, so a crash never leaves half a file.
-    """
-    if dialect not in _WRITERS:
-        raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(_WRITERS)}")
-    convert = _WRITERS[dialect]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        if _is_jsonl(path):
-            for doc in docs:
-                fh.write(json.dumps(convert(doc), ensure_ascii=False))
-                fh.write("\n")
-        else:
-            json.dump([convert(doc) for doc in docs], fh, ensure_ascii=False)
-    os.replace(tmp, path)
-    return path
 
 
 # ----------------------------------------------------------------------
