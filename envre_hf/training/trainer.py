@@ -41,7 +41,8 @@ from .losses import (
     prediction_consistency_loss,
     representation_consistency_loss,
 )
-from .pairing import MIN_TWIN_RATE, split_pair_batch, starved_twin_types
+from ..features.batching import LengthGroupedSampler, dataset_lengths
+from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, split_pair_batch, starved_twin_types
 
 #: DocREScores attributes reported by evaluation, in this order.
 EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
@@ -170,6 +171,19 @@ class EVRTTrainer(Trainer):
                 100 * MIN_TWIN_RATE,
             )
         return self.twin_rates
+
+    def _get_train_sampler(self, train_dataset: Any = None):
+        """``train_sampling_strategy="group_by_length"`` for document datasets: batches of similar lengths
+        (:class:`~envre_hf.features.batching.LengthGroupedSampler`), measured on the items themselves, so a
+        document and its twin stay one item (transformers' own sampler cannot measure pair items)."""
+        dataset = self.train_dataset if train_dataset is None else train_dataset
+        if getattr(self.args, "train_sampling_strategy", None) == "group_by_length" and isinstance(
+            dataset, DocumentFeaturesDataset
+        ):
+            lengths = dataset_lengths(dataset)
+            batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps
+            return LengthGroupedSampler(lengths, batch, seed=self.args.seed)
+        return super()._get_train_sampler(train_dataset)
 
     def create_optimizer(self, model: torch.nn.Module | None = None):
         """Trainer's optimizer, with the head on ``classifier_learning_rate`` when that is set."""
