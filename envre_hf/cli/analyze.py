@@ -34,18 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_benchmark(path: Path, split: str = "test"):
-    """Documents of a DocRED-format file, or of ``data/<split>-*.parquet`` in a folder written by ``envre build``."""
-    from ..documents import document_from_row, read_documents
+    """:func:`envre_hf.documents.build_folder.read_benchmark`, with a missing split as a message (``--split``)."""
+    from ..documents.build_folder import read_benchmark as read
 
     path = Path(path)
-    if not path.is_dir():
-        return read_documents(path)
-    files = sorted((path / "data").glob(f"{split}-*.parquet"))
-    if not files:
-        raise SystemExit(f"envre: no {path}/data/{split}-*.parquet files (choose the split with --split)")
-    import pyarrow.parquet as pq
-
-    return [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
+    try:
+        return read(path, split)
+    except FileNotFoundError as err:
+        if not path.is_dir():
+            raise
+        raise SystemExit(f"envre: {err} (choose the split with --split)") from None
 
 
 def run(args: argparse.Namespace) -> int:

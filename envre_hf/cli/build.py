@@ -113,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from ..documents import DocumentError
     from ..kb.base import KnowledgeBaseError
     from ..renaming import RenamingConfig, RenamingPipeline
-    from ..renaming.build import BuildConfig, BuildError, build_split, load_excluded_names, push_to_hub
+    from ..renaming.build import BuildConfig, BuildError, build_split, push_to_hub
+    from ..renaming.isolation import load_excluded_names
     from ..renaming.card import default_pretty_name, statistics_markdown
 
     if args.seeds < 1:

@@ -45,6 +45,7 @@ from ..documents import (
     write_documents,
 )
 from ..kb.base import KnowledgeBaseError
+from .isolation import NAMES_FILE, NAMES_FORMAT
 from .leaks import find_leaks
 
 PathLike = str | os.PathLike
@@ -53,8 +54,6 @@ PathLike = str | os.PathLike
 MAX_ROWS_PER_SHARD = 10_000
 WORK_DIR = ".build"
 STATISTICS_FILE = "statistics.json"
-NAMES_FILE = "names_used.json"
-NAMES_FORMAT = "envre-names-used/1"
 ON_ERROR = ("fail", "skip")
 
 
@@ -227,24 +226,6 @@ def describe_config(config: Any) -> dict[str, Any]:
         else:
             out[key] = repr(value)
     return out
-
-
-def load_excluded_names(path: PathLike) -> set[str]:
-    """Names another build must not reuse: a ``names_used.json`` of a build, or every mention name of a
-    DocRED-format file (e.g. the training split, so renamed test names never appear in training)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / NAMES_FILE
-    if path.name.endswith(".jsonl"):
-        raw: Any = load_raw_documents(path)
-    else:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
-        return {name for names in raw["splits"].values() for name in names}
-    from .isolation import document_names
-
-    docs, _ = parse_documents(raw if isinstance(raw, list) else [raw], skip=False)
-    return document_names(doc for doc in docs if doc is not None)
 
 
 # --------------------------------------------------------------------------- work folder
