@@ -79,7 +79,7 @@ def test_an_envre_build_folder_loads_without_a_builder(source_dir, tmp_path):
     from envre_hf.renaming.build import BuildConfig, build_split
 
     out = tmp_path / "env_redocred"
-    for name, split in (("test_revised.json", None), ("dev_revised.json", "validation")):
+    for name, split in (("test_revised.json", "test"), ("dev_revised.json", "validation")):
         build_split(FakePipeline(), source_dir / name, BuildConfig(out, split=split, seeds=(0, 1), progress=False))
     ds = load_dataset(str(out))
     assert sorted(ds) == ["test", "validation"] and len(ds["test"]) == 2 * N
