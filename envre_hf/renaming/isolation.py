@@ -16,8 +16,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..documents import Document, dataset_to_documents, read_documents
-from ..documents.build_folder import read_benchmark
+from ..documents import Document
+from ..documents.build_folder import read_any
 
 #: The file of new names an ``envre build`` folder keeps per split, and its format tag.
 NAMES_FILE = "names_used.json"
@@ -71,7 +71,7 @@ def load_excluded_names(sources: str | os.PathLike | Iterable[str | os.PathLike]
         if listed is not None:
             names.update(listed)
             continue
-        docs = _read_any(path)
+        docs = read_any(path)
         renamed = any(doc.substitutions for doc in docs)
         names.update(used_names(docs) if renamed else document_names(docs))
     return frozenset(names)
@@ -91,13 +91,3 @@ def _names_file(path: Path) -> set[str] | None:
         return {name for split_names in raw["splits"].values() for name in split_names}
     return None
 
-
-def _read_any(path: Path) -> list[Document]:
-    """Documents of a JSON/JSONL file, an ``envre build`` folder (all its splits) or a ``save_to_disk`` folder."""
-    if path.is_dir() and (path / "data").is_dir():
-        return read_benchmark(path, split="*")  # "*": every split's parquet shards
-    if path.is_dir():
-        from datasets import load_from_disk  # only save_to_disk folders need datasets here
-
-        return dataset_to_documents(load_from_disk(str(path)))
-    return read_documents(path)
