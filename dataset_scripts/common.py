@@ -1,15 +1,15 @@
-"""What the four builders share: the envre-hf document schema, file resolution and row reading.
+"""What the builders share: the envre-hf document schema, file resolution and document conversion.
 
 Every split is read from files found, in this order of precedence, in
 
 1. ``data_files`` (``{"test": "path/or/url", ...}``) given to the builder,
-2. ``data_dir``: a local folder laid out like the source (the original file names, or ``data/<split>-*.parquet``
-   for a folder written by ``envre build``); its files become ``data_files``, so the cache follows their changes,
+2. ``data_dir``: a local folder laid out like the source (the original file names); its files become
+   ``data_files``, so the cache follows their changes,
 3. ``urls``: a builder-config mapping split -> URL, defaulting to the builder's ``URLS`` (the public source).
 
-Rows use :data:`envre_hf.documents.DOCUMENT_FEATURES` whatever the source format: DocRED / Re-DocRED /
-Linked-DocRED JSON or JSON Lines are converted with :func:`envre_hf.documents.document_to_row`, parquet written by
-``envre build`` is passed through.
+Rows use :data:`envre_hf.documents.DOCUMENT_FEATURES`: DocRED / Re-DocRED / Linked-DocRED JSON or JSON Lines are
+converted with :func:`envre_hf.documents.document_to_row`. A folder written by ``envre build`` needs no builder:
+``datasets.load_dataset(folder)`` reads its parquet through the card's ``configs`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -34,13 +34,7 @@ class DocREBuilderConfig(datasets.BuilderConfig):
 
 
 def read_rows(path: str) -> Iterator[dict[str, Any]]:
-    """Rows of one source file: parquet rows as they are, JSON / JSON Lines documents converted."""
-    if path.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
-            yield from batch.to_pylist()
-        return
+    """Rows of one DocRED-format source file (JSON / JSON Lines), converted to the document schema."""
     for doc in iter_documents(path):
         yield document_to_row(doc)
 

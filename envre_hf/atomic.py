@@ -130,3 +130,24 @@ def clean_temporary_files(folder: PathLike) -> int:
             tmp.unlink(missing_ok=True)
             removed += 1
     return removed
+
+
+def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
+    """Finished records; a torn last line (crash mid-write) is cut off so appending stays valid JSONL."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records, good_bytes = [], 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                records.append(json.loads(raw))
+            except json.JSONDecodeError:
+                break
+            good_bytes += len(raw)
+    if good_bytes != path.stat().st_size:
+        with open(path, "r+b") as fh:
+            fh.truncate(good_bytes)
+    return records

@@ -30,10 +30,10 @@ from envre_hf.renaming.build import (
     BuildConfig,
     BuildError,
     build_split,
-    load_excluded_names,
     push_to_hub,
     upload_plan,
 )
+from envre_hf.renaming.isolation import load_excluded_names
 
 N_DOCS = 30
 SEEDS = (0, 1)

@@ -1,4 +1,5 @@
-"""The dataset_scripts builders run directly (datasets 5 has no script loading) on local files only."""
+"""The dataset_scripts builders run directly (datasets 5 has no script loading) on local files only; an
+``envre build`` folder needs no builder."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from envre_hf.documents import dataset_to_documents, read_documents
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dataset_scripts.docred.docred import DocRED  # noqa: E402
-from dataset_scripts.env_docred.env_docred import EnvDocRED  # noqa: E402
-from dataset_scripts.env_redocred.env_redocred import EnvReDocRED  # noqa: E402
 from dataset_scripts.redocred.redocred import ReDocRED  # noqa: E402
 
 N = 12
@@ -70,45 +69,33 @@ def test_docred_needs_a_manual_download_and_reads_unlabelled_test(source_dir, tm
     assert [d.title for d in dataset_to_documents(ds["test"])] == [d["title"] for d in test]
 
 
-def test_env_builders_read_an_envre_build_folder(source_dir, tmp_path):
+def test_an_envre_build_folder_loads_without_a_builder(source_dir, tmp_path):
+    """What docs/benchmarks.md promises in place of the removed Env-* builders."""
     from test_build import FakePipeline
 
+    from datasets import load_dataset
+
+    from envre_hf.documents.build_folder import read_benchmark
     from envre_hf.renaming.build import BuildConfig, build_split
 
     out = tmp_path / "env_redocred"
-    build_split(
-        FakePipeline(),
-        source_dir / "test_revised.json",
-        BuildConfig(out, seeds=(0, 1), progress=False, export_json=True),
-    )
-    build_split(
-        FakePipeline(),
-        source_dir / "dev_revised.json",
-        BuildConfig(out, split="validation", seeds=(0, 1), progress=False),
-    )
-    from datasets import load_dataset
-
-    direct = load_dataset(str(out))
-    ds = _prepare(EnvReDocRED, tmp_path / "env", data_dir=str(out))
-    assert sorted(ds) == ["test", "validation"]
+    for name, split in (("test_revised.json", "test"), ("dev_revised.json", "validation")):
+        build_split(FakePipeline(), source_dir / name, BuildConfig(out, split=split, seeds=(0, 1), progress=False))
+    ds = load_dataset(str(out))
+    assert sorted(ds) == ["test", "validation"] and len(ds["test"]) == 2 * N
     for split in ds:
-        assert dataset_to_documents(ds[split]) == dataset_to_documents(direct[split])
-    from_json = _prepare(EnvDocRED, tmp_path / "json", data_files={"validation": str(out / "json" / "test.json")})
-    assert dataset_to_documents(from_json["validation"]) == dataset_to_documents(direct["test"])
-    assert from_json["validation"][0]["substitutions"]  # provenance survives the DocRED JSON export
+        docs = dataset_to_documents(ds[split])
+        assert docs == read_benchmark(out, split)
+        assert docs[0].substitutions and docs[0].doc_id.endswith("#0")  # provenance survives
 
 
 def test_rebuilt_folder_is_not_served_from_a_stale_cache(source_dir, tmp_path):
-    from test_build import FakePipeline
-
-    from envre_hf.renaming.build import BuildConfig, build_split
-
-    out = tmp_path / "env"
-    build_split(FakePipeline(), source_dir / "test_revised.json", BuildConfig(out, seeds=(0,), progress=False))
-    first = _prepare(EnvReDocRED, tmp_path, data_dir=str(out))
-    assert set(first["test"]["seed"]) == {0}
-    # a different build of the same split replaces it only when asked to (--overwrite)
-    rebuild = BuildConfig(out, seeds=(3, 4), progress=False, overwrite=True)
-    build_split(FakePipeline(), source_dir / "test_revised.json", rebuild)
-    second = _prepare(EnvReDocRED, tmp_path, data_dir=str(out))  # same cache_dir, same data_dir
-    assert set(second["test"]["seed"]) == {3, 4} and len(second["test"]) == 2 * N
+    folder = tmp_path / "src"
+    folder.mkdir()
+    docs = json.loads((source_dir / "test_revised.json").read_text())
+    (folder / "test_revised.json").write_text(json.dumps(docs[:3]))
+    first = _prepare(ReDocRED, tmp_path, data_dir=str(folder))
+    assert len(first["test"]) == 3
+    (folder / "test_revised.json").write_text(json.dumps(docs[3:8]))
+    second = _prepare(ReDocRED, tmp_path, data_dir=str(folder))  # same cache_dir, same data_dir
+    assert [row["title"] for row in second["test"]] == [d["title"] for d in docs[3:8]]

@@ -8,7 +8,7 @@ labels (``has_labels`` is false). See ``dataset_scripts/README.md``.
 from __future__ import annotations
 
 from dataset_scripts.common import DocREBuilder
-from envre_hf.renaming.card import DOCRED_CITATION
+from envre_hf.citations import DOCRED_CITATION
 
 
 class DocRED(DocREBuilder):

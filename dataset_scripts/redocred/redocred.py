@@ -7,7 +7,7 @@ with those file names), ``data_files`` or ``urls`` point elsewhere. See ``datase
 from __future__ import annotations
 
 from dataset_scripts.common import DocREBuilder
-from envre_hf.renaming.card import REDOCRED_CITATION
+from envre_hf.citations import REDOCRED_CITATION
 
 _BASE_URL = "https://raw.githubusercontent.com/tonytan48/Re-DocRED/main/data/"
 

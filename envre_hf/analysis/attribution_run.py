@@ -27,7 +27,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..documents.schema import Document
-from ..icl.runner import _load_results
+from ..atomic import load_jsonl_records
 from .attribution import AttributionConfig, DocumentAttributor
 from .rationale_map import MAPCurve, map_curve, write_json_atomic
 
@@ -111,7 +111,7 @@ def run_attribution(
                 raise AttributionRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
     write_json_atomic(config_path, run_config)
 
-    records = {rec["doc"]: rec for rec in (_load_results(records_path) if resume else [])}
+    records = {rec["doc"]: rec for rec in (load_jsonl_records(records_path) if resume else [])}
     todo = [d for d in docs if d.key not in records]
     attributor = DocumentAttributor(model, tokenizer, config)
     with open(records_path, "a", encoding="utf-8") as fh:

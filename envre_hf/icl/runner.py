@@ -22,7 +22,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..atomic import write_json
+from ..atomic import load_jsonl_records, write_json
 from ..documents import Document, RelationSchema, docred_schema
 from .backends import ChatBackend
 from .parser import TripleParser
@@ -52,26 +52,6 @@ class ICLResult:
     skipped: int = 0
     output_dir: Path | None = None
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
-
-
-def _load_results(path: Path) -> list[dict[str, Any]]:
-    """Finished records; a torn last line (crash mid-write) is cut off so appending stays valid JSONL."""
-    if not path.exists():
-        return []
-    records, good_bytes = [], 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            try:
-                records.append(json.loads(raw))
-            except json.JSONDecodeError:
-                break
-            good_bytes += len(raw)
-    if good_bytes != path.stat().st_size:
-        with open(path, "r+b") as fh:
-            fh.truncate(good_bytes)
-    return records
 
 
 def summarize_parse_reports(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -123,7 +103,7 @@ def run_icl(
                 raise ICLRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
     write_json(config_path, run_config, ensure_ascii=True)
 
-    records = {rec["doc"]: rec for rec in (_load_results(results_path) if resume else [])}
+    records = {rec["doc"]: rec for rec in (load_jsonl_records(results_path) if resume else [])}
     keys = [d.key for d in docs]
     if len(set(keys)) != len(keys):
         raise ICLRunError("test documents must have distinct keys (doc_id or title)")

@@ -131,7 +131,7 @@ def describe_type(type_id: str) -> str:
 
 def _entity_names(doc: Document, entity_index: int) -> list[str]:
     """Distinct token forms of an entity's mentions, most frequent first (first appearance breaks ties)."""
-    from ..renaming.tokenize import tokenize_name
+    from ..documents.tokenize import tokenize_name
 
     counts: dict[str, int] = {}
     for mention in doc.entities[entity_index].mentions:

@@ -1,7 +1,7 @@
 """Stage 3: renamed copies of documents (the four-step pipeline, value rules, isolation, leaks, stats)."""
 
 from .coherence import coherence_statistics
-from .isolation import document_names, used_names
+from .isolation import document_names, load_excluded_names, used_names
 from .leaks import Leak, find_leaks
 from .pipeline import (
     RenameReport,
@@ -12,7 +12,7 @@ from .pipeline import (
     rename_dataset,
 )
 from .stats import match_counts, substitution_rates
-from .tokenize import joined_name, name_key, tokenize_name
+from ..documents.tokenize import joined_name, name_key, tokenize_name
 from .values import ValueRename, rename_values
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "find_leaks",
     "is_substituted",
     "joined_name",
+    "load_excluded_names",
     "match_counts",
     "name_key",
     "rename_dataset",

@@ -55,6 +55,7 @@ from ..documents import (
 from ..atomic import atomic_path, fsync_dir, write_json
 from ..documents.io import check_unique_keys, located_in_file, parse_document, read_raw_documents
 from ..kb.base import KnowledgeBaseError
+from .isolation import NAMES_FILE, NAMES_FORMAT
 from .leaks import find_leaks
 
 PathLike = str | os.PathLike
@@ -63,8 +64,6 @@ PathLike = str | os.PathLike
 MAX_ROWS_PER_SHARD = 10_000
 WORK_DIR = ".build"
 STATISTICS_FILE = "statistics.json"
-NAMES_FILE = "names_used.json"
-NAMES_FORMAT = "envre-names-used/1"
 ON_ERROR = ("fail", "skip")
 #: The marker of a folder written by envre build (created once, never replaced: builds lock it).
 MARKER_FILE = ".envre-build"
@@ -243,30 +242,6 @@ def describe_config(config: Any) -> dict[str, Any]:
         else:
             out[key] = repr(value)
     return out
-
-
-def load_excluded_names(path: PathLike) -> set[str]:
-    """Names another build must not reuse: a ``names_used.json`` of a build, or every mention name of a
-    DocRED-format file (e.g. the training split, so renamed test names never appear in training)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / NAMES_FILE
-    raw: Any = read_raw_documents(path) if path.name.endswith((".jsonl", ".jsonl.gz")) else None
-    if raw is None:
-        from ..documents.io import parse_json, read_text
-
-        raw = parse_json(read_text(path), path)
-    if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
-        splits = raw.get("splits")
-        if not isinstance(splits, dict) or not all(
-            isinstance(names, list) and all(isinstance(n, str) for n in names) for names in splits.values()
-        ):
-            raise BuildError(f"{path}: damaged names file (expected splits: lists of names)")
-        return {name for names in splits.values() for name in names}
-    from .isolation import document_names
-
-    docs, _ = parse_documents(raw if isinstance(raw, list) else [raw], skip=False)
-    return document_names(doc for doc in docs if doc is not None)
 
 
 # --------------------------------------------------------------------------- work folder

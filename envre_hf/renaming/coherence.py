@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from ..documents import Document
 from .forms import indefinite_article, is_demonym
-from .tokenize import tokenize_name
+from ..documents.tokenize import tokenize_name
 
 _YEAR = re.compile(r"^(1\d{3}|20\d{2})$")
 _RANGE_WORDS = frozenset({"to", "–", "-", "—", "until", "till", "through"})

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..kb.demonyms import is_demonym
-from .tokenize import tokenize_name
+from ..documents.tokenize import tokenize_name
 
 DEMONYM, ACRONYM, PLAIN = "demonym", "acronym", "plain"
 _ACRONYM = re.compile(r"^(?=(?:[^A-Z]*[A-Z]){2})[A-Z0-9.&]+$")

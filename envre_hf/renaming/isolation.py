@@ -4,15 +4,24 @@ A benchmark built with some names must not be evaluated against a model that saw
 names during training-time perturbation, and vice versa. :func:`used_names` collects the new
 names a renaming used; :func:`document_names` collects every mention name of a split (e.g.
 the training split). Either set goes into ``RenamingConfig(exclude_names=...)``; the
-pipeline compares names by :func:`~envre_hf.renaming.tokenize.name_key`, so spacing and case
-variants of an excluded name are excluded too.
+pipeline compares names by :func:`~envre_hf.documents.tokenize.name_key`, so spacing and case
+variants of an excluded name are excluded too. :func:`load_excluded_names` is the one reader of
+those names from files, for ``envre build --exclude-names-from`` and for training twins alike.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from ..documents import Document
+from ..documents.build_folder import read_any
+
+#: The file of new names an ``envre build`` folder keeps per split, and its format tag.
+NAMES_FILE = "names_used.json"
+NAMES_FORMAT = "envre-names-used/1"
 
 
 def used_names(renamed_docs: Iterable[Document]) -> set[str]:
@@ -34,3 +43,51 @@ def document_names(docs: Iterable[Document], types: Iterable[str] | None = None)
             if wanted is None or entity.type in wanted:
                 out.update(m.name for m in entity.mentions)
     return out
+
+
+def load_excluded_names(sources: str | os.PathLike | Iterable[str | os.PathLike]) -> frozenset[str]:
+    """Names a renaming must not use, from one path or several.
+
+    * ``*.txt``: one name a line (blank lines ignored);
+    * an ``envre build`` folder with a ``names_used.json``, or a JSON file in that format: the names the build
+      introduced (every split);
+    * renamed documents (DocRED JSON / JSONL, an ``envre build`` folder without names file (all its splits), or
+      a ``datasets.save_to_disk`` folder): the new names of their substitutions (:func:`used_names`);
+    * documents without substitutions: every mention name (:func:`document_names`, e.g. the training split).
+    """
+    paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
+    names: set[str] = set()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise FileNotFoundError(f"exclude_names_from: {path} does not exist")
+        if path.suffix == ".txt":
+            with open(path, encoding="utf-8") as fh:
+                names.update(line.strip() for line in fh if line.strip())
+            continue
+        if path.is_dir() and (path / NAMES_FILE).exists():
+            path = path / NAMES_FILE
+        listed = _names_file(path)
+        if listed is not None:
+            names.update(listed)
+            continue
+        docs = read_any(path)
+        renamed = any(doc.substitutions for doc in docs)
+        names.update(used_names(docs) if renamed else document_names(docs))
+    return frozenset(names)
+
+
+def _names_file(path: Path) -> set[str] | None:
+    """The names of a ``names_used.json``-format file, or ``None`` when ``path`` is something else."""
+    if path.is_dir() or not path.name.endswith(".json"):
+        return None
+    if path.name != NAMES_FILE:
+        with open(path, encoding="utf-8") as fh:  # a names file is a JSON object; a document list starts with "["
+            head = fh.read(256).lstrip()
+        if not head.startswith("{"):
+            return None
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
+        return {name for split_names in raw["splits"].values() for name in split_names}
+    return None
+

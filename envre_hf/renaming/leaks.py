@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..documents import Document
 from .substitution import SpanReplacement
-from .tokenize import tokenize_name
+from ..documents.tokenize import tokenize_name
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ these edits replace one token by one token, so no span moves. :class:`RenameRepo
 A candidate name is *usable* when it is not in ``config.exclude_names`` (name isolation) and
 does not collide with any original name in the document, with a name already given to
 another entity, or with another new name of the same entity; names are compared by
-:func:`~envre_hf.renaming.tokenize.name_key` (DocRED tokens, case-folded). NUM and TIME
+:func:`~envre_hf.documents.tokenize.name_key` (DocRED tokens, case-folded). NUM and TIME
 entities (``config.value_types``) get rule-based new values instead (``values``).
 
 **Overlap rule.** A mention is replaced only when no other mention overlaps its span, except
@@ -50,7 +50,7 @@ of the sentence, so no span is ever corrupted.
 **Output.** The renamed copy keeps sentences count, labels, evidence, entity order and
 mention order; ``doc_id`` is ``f"{doc.key}#{seed}"``, ``orig_title`` the original title and
 ``seed`` the seed. A renamed mention's tokens are the new name's DocRED tokens
-(:func:`~envre_hf.renaming.tokenize.tokenize_name`) and its ``name`` is those tokens joined
+(:func:`~envre_hf.documents.tokenize.tokenize_name`) and its ``name`` is those tokens joined
 by single spaces, so ``" ".join(tokens) == name`` for every renamed mention (the original
 ``name``/token mismatches such as ``"63.93%"`` are thereby normalised). Later positions in
 changed sentences shift; Re-DocRED's ``global_pos`` is recomputed, its ``index`` stays valid.
@@ -82,7 +82,7 @@ from .forms import ACRONYM, DEMONYM, PLAIN, NameForm, form_of, form_of_tokens, i
 from .forms import is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
-from .tokenize import name_key, tokenize_name
+from ..documents.tokenize import joined_name, name_key, tokenize_name
 from .values import document_year_shift, rename_values
 
 #: What each coherence rule version does (``time`` 1 and ``num`` 1 were the per-entity random draws).

@@ -14,7 +14,8 @@ Twins come from one of two sources:
   seed per epoch (``base_seed + epoch``), so the model sees new names every epoch.
 
 Name isolation: training renames must never use the names of the evaluation benchmarks, or the
-robustness measured on those benchmarks would be inflated. :func:`load_excluded_names` collects those
+robustness measured on those benchmarks would be inflated.
+:func:`~envre_hf.renaming.isolation.load_excluded_names` collects those
 names (for ``RenamingConfig.exclude_names``) and :func:`check_name_isolation` verifies pre-built twins.
 """
 
@@ -24,12 +25,12 @@ import math
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..documents import Document, DocumentError, read_documents
+from ..documents import Document, DocumentError
+from ..renaming.isolation import load_excluded_names  # noqa: F401  (re-exported: the one loader of excluded names)
 from ..renaming.stats import substitution_rates
 
 Features = dict[str, Any]
@@ -113,51 +114,6 @@ def _as_rows(labels: Any) -> list[tuple]:
 # --------------------------------------------------------------------------- name isolation
 
 
-def load_excluded_names(paths: Iterable[str | Path]) -> frozenset[str]:
-    """Names training renames must not use, from names files and renamed benchmarks.
-
-    * ``*.txt``: one name a line (blank lines ignored).
-    * an ``envre build`` output folder or its ``names_used.json``: the names the build introduced
-      (read by :func:`envre_hf.renaming.build.load_excluded_names`).
-    * renamed documents (DocRED JSON / JSONL, or a ``datasets.save_to_disk`` folder): the new names
-      of their substitutions (:func:`envre_hf.renaming.used_names`).
-    * documents without substitutions: every mention name (e.g. another split's names).
-    """
-    from ..renaming import build
-    from ..renaming.isolation import document_names, used_names
-
-    names: set[str] = set()
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise FileNotFoundError(f"exclude_names_from: {path} does not exist")
-        if path.suffix == ".txt":
-            with open(path, encoding="utf-8") as fh:
-                names.update(line.strip() for line in fh if line.strip())
-        elif (path.is_dir() and (path / build.NAMES_FILE).exists()) or path.name == build.NAMES_FILE:
-            names.update(build.load_excluded_names(path))
-        else:
-            docs = _read_any(path)
-            renamed = any(doc.substitutions for doc in docs)
-            names.update(used_names(docs) if renamed else document_names(docs))
-    return frozenset(names)
-
-
-def _read_any(path: Path) -> list[Document]:
-    """Documents of a JSON/JSONL file, an ``envre build`` folder (all its splits) or a ``save_to_disk`` folder."""
-    if path.is_dir() and (path / "data").is_dir():
-        from ..cli.analyze import read_benchmark
-
-        return read_benchmark(path, split="*")  # "*": every split's parquet shards
-    if path.is_dir():
-        from datasets import load_from_disk
-
-        from ..documents import dataset_to_documents
-
-        return dataset_to_documents(load_from_disk(str(path)))
-    return read_documents(path)
-
-
 def check_name_isolation(twins: Iterable[Document], excluded: frozenset[str]) -> None:
     """Raise ``ValueError`` when a twin's KB substitution uses an excluded (evaluation) name.
 
@@ -167,7 +123,7 @@ def check_name_isolation(twins: Iterable[Document], excluded: frozenset[str]) ->
     """
     if not excluded:
         return
-    from ..renaming.tokenize import name_key
+    from ..documents.tokenize import name_key
 
     keys = {name_key(name) for name in excluded}
     for twin in twins:

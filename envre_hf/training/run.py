@@ -75,9 +75,9 @@ class DataArguments:
 
 def load_documents(path: str | os.PathLike, limit: int | None = None) -> list[Document]:
     """Documents of a JSON/JSONL file or a ``save_to_disk`` dataset directory, the first ``limit`` ones."""
-    from .pairing import _read_any
+    from ..documents.build_folder import read_any
 
-    docs = _read_any(Path(path))
+    docs = read_any(path)
     return docs[:limit] if limit is not None else docs
 
 

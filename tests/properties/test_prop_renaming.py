@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from envre_hf.documents import DocumentError, to_docred, validate_document
 from envre_hf.renaming import RenamingConfig, RenamingPipeline, find_leaks, is_substituted, name_key
-from envre_hf.renaming.tokenize import tokenize_name
+from envre_hf.documents.tokenize import tokenize_name
 
 
 def _key(name: str) -> str:

@@ -1,0 +1,196 @@
+"""Imports go down the stages: a stage never imports a later one, subpackages form no cycle, and library
+code never imports the ``envre`` command (``envre_hf.cli``).
+
+Every ``import`` statement of the package is read with ``ast``, function-local ones included (they are
+edges a reader does not see at the top of a file, but edges all the same). See docs/index.md "Layout".
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = "envre_hf"
+
+#: Stage of every subpackage / top-level module of ``envre_hf``, lowest first. A module may import its own
+#: stage and lower ones. Shared plumbing sits below ``documents``: ``citations`` (BibTeX for the cards) and an
+#: ``http`` module (retry, reply cache) when it exists. ``metrics`` scores documents and imports nothing else,
+#: and the trainer's evaluation and the robustness report score with it, so it sits below ``training``.
+STAGES: dict[str, int] = {
+    "citations": 0,
+    "atomic": 0,
+    "http": 0,
+    "documents": 1,
+    "kb": 2,
+    "renaming": 3,
+    "features": 4,
+    "models": 5,
+    "metrics": 6,
+    "training": 7,
+    "analysis": 8,
+    "icl": 9,
+    "cli": 10,
+}
+#: The package root (``envre_hf/__init__.py``) is a facade over the stages; a stage may take only its version.
+ROOT_NAMES_ALLOWED = {"__version__"}
+#: Library folders outside the package that must not import the command either.
+OTHER_LIBRARY_DIRS = ("dataset_scripts", "metrics")
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # subpackage that imports ("<root>" for envre_hf/__init__.py)
+    target: str  # subpackage imported ("<root>" for the facade itself)
+    where: str  # path:line
+
+
+def _module_parts(path: Path, root: Path) -> list[str]:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imports(path: Path, root: Path) -> Iterator[tuple[str, list[str], int]]:
+    """(absolute module, imported names, line) of every import in ``path``; relative imports resolved."""
+    parts = _module_parts(path, root)
+    package = parts if path.name == "__init__.py" else parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [], node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            yield module, [alias.name for alias in node.names], node.lineno
+
+
+def package_edges(root: Path, package: str = PACKAGE) -> list[Edge]:
+    """Every import from one stage of ``package`` (under ``root``) into another."""
+    edges = []
+    for path in sorted((root / package).rglob("*.py")):
+        parts = _module_parts(path, root)
+        source = parts[1] if len(parts) > 1 else "<root>"
+        for module, names, line in _imports(path, root):
+            pieces = module.split(".")
+            if pieces[0] != package:
+                continue
+            if len(pieces) == 1:  # from envre_hf import X: a stage itself, or a name of the facade
+                targets = [n if n in STAGES else "<root>" for n in names] or ["<root>"]
+                if source != "<root>" and set(names) <= ROOT_NAMES_ALLOWED:
+                    continue
+            else:
+                targets = [pieces[1]]
+            where = f"{path.relative_to(root)}:{line}"
+            edges.extend(Edge(source, target, where) for target in targets if target != source)
+    return edges
+
+
+def stage_violations(edges: list[Edge]) -> list[str]:
+    """Edges into a later stage, into the facade, or from/to a subpackage with no stage."""
+    out = []
+    for edge in edges:
+        if edge.source == "<root>":
+            continue  # the facade may re-export any stage
+        for name in (edge.source, edge.target):
+            if name != "<root>" and name not in STAGES:
+                out.append(f"{edge.where}: {PACKAGE}.{name} has no stage: add it to STAGES in tests/test_layering.py")
+        if edge.target == "<root>":
+            out.append(f"{edge.where}: {edge.source} imports the package facade {PACKAGE}/__init__.py")
+        elif edge.source in STAGES and edge.target in STAGES and STAGES[edge.target] > STAGES[edge.source]:
+            out.append(f"{edge.where}: {edge.source} (stage {STAGES[edge.source]}) imports the later stage "
+                       f"{edge.target} (stage {STAGES[edge.target]})")
+    return out
+
+
+def cycles(edges: list[Edge]) -> list[list[str]]:
+    """Strongly connected groups of more than one subpackage (Tarjan), the facade left out."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        if "<root>" not in (edge.source, edge.target):
+            graph.setdefault(edge.source, set()).add(edge.target)
+            graph.setdefault(edge.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_stage_imports_only_its_own_and_lower_stages():
+    edges = package_edges(REPO)
+    assert edges, "no import between stages found: the parser reads nothing"
+    assert stage_violations(edges) == []
+
+
+def test_subpackages_form_no_import_cycle():
+    assert cycles(package_edges(REPO)) == []
+
+
+def test_library_code_never_imports_the_command():
+    offenders = []
+    library = [p for p in (REPO / PACKAGE).rglob("*.py") if "cli" not in p.relative_to(REPO / PACKAGE).parts[:1]]
+    for folder in OTHER_LIBRARY_DIRS:
+        library += (REPO / folder).rglob("*.py")
+    for path in sorted(library):
+        for module, names, line in _imports(path, REPO):
+            if module.startswith(f"{PACKAGE}.cli") or (module == PACKAGE and "cli" in names):
+                offenders.append(f"{path.relative_to(REPO)}:{line}")
+    assert offenders == []
+
+
+@pytest.fixture()
+def toy_package(tmp_path: Path) -> Path:
+    """A package shaped like envre_hf with one upward import (kb -> renaming), function-local, and a cycle."""
+    pkg = tmp_path / PACKAGE
+    for sub in ("documents", "kb", "renaming", "analysis", "icl"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("__version__ = '0'\nfrom .documents import x\n")
+    (pkg / "kb" / "corpus.py").write_text(
+        "from .. import __version__\nfrom ..documents import x\n\ndef f():\n    from ..renaming.tok import t\n"
+    )
+    (pkg / "renaming" / "tok.py").write_text("from envre_hf.kb import corpus\n")
+    (pkg / "analysis" / "a.py").write_text("from ..icl import y\n")
+    (pkg / "icl" / "__init__.py").write_text("from envre_hf.analysis import a\nfrom envre_hf import Document\n")
+    return tmp_path
+
+
+def test_the_checks_find_upward_imports_cycles_and_facade_imports(toy_package):
+    edges = package_edges(toy_package)
+    problems = stage_violations(edges)
+    assert problems == [
+        f"{PACKAGE}/analysis/a.py:1: analysis (stage 8) imports the later stage icl (stage 9)",
+        f"{PACKAGE}/icl/__init__.py:2: icl imports the package facade {PACKAGE}/__init__.py",
+        f"{PACKAGE}/kb/corpus.py:5: kb (stage 2) imports the later stage renaming (stage 3)",
+    ]
+    assert sorted(cycles(edges)) == [["analysis", "icl"], ["kb", "renaming"]]
