@@ -64,8 +64,8 @@ def _is_demonym_word(token: str) -> bool:
 
 def is_demonym(tokens: Sequence[str]) -> bool:
     """Whether a name (DocRED tokens) is a demonym/adjective form (see the module docstring)."""
-    if not tokens:
-        return False
+    if not tokens or (tokens[-1] not in DEMONYMS and "-" not in tokens[-1]):
+        return False  # the common case, decided without building anything
     words = [t for t in tokens if t != "-"]
     if not words or not _is_demonym_word(words[-1]):
         return False

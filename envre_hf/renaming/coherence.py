@@ -29,6 +29,7 @@ from ..documents.tokenize import tokenize_name
 _YEAR = re.compile(r"^(1\d{3}|20\d{2})$")
 _RANGE_WORDS = frozenset({"to", "–", "-", "—", "until", "till", "through"})
 BIRTH, DEATH = "P569", "P570"
+_INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
 def _original_tokens(doc: Document) -> tuple[dict[tuple[int, int], list[str]], dict[int, str], set[int]]:
@@ -133,7 +134,8 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
                 covered.setdefault(mention.sent_id, set()).update(range(mention.start, mention.end))
         for e, entity in enumerate(doc.entities):
             for mention in entity.mentions:
-                new_tokens = mention.tokens(doc.sents)
+                sent = doc.sents[mention.sent_id]
+                new_tokens = sent[mention.start : mention.end]
                 old_tokens = originals.get((mention.sent_id, mention.start), new_tokens)
                 if is_demonym(old_tokens):
                     demonyms["mentions"] += 1
@@ -146,8 +148,8 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
                         demonyms["not_demonym"] += 1
                 if e not in renamed_entities or mention.start == 0:
                     continue
-                article = doc.sents[mention.sent_id][mention.start - 1]
-                if article.lower() not in ("a", "an") or mention.start - 1 in covered.get(mention.sent_id, ()):
+                article = sent[mention.start - 1]
+                if article not in _INDEFINITE or mention.start - 1 in covered.get(mention.sent_id, ()):
                     continue
                 want = indefinite_article(new_tokens)
                 articles["before_new_names"] += 1
