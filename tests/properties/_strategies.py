@@ -184,7 +184,7 @@ def documents(draw, max_entities: int = 6, values: bool = True, leaks: bool = Tr
     spans: dict[int, list[tuple[int, int, int, int]]] = {}  # entity -> (sent, start, end, name index)
     for s, sent_items in enumerate(items):
         order = draw(st.permutations(sent_items))
-        tokens: list[str] = [draw(st.sampled_from(FILLER))]
+        tokens: list[str] = draw(st.lists(st.sampled_from(FILLER), max_size=1))  # a name may open the sentence
         for kind, e, which in order:
             name = specs[e][1][which]
             start = len(tokens)
