@@ -364,6 +364,27 @@ def clean_temporary_files(folder: PathLike) -> int:
     return removed
 
 
+def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
+    """Finished records; a torn last line (crash mid-write) is cut off so appending stays valid JSONL."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records, good_bytes = [], 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                records.append(json.loads(raw))
+            except json.JSONDecodeError:
+                break
+            good_bytes += len(raw)
+    if good_bytes != path.stat().st_size:
+        with open(path, "r+b") as fh:
+            fh.truncate(good_bytes)
+    return records
+
+
 # ----------------------------------------------------------------------
 # envre_hf/documents/formats.py: Conversion between :class:`Document` and the JSON dicts of DocRED-family files.
 
@@ -753,7 +774,6 @@ def count_quirks(docs: Iterable[Document]) -> QuirkCounts:
 
 import gzip
 import json
-import os
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
