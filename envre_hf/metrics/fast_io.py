@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-from ..documents import DocumentError
+from ..documents import DocumentError, read_documents
+from ..documents.formats import to_docred as to_record
 from .docre import DocREScores, GoldIndex, PredictionError, TrainFacts, score_predictions
 
 PathLike = str | os.PathLike
@@ -55,14 +56,95 @@ def read_json_records(path: PathLike, *, what: str = "documents") -> list[Any]:
     return parsed
 
 
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _plain_valid(rec: Any) -> bool:
+    """A cheap structural check of a raw DocRED record: the shapes and ranges that
+    :func:`~envre_hf.documents.validate_document` checks, as a yes/no answer (no message).
+
+    Records it rejects go through the typed reader, which raises the error naming file, document and
+    field; so the fast path accepts exactly what ``envre build`` accepts, without building typed documents
+    for the valid ones.
+    """
+    if type(rec) is not dict or type(rec.get("title")) is not str or not rec.keys() <= _PLAIN_KEYS:
+        return False  # other fields (seed, substitutions, Linked-DocRED ids): the typed reader checks them
+    if "doc_id" in rec and rec["doc_id"] is not None and type(rec["doc_id"]) is not str:
+        return False
+    sents, vertex = rec.get("sents"), rec.get("vertexSet")
+    if type(sents) is not list or not sents or type(vertex) is not list:
+        return False
+    lengths = []
+    for sent in sents:
+        if type(sent) is not list or not all(type(tok) is str for tok in sent):
+            return False
+        lengths.append(len(sent))
+    for entity in vertex:
+        if type(entity) is not list or not entity:
+            return False
+        for m in entity:
+            if type(m) is not dict or type(m.get("name")) is not str or not m.get("type") or type(m["type"]) is not str:
+                return False
+            sid, pos = m.get("sent_id"), m.get("pos")
+            if not _is_int(sid) or not 0 <= sid < len(lengths) or type(pos) is not list or len(pos) != 2:
+                return False
+            if not (_is_int(pos[0]) and _is_int(pos[1]) and 0 <= pos[0] < pos[1] <= lengths[sid]):
+                return False
+    labels = rec.get("labels", [])
+    if type(labels) is not list:
+        return False
+    seen = set()
+    for label in labels:
+        if type(label) is not dict:
+            return False
+        h, t, r, ev = label.get("h"), label.get("t"), label.get("r"), label.get("evidence", [])
+        if not (_is_int(h) and _is_int(t) and 0 <= h < len(vertex) and 0 <= t < len(vertex)):
+            return False
+        if type(r) is not str or r not in _relations() or (h, t, r) in seen:
+            return False
+        seen.add((h, t, r))
+        if type(ev) is not list or not all(_is_int(s) and 0 <= s < len(lengths) for s in ev):
+            return False
+    return True
+
+
+def _relations() -> frozenset[str]:
+    global _RELATIONS
+    if _RELATIONS is None:
+        from ..documents.relations import docred_schema
+
+        _RELATIONS = frozenset(docred_schema().rel2index)
+    return _RELATIONS
+
+
+_RELATIONS: frozenset[str] | None = None
+#: The fields of a plain DocRED / Re-DocRED record (anything else is checked by the typed reader).
+_PLAIN_KEYS = frozenset({"title", "sents", "vertexSet", "labels", "doc_id"})
+
+
+def _checked_records(path: PathLike) -> list[Any]:
+    """Raw records of a document file, validated: the typed reader raises the precise error on a bad one."""
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        return [to_record(doc) for doc in read_documents(path)]
+    records = read_json_records(path)
+    if not all(_plain_valid(rec) for rec in records):
+        read_documents(path)  # raises DocumentError naming the file, document and field
+    keys = [rec.get("doc_id") or rec.get("title") for rec in records if type(rec) is dict]
+    if len(set(keys)) != len(keys):
+        read_documents(path)  # duplicate keys: the typed reader names them
+    return records
+
+
 def read_gold_index(path: PathLike) -> GoldIndex:
     """:class:`GoldIndex` of a gold file (DocRED / Re-DocRED JSON or JSONL; Linked-DocRED via the typed reader)."""
-    return GoldIndex.from_records(read_json_records(path))
+    return GoldIndex.from_records(_checked_records(path))
 
 
 def read_train_facts(path: PathLike) -> TrainFacts:
     """:class:`TrainFacts` (for Ign) of a training file."""
-    return TrainFacts.from_records(read_json_records(path))
+    return TrainFacts.from_records(_checked_records(path))
 
 
 def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
@@ -71,6 +153,10 @@ def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
     for i, pred in enumerate(preds):
         if type(pred) is not dict:
             raise PredictionError(f"{path}: expected an object, got {type(pred).__name__}", index=i)
+        for key in ("title", "doc_id"):
+            value = pred.get(key)
+            if value is not None and type(value) is not str:
+                raise PredictionError(f"{path}: {key} must be a string, got {type(value).__name__}", index=i)
     return preds
 
 
