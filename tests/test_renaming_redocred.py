@@ -72,7 +72,10 @@ def _check_copy(original, renamed, seed):
         for key in new_keys:
             # distinct entities never share a new name, case-insensitively
             assert owner.setdefault(key, e) == e, (original.title, e, owner[key], key)
-            assert key not in doc_keys, (original.title, e, key)
+            # a shifted year may equal another entity's original year (one offset per document keeps the
+            # years' order, renaming/values.py); names from the knowledge base never repeat an original name
+            if renamed.entities[e].type not in ("TIME", "NUM"):
+                assert key not in doc_keys, (original.title, e, key)
     for e, (old, new) in enumerate(zip(original.entities, renamed.entities)):
         assert [(m.sent_id, m.type) for m in new.mentions] == [(m.sent_id, m.type) for m in old.mentions]
         assert _partition(new) == _partition(old)  # distinct-name structure preserved

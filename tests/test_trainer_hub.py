@@ -74,7 +74,8 @@ def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir
     assert expected.f1 > 0
     assert metrics["eval_dev_f1"] == round(expected.f1, 6) and metrics["eval_dev_ign_f1"] == round(expected.ign_f1, 6)
     assert metrics["eval_dev_f1_plus_ign_f1"] == round(expected.f1 + expected.ign_f1, 6)
-    assert trainer.model.config.keys_to_ignore_at_inference == ["pair_representations"]
+    # per-pair feature tensors (pair representations, group-bilinear factors) are never gathered at inference
+    assert trainer.model.config.keys_to_ignore_at_inference == ["pair_representations", "bilinear_factors"]
     logged = [e for e in trainer.state.log_history if "eval_dev_f1" in e]
     assert len(logged) == 1 and logged[0]["eval_dev_loss"] == metrics["eval_dev_loss"]
 
