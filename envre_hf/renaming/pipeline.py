@@ -429,7 +429,7 @@ class RenamingPipeline:
         blocked = given if shift is not None and given is not None else taken
 
         def accept(joined: str) -> bool:
-            key = joined.casefold()
+            key = name_key(joined)  # the key ``taken`` holds: "3 \xa0 km" and "3 km" are one name
             return key not in blocked and not (check_excluded and key in self._excluded)
 
         values = rename_values(coarse, names, rng, accept, year_shift=shift, percent=percent)
