@@ -177,7 +177,8 @@ def main() -> None:
         f"{results['evrt-two-pass']['step_s'] / results['evrt']['step_s']:.2f}x faster"
     )
     if cli.json:
-        cli.json.write_text(json.dumps({"runs": results, "ratios": ratios}, indent=2))
+        command = "python benchmarks/bench_evrt.py " + " ".join(sys.argv[1:])
+        cli.json.write_text(json.dumps({"command": command, "runs": results, "ratios": ratios}, indent=2))
 
 
 if __name__ == "__main__":
