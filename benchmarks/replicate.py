@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import os
 import time
@@ -280,11 +279,10 @@ def _write(cli: argparse.Namespace, encoder: str, results: dict, started: float,
         "total_seconds": time.perf_counter() - started,
     }
     targets = [cli.output_dir / "replicate_results.json"] + ([cli.results] if cli.results else [])
+    from envre_hf.atomic import write_json
+
     for target in targets:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(summary, indent=2))
-        os.replace(tmp, target)
+        write_json(target, summary)
     return targets[-1]
 
 

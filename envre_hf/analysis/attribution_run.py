@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,8 @@ from tqdm.auto import tqdm
 from ..documents.schema import Document
 from ..atomic import load_jsonl_records
 from .attribution import AttributionConfig, DocumentAttributor
-from .rationale_map import MAPCurve, map_curve, write_json_atomic
+from ..atomic import write_json
+from .rationale_map import MAPCurve, map_curve
 
 RECORDS = "attributions.jsonl"
 RUN_CONFIG = "run_config.json"
@@ -109,7 +109,7 @@ def run_attribution(
         for key in ("model", "attribution"):
             if old.get(key) != run_config[key]:
                 raise AttributionRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
-    write_json_atomic(config_path, run_config)
+    write_json(config_path, run_config)
 
     records = {rec["doc"]: rec for rec in (load_jsonl_records(records_path) if resume else [])}
     todo = [d for d in docs if d.key not in records]
@@ -137,5 +137,5 @@ def run_attribution(
         "attribution_seconds": round(seconds, 1),
         "median_relative_completeness_gap": float(sorted(gaps)[len(gaps) // 2]) if gaps else None,
     }
-    write_json_atomic(out / MAP_FILE, curve.to_dict())
+    write_json(out / MAP_FILE, curve.to_dict())
     return AttributionRunResult(curve, len(ordered), len(docs) - len(todo), facts, seconds, out)

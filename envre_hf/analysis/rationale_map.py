@@ -160,16 +160,6 @@ def map_curve(
     return MAPCurve(label, curve, facts, n_docs, skipped, exclude, rank_by)
 
 
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
-    """Write JSON to a temporary name and move it into place (never half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
 def read_map_curves(path: str | os.PathLike) -> list[MAPCurve]:
     """Curves of a ``map.json`` written by ``envre attribute`` (one curve) or a benchmark (``{"curves": [...]}``)."""
     data = json.loads(Path(path).read_text("utf-8"))

@@ -77,10 +77,11 @@ def read_benchmark(path: Path, split: str = "test"):
 def plot_saved_map_curves(paths: list[Path], output: Path) -> Path:
     """Figure 5 from saved runs: every curve of the given ``map.json`` files in one PNG (and their JSON)."""
     from ..analysis.plots import plot_map_curves
-    from ..analysis.rationale_map import read_map_curves, write_json_atomic
+    from ..analysis.rationale_map import read_map_curves
+    from ..atomic import write_json
 
     curves = [curve for path in paths for curve in read_map_curves(path)]
-    write_json_atomic(output / "map_curves.json", {"curves": [c.to_dict() for c in curves]})
+    write_json(output / "map_curves.json", {"curves": [c.to_dict() for c in curves]})
     return plot_map_curves(curves, output / "map_curves.png")
 
 

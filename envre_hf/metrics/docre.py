@@ -205,6 +205,18 @@ class DocREScores:
 # --------------------------------------------------------------------------- gold index
 
 
+def _typed_gold_record(doc: Document) -> tuple:
+    """The fields :meth:`GoldIndex._add` takes, from a typed document (:func:`_fast_gold_record` reads them from a dict)."""
+    return (
+        doc.key,
+        doc.title,
+        doc.has_labels,
+        [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
+        [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
+        doc,
+    )
+
+
 class GoldIndex:
     """Gold documents prepared for scoring (build once to score several submissions against one gold set).
 
@@ -227,15 +239,7 @@ class GoldIndex:
         for i, doc in enumerate(gold):
             if not isinstance(doc, Document):
                 raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
-            self._add(
-                i,
-                doc.key,
-                doc.title,
-                doc.has_labels,
-                [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
-                [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
-                doc,
-            )
+            self._add(i, *_typed_gold_record(doc))
         self._finish()
 
     @classmethod
@@ -253,15 +257,7 @@ class GoldIndex:
         for i, obj in enumerate(records):
             fast = _fast_gold_record(obj)
             if fast is None:
-                doc = from_dict(obj, i)
-                fast = (
-                    doc.key,
-                    doc.title,
-                    doc.has_labels,
-                    [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
-                    [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
-                    doc,
-                )
+                fast = _typed_gold_record(from_dict(obj, i))
             index._add(i, *fast)
         index._finish()
         return index

@@ -41,6 +41,7 @@ from .losses import (
     prediction_consistency_loss,
     representation_consistency_loss,
 )
+from ..atomic import write_text
 from ..features.batching import LengthGroupedSampler, dataset_lengths
 from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, split_pair_batch, starved_twin_types
 
@@ -277,7 +278,7 @@ class EVRTTrainer(Trainer):
             self.args.evrt_single_pass
             and callable(getattr(target, "loss_function", None))
             and inputs.get("labels") is not None
-            and not any(k in inputs for k in ("teacher_logits",))
+            and "teacher_logits" not in inputs
         )
 
     def _paired_forward_once(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
@@ -564,9 +565,4 @@ class EVRTTrainer(Trainer):
         )
         if self.args.hub_model_id:
             card = card.replace('"REPO_ID"', f'"{self.args.hub_model_id}"')
-        path = os.path.join(self.args.output_dir, "README.md")
-        os.makedirs(self.args.output_dir, exist_ok=True)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(card)
-        os.replace(tmp, path)
+        write_text(os.path.join(self.args.output_dir, "README.md"), card)
