@@ -227,6 +227,33 @@ def test_an_original_name_inside_another_entitys_mention_is_not_a_leak():
     assert fixed.entities[6].mentions[0].tokens(fixed.sents) == ["Barack", "Obama", "Foundation"]
 
 
+def _leak_doc(sents: list[str]) -> Document:
+    """One annotated mention ("Zed" in the last sentence), every other token free for leaks."""
+    split = [s.split() for s in sents]
+    last = len(split) - 1
+    return Document(title="leaks", sents=split, entities=[Entity([_m("Zed", last, 0, 1, "PER")])])
+
+
+def test_a_leak_at_the_start_of_a_sentence_is_found():
+    doc = _leak_doc(["Obama spoke .", "Zed ."])
+    leaks = find_leaks(doc, {0: {"Obama": ["Obama"]}})
+    assert [(lk.sent_id, lk.start, lk.end) for lk in leaks] == [(0, 0, 1)]
+
+
+def test_the_longest_original_name_wins_where_two_start_at_one_token():
+    # "New York" (entity 0) and "New York City" (entity 1): the unannotated text is the longer name
+    doc = _leak_doc(["He left New York City today .", "Zed ."])
+    leaks = find_leaks(doc, {0: {"New York": ["New", "York"]}, 1: {"New York City": ["New", "York", "City"]}})
+    assert [(lk.start, lk.end, lk.entity, lk.original_name) for lk in leaks] == [(2, 5, 1, "New York City")]
+
+
+def test_equal_original_names_of_two_entities_go_to_the_lower_entity_index():
+    # two entities with the same tokens under different spellings: ties are broken by entity, not by name
+    doc = _leak_doc(["Paris again .", "Zed ."])
+    leaks = find_leaks(doc, {3: {"Alpha": ["Paris"]}, 1: {"Omega": ["Paris"]}})
+    assert [(lk.entity, lk.original_name) for lk in leaks] == [(1, "Omega")]
+
+
 def test_malformed_input_raises_document_error():
     doc = _doc()
     doc.entities[1].mentions[0].pos = (5, 40)
