@@ -124,3 +124,30 @@ def test_envre_evaluate_model_quantized(tokenizer, docs, tmp_path, capsys):
     assert 0 <= scores["f1"] <= 1 and (tmp_path / "p.json").exists()
     assert main(argv[:-2] + ["--bf16"]) == 0
     assert "f1" in json.loads(capsys.readouterr().out)
+
+
+def test_envre_evaluate_env_runs_both_sets_under_bf16(tokenizer, docs, tmp_path, capsys, monkeypatch):
+    """``--bf16`` reaches the predictions of the original and the renamed set of an ``--env`` report."""
+    import envre_hf.models.prediction as prediction_module
+    from envre_hf.cli.main import main
+    from envre_hf.documents import write_documents
+
+    model = _model(tokenizer)
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    write_documents(docs[:2], tmp_path / "gold.json")
+    seen = []
+    real = prediction_module.predict
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("autocast"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prediction_module, "predict", spy)
+    gold = str(tmp_path / "gold.json")
+    argv = ["evaluate", "--model", str(tmp_path / "model"), "--gold", gold, "--env", gold]
+    assert main(argv + ["--bf16"]) == 0
+    assert seen == ["bf16", "bf16"]
+    assert main(argv) == 0
+    assert seen[2:] == [None, None]
+    assert "|" in capsys.readouterr().out

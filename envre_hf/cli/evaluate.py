@@ -109,8 +109,9 @@ def run_robustness(args: argparse.Namespace) -> int:
     renamed = read_benchmark(args.env, args.env_split)
     train = read_documents(args.train) if args.train is not None else None
     model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
+    autocast = "bf16" if getattr(args, "bf16", False) else None
     report = model_robustness_report(
-        model, tokenizer, gold, renamed, train, batch_size=args.batch_size, top_k=args.top_k
+        model, tokenizer, gold, renamed, train, batch_size=args.batch_size, top_k=args.top_k, autocast=autocast
     )
     if args.output is not None:
         write_json(args.output, report.to_dict(), ensure_ascii=True)

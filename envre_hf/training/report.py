@@ -149,7 +149,7 @@ def model_robustness_report(
     **predict_kwargs: Any,
 ) -> RobustnessReport:
     """Predict with ``model`` on both sets (``envre_hf.models.prediction.predict``) and report."""
-    from ..models.prediction import predict
+    from ..models.prediction import predict  # lazy: scoring prediction files needs no torch
 
     original_predictions = predict(model, list(original_gold), tokenizer, **predict_kwargs)
     renamed_predictions = predict(model, list(renamed_gold), tokenizer, **predict_kwargs)
