@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from dataclasses import replace
 
 import pytest
@@ -138,3 +139,34 @@ def test_envre_evaluate_predictions_uses_the_fast_path(redocred_test, tmp_path, 
     capsys.readouterr()
     written = json.loads((tmp_path / "s.json").read_text())
     assert written == json.loads(json.dumps(score_predictions(preds, gold, gold).to_dict()))
+
+
+def test_scoring_from_files_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypatch):
+    import gc
+
+    from envre_hf.metrics import fast_io
+    from envre_hf.metrics.docre import GoldIndex
+
+    states = []
+    real = GoldIndex.from_records.__func__
+
+    def spy(cls, records):
+        states.append(gc.isenabled())
+        return real(cls, records)
+
+    monkeypatch.setattr(GoldIndex, "from_records", classmethod(spy))
+    sample = Path(fast_io.__file__).parents[1] / "samples"
+    assert gc.isenabled()
+    fast_io.score_files(sample / "sample_predictions.json", sample / "sample_docs.json")
+    assert states == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(RuntimeError), fast_io.paused_gc():
+            with fast_io.paused_gc():
+                raise RuntimeError("inside")
+        assert not gc.isenabled()  # a collector paused by the caller stays paused
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), fast_io.paused_gc():
+        raise RuntimeError("inside")
+    assert gc.isenabled()
