@@ -134,7 +134,6 @@ def predict(
     most ``top_k`` per pair (``model.config.top_k`` by default). Rows carry ``doc_id`` when the
     document has one (renamed copies), so scoring matches them to ``Document.key``.
     """
-    schema = schema if schema is not None else docred_schema()
     features = [
         featurize_document(doc, tokenizer, schema, max_seq_length)
         for doc in tqdm(docs, desc="Featurizing", unit="doc", disable=not progress)
