@@ -6,19 +6,15 @@ sentence sets, labels and, for Ign, mention names. :func:`score_files` parses ea
 orjson and builds :class:`GoldIndex` / :class:`TrainFacts` from the dicts (:meth:`GoldIndex.from_records`,
 :meth:`TrainFacts.from_records`); the scores equal those of the typed path to the last digit.
 
-Python's cyclic garbage collector is paused while these functions run: parsing a 16 MB gold file creates
-millions of dicts and lists, each allocation burst triggers a collection that walks the ever larger heap,
-and none of it can form a cycle (JSON trees and the indexes are acyclic). On the 2,500-document benchmark
-that is a third of the whole job (``benchmarks/bench_metric.py``).
+Python's cyclic garbage collector is paused while these functions run (:func:`~.docre.paused_gc`): parsing
+a 16 MB gold file creates millions of dicts and lists, each allocation burst triggers a collection that
+walks the ever larger heap, and none of it can form a cycle (JSON trees and the indexes are acyclic). On
+the 2,500-document benchmark that was a third of the whole job (``benchmarks/bench_metric.py``).
 """
 
 from __future__ import annotations
 
-import functools
-import gc
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,30 +22,9 @@ import orjson
 
 from ..documents import DocumentError, read_documents
 from ..documents.formats import to_docred as to_record
-from .docre import DocREScores, GoldIndex, PredictionError, TrainFacts, score_predictions
+from .docre import DocREScores, GoldIndex, PredictionError, TrainFacts, paused_gc, score_predictions
 
 PathLike = str | os.PathLike
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector (nested uses are fine; the previous state comes back)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _gc_paused(fn: Callable) -> Callable:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with paused_gc():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -167,19 +142,19 @@ def _checked_records(path: PathLike) -> list[Any]:
     return records
 
 
-@_gc_paused
+@paused_gc()
 def read_gold_index(path: PathLike) -> GoldIndex:
     """:class:`GoldIndex` of a gold file (DocRED / Re-DocRED JSON or JSONL; Linked-DocRED via the typed reader)."""
     return GoldIndex.from_records(_checked_records(path))
 
 
-@_gc_paused
+@paused_gc()
 def read_train_facts(path: PathLike) -> TrainFacts:
     """:class:`TrainFacts` (for Ign) of a training file."""
     return TrainFacts.from_records(_checked_records(path))
 
 
-@_gc_paused
+@paused_gc()
 def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
     """:func:`~envre_hf.metrics.read_predictions` with orjson: a JSON list of objects or JSON Lines."""
     preds = read_json_records(path, what="predictions")
@@ -193,7 +168,7 @@ def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
     return preds
 
 
-@_gc_paused
+@paused_gc()
 def score_files(
     predictions: PathLike,
     gold: PathLike,
