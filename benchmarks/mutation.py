@@ -62,45 +62,45 @@ _MODEL_TESTS = (
 TARGETS: dict[str, Target] = {
     "metric": Target(
         "envre_hf/metrics/docre.py",
-        ("tests/test_metric.py", P + "test_prop_metric.py", "tests/test_metric_reference.py"),
-        ("tests/test_analysis.py",),
+        ("tests/metrics/test_metric.py", P + "test_prop_metric.py", "tests/metrics/test_metric_reference.py"),
+        ("tests/analysis/test_analysis.py",),
     ),
     "pipeline": Target(
         "envre_hf/renaming/pipeline.py",
-        ("tests/test_renaming.py", P + "test_prop_renaming.py", P + "test_prop_values.py"),
-        ("tests/test_renaming_redocred.py", "tests/test_build.py"),
+        ("tests/renaming/test_renaming.py", P + "test_prop_renaming.py", P + "test_prop_values.py"),
+        ("tests/renaming/test_renaming_redocred.py", "tests/renaming/test_build.py"),
     ),
     "substitution": Target(
         "envre_hf/renaming/substitution.py",
-        ("tests/test_renaming.py", P + "test_prop_renaming.py"),
-        ("tests/test_renaming_redocred.py",),
+        ("tests/renaming/test_renaming.py", P + "test_prop_renaming.py"),
+        ("tests/renaming/test_renaming_redocred.py",),
     ),
     "values": Target(
         "envre_hf/renaming/values.py",
-        ("tests/test_renaming_values.py", P + "test_prop_values.py"),
-        ("tests/test_renaming_redocred.py",),
+        ("tests/renaming/test_renaming_values.py", P + "test_prop_values.py"),
+        ("tests/renaming/test_renaming_redocred.py",),
     ),
     "leaks": Target(
         "envre_hf/renaming/leaks.py",
-        ("tests/test_renaming.py", P + "test_prop_renaming.py"),
-        ("tests/test_renaming_redocred.py", "tests/test_build.py"),
+        ("tests/renaming/test_renaming.py", P + "test_prop_renaming.py"),
+        ("tests/renaming/test_renaming_redocred.py", "tests/renaming/test_build.py"),
     ),
     "decode": Target(
         "envre_hf/models/modeling_docre.py",
-        tuple("tests/test_models.py::" + t for t in _MODEL_TESTS) + (P + "test_prop_models.py",),
-        ("tests/test_models.py", "tests/test_models_kd_docunet.py"),
+        tuple("tests/models/test_models.py::" + t for t in _MODEL_TESTS) + (P + "test_prop_models.py",),
+        ("tests/models/test_models.py", "tests/models/test_models_kd_docunet.py"),
         only=("DocREPreTrainedModel.relation_probabilities", "DocREPreTrainedModel.decode", "threshold_decode"),
     ),
     "prediction": Target(
         "envre_hf/models/prediction.py",
-        tuple("tests/test_models.py::" + t for t in _MODEL_TESTS) + ("tests/test_batching.py", P + "test_prop_models.py"),
-        ("tests/test_models.py", "tests/test_metric.py"),
+        tuple("tests/models/test_models.py::" + t for t in _MODEL_TESTS) + ("tests/features/test_batching.py", P + "test_prop_models.py"),
+        ("tests/models/test_models.py", "tests/metrics/test_metric.py"),
         only=("iter_logits", "decode_predictions", "predict"),
     ),
     "losses": Target(
         "envre_hf/training/losses.py",
         tuple(
-            "tests/test_training_losses.py::" + t
+            "tests/training/test_training_losses.py::" + t
             for t in (
                 "test_representation_consistency_is_mean_squared_distance",
                 "test_prediction_consistency_is_summed_symmetric_kl_averaged_over_pairs",
@@ -109,24 +109,24 @@ TARGETS: dict[str, Target] = {
                 "test_empty_pair_sets_give_zero_with_gradient",
             )
         ),
-        ("tests/test_training_losses.py", "tests/test_training_run.py", "tests/test_training_models.py"),
+        ("tests/training/test_training_losses.py", "tests/training/test_training_run.py", "tests/training/test_training_models.py"),
     ),
     "pairing": Target(
         "envre_hf/training/pairing.py",
-        ("tests/test_training_pairing.py", "tests/test_training_losses.py", P + "test_prop_models.py::test_on_the_fly_twins_are_always_aligned"),
-        ("tests/test_training_run.py", "tests/test_training_models.py"),
+        ("tests/training/test_training_pairing.py", "tests/training/test_training_losses.py", P + "test_prop_models.py::test_on_the_fly_twins_are_always_aligned"),
+        ("tests/training/test_training_run.py", "tests/training/test_training_models.py"),
     ),
     "worklog": Target(
         "envre_hf/renaming/build.py",
         tuple(
-            "tests/test_build.py::" + t
+            "tests/renaming/test_build.py::" + t
             for t in (
                 "test_resume_refuses_a_different_configuration",
                 "test_resume_after_injected_crash_equals_uninterrupted_build",
                 "test_resume_after_sigkill_equals_uninterrupted_build",
             )
         ),
-        ("tests/test_build.py",),
+        ("tests/renaming/test_build.py",),
         only=("_WorkLog", "_write_json", "_read_json", "_prepare_work_folder"),
     ),
 }

@@ -103,3 +103,25 @@ def tiny_training_args(output_dir, **overrides):
     )
     settings.update(overrides)
     return EVRTTrainingArguments(**settings)
+
+
+def build_roberta_style_tokenizer(docs):
+    """A byte-level BPE tokenizer with RoBERTa conventions (<s> ... </s>, prefix spaces), trained offline."""
+    from tokenizers import ByteLevelBPETokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer(add_prefix_space=True)
+    text = [" * ".join(s) for doc in docs for s in doc.sents]  # " *" (the marker) becomes one token
+    bpe.train_from_iterator(
+        text, vocab_size=800, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False
+    )
+    bpe.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -61,3 +62,22 @@ def redocred_dev(redocred_dev_path):
     from envre_hf.documents import read_documents
 
     return read_documents(redocred_dev_path)
+
+
+@pytest.fixture(autouse=True)
+def _restore_package_logging():
+    """Give each test the package's loggers as it found them: the training runner installs a handler, a
+    level and a warning-summary filter (``configure_logging``), which would otherwise leak into later tests."""
+    names = ["envre_hf"] + [n for n in logging.root.manager.loggerDict if n.startswith("envre_hf.")]
+    saved = {}
+    for name in names:
+        log = logging.getLogger(name)
+        saved[name] = (log.level, list(log.handlers), list(log.filters), log.propagate)
+    yield
+    for name in [n for n in logging.root.manager.loggerDict if n == "envre_hf" or n.startswith("envre_hf.")]:
+        log = logging.getLogger(name)
+        level, handlers, filters, propagate = saved.get(name, (logging.NOTSET, [], [], True))
+        log.setLevel(level)
+        log.handlers[:] = handlers
+        log.filters[:] = filters
+        log.propagate = propagate

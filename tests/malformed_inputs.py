@@ -1,4 +1,4 @@
-"""A generator of malformed inputs for the reliability campaign (tests/test_reliability.py).
+"""A generator of malformed inputs for the reliability campaign (tests/cli/test_reliability.py).
 
 Each generator writes files into a folder and returns ``{case name: path}``. Every case is something a
 user or an attacker can hand to ``envre``: broken containers (not JSON, not UTF-8, not gzip, nested 200k

@@ -28,9 +28,9 @@ from envre_hf.renaming.build import (
     pending_commits,
 )
 from malformed_inputs import SAMPLE_DOCS, SAMPLE_PREDICTIONS, SAMPLE_TRAIN
-from test_build import FakePipeline
+from _renaming_fakes import FakePipeline
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 
 
@@ -68,7 +68,7 @@ KILLER = textwrap.dedent(
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {tests!r})
-    from test_build import FakePipeline
+    from _renaming_fakes import FakePipeline
     from envre_hf.renaming.build import BuildConfig, build_split
 
     out, victim = Path(sys.argv[1]), sys.argv[2]

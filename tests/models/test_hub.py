@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hub_standin import LocalHub
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "envre_hf" / "samples"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from envre_hf.documents import dataset_to_documents, read_documents
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from dataset_scripts.docred.docred import DocRED  # noqa: E402
 from dataset_scripts.redocred.redocred import ReDocRED  # noqa: E402
@@ -71,7 +71,7 @@ def test_docred_needs_a_manual_download_and_reads_unlabelled_test(source_dir, tm
 
 def test_an_envre_build_folder_loads_without_a_builder(source_dir, tmp_path):
     """What docs/benchmarks.md promises in place of the removed Env-* builders."""
-    from test_build import FakePipeline
+    from _renaming_fakes import FakePipeline
 
     from datasets import load_dataset
 

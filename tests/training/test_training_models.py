@@ -19,7 +19,7 @@ from envre_hf.documents import write_documents
 from envre_hf.features import DocRECollator
 from envre_hf.training import EVRTPairCollator, EVRTTrainer, EVRTTrainingArguments
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMPONENTS = ("loss_clo", "loss_clp", "loss_rcr", "loss_pcr")
 
 

@@ -21,7 +21,7 @@ from envre_hf.documents import (
 )
 from envre_hf.metrics import GoldIndex, PredictionError, TrainFacts, read_predictions, score_predictions
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "envre_hf" / "samples"
 SAMPLE_DOCS = SAMPLES / "sample_docs.json"
 SAMPLE_TRAIN = SAMPLES / "sample_train.json"
