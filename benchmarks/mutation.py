@@ -72,7 +72,7 @@ TARGETS: dict[str, Target] = {
     ),
     "substitution": Target(
         "envre_hf/renaming/substitution.py",
-        ("tests/renaming/test_renaming.py", P + "test_prop_renaming.py"),
+        ("tests/renaming/test_substitution.py", "tests/renaming/test_renaming.py", P + "test_prop_renaming.py"),
         ("tests/renaming/test_renaming_redocred.py",),
     ),
     "values": Target(
