@@ -1,0 +1,155 @@
+"""The one document reader: ``read_documents(..., on_error=...)`` and the build-folder reader (one owner, used by
+the library and by envre analyze / evaluate --env / icl); no module-level import cycle in the package."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from envre_hf.documents import DocumentError, read_documents
+from envre_hf.documents.build_folder import BuildFolderError, read_any, read_benchmark
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_layering import REPO, _imports, _module_parts  # noqa: E402  (one import parser for both tests)
+
+
+@pytest.fixture()
+def mixed_file(tmp_path, redocred_dev):
+    """Four documents as JSON Lines: the second is not JSON, the third is malformed."""
+    from envre_hf.documents import to_docred
+
+    good = [json.dumps(to_docred(d)) for d in redocred_dev[:2]]
+    broken = dict(to_docred(redocred_dev[2]), vertexSet="nope")
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([good[0], "{not json", json.dumps(broken), good[1]]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_on_error_callable_skips_and_reports_each_bad_document(mixed_file, redocred_dev):
+    seen = []
+    docs = read_documents(mixed_file, on_error=lambda err, raw: seen.append((err.doc_index, raw)))
+    assert [d.title for d in docs] == [redocred_dev[0].title, redocred_dev[1].title]
+    assert [i for i, _ in seen] == [1, 2]
+    assert seen[0][1] is None  # the line was not JSON
+    assert seen[1][1]["title"] == redocred_dev[2].title and seen[1][1]["vertexSet"] == "nope"
+
+
+def test_on_error_fail_raises_naming_the_file_and_a_callable_may_stop(mixed_file):
+    with pytest.raises(DocumentError, match=f"{mixed_file}: line 2 is not valid JSON"):
+        read_documents(mixed_file)
+
+    def stop(err, raw):
+        raise err
+
+    with pytest.raises(DocumentError, match="document 1"):
+        read_documents(mixed_file, on_error=stop)
+    with pytest.raises(ValueError, match="on_error"):
+        read_documents(mixed_file, on_error="skip")
+
+
+@pytest.fixture()
+def two_split_folder(tmp_path, redocred_dev):
+    """A build folder with splits test (2 documents) and test_hard (1 document x 2 seeds)."""
+    from envre_hf.documents import write_documents
+    from envre_hf.renaming.build import BuildConfig, build_split
+
+    class Retitle:
+        def rename(self, doc, seed):
+            import dataclasses
+
+            return dataclasses.replace(doc, title=f"{doc.title} ({seed})")
+
+    out = tmp_path / "bench"
+    write_documents(redocred_dev[:2], tmp_path / "a.json")
+    write_documents(redocred_dev[2:3], tmp_path / "b.json")
+    build_split(Retitle(), tmp_path / "a.json", BuildConfig(out, split="test", seeds=(0,), progress=False))
+    build_split(Retitle(), tmp_path / "b.json", BuildConfig(out, split="test_hard", seeds=(0, 1), progress=False))
+    return out
+
+
+def test_read_benchmark_reads_exactly_one_split_and_names_the_others(two_split_folder):
+    assert len(read_benchmark(two_split_folder, "test")) == 2  # test_hard shards are not test's
+    assert len(read_benchmark(two_split_folder, "test_hard")) == 2
+    assert len(read_any(two_split_folder)) == 4
+    with pytest.raises(FileNotFoundError, match=r"no data/validation-\*\.parquet files \(splits there: test, test_hard"):
+        read_benchmark(two_split_folder, "validation")
+
+
+def test_read_benchmark_refuses_a_folder_with_a_replacement_cut_short(two_split_folder):
+    from envre_hf.documents.build_folder import COMMIT_FILE, WORK_DIR
+
+    journal = two_split_folder / WORK_DIR / "test" / COMMIT_FILE
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"split": "test", "moves": [], "deletes": []}), encoding="utf-8")
+    with pytest.raises(BuildFolderError, match="split\\(s\\) test was cut short; finish it with envre build --resume"):
+        read_benchmark(two_split_folder, "test_hard")
+
+
+def test_the_commands_read_build_folders_with_the_library_reader():
+    """One owner: the CLI modules take ``read_benchmark`` from ``envre_hf.documents.build_folder``."""
+    from envre_hf.cli import analyze
+
+    assert analyze.read_benchmark is read_benchmark
+    for name in ("analyze", "evaluate", "icl"):
+        text = (REPO / "envre_hf" / "cli" / f"{name}.py").read_text(encoding="utf-8")
+        assert "def read_benchmark" not in text and "from .analyze import read_benchmark" not in text
+
+
+def module_cycles(root: Path, package: str = "envre_hf") -> list[list[str]]:
+    """Groups of modules of ``package`` that import each other, directly or not (function-local imports count)."""
+    modules = {".".join(_module_parts(p, root)): p for p in sorted((root / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps = set()
+        for module, names, _ in _imports(path, root):
+            if module.split(".")[0] != package:
+                continue
+            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules] or [module]
+            deps |= {t for t in targets if t in modules and t != name}
+        graph[name] = deps
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    """e.g. renaming/build.py <-> renaming/card.py, before the build was split by job."""
+    assert module_cycles(REPO) == []
+
+
+def test_module_cycles_are_found(tmp_path):
+    pkg = tmp_path / "envre_hf" / "renaming"
+    pkg.mkdir(parents=True)
+    (tmp_path / "envre_hf" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "build.py").write_text("from .card import card\nFILE = 'statistics.json'\n")
+    (pkg / "card.py").write_text("def card():\n    from .build import FILE\n")
+    assert module_cycles(tmp_path) == [["envre_hf.renaming.build", "envre_hf.renaming.card"]]
