@@ -108,7 +108,7 @@ TARGETS: dict[str, Target] = {
         ("tests/training/test_training_run.py", "tests/training/test_training_models.py"),
     ),
     "worklog": Target(
-        "envre_hf/renaming/build.py",
+        "envre_hf/renaming/worklog.py",
         tuple(
             "tests/renaming/test_build.py::" + t
             for t in (
@@ -118,7 +118,7 @@ TARGETS: dict[str, Target] = {
             )
         ),
         ("tests/renaming/test_build.py",),
-        only=("_WorkLog", "_write_json", "_read_json", "_prepare_work_folder"),
+        only=("WorkLog", "unit_record", "prepare_work_folder"),
     ),
 }
 
@@ -608,8 +608,9 @@ ISSUE_BUGS = [
     (
         "on-the-fly twins skip the document alignment check",
         "envre_hf/training/pairing.py",
-        "        twin = self.pipeline.rename(doc, seed=self.base_seed + epoch)\n        check_document_alignment(doc, twin)\n",
-        "        twin = self.pipeline.rename(doc, seed=self.base_seed + epoch)\n",
+        "        twin = rename_unit(self.pipeline, doc, self.base_seed + epoch).document  # the one renaming driver\n"
+        "        check_document_alignment(doc, twin)\n",
+        "        twin = rename_unit(self.pipeline, doc, self.base_seed + epoch).document  # the one renaming driver\n",
     ),
 ]
 

@@ -194,3 +194,60 @@ def test_the_checks_find_upward_imports_cycles_and_facade_imports(toy_package):
         f"{PACKAGE}/kb/corpus.py:5: kb (stage 2) imports the later stage renaming (stage 3)",
     ]
     assert sorted(cycles(edges)) == [["analysis", "icl"], ["kb", "renaming"]]
+
+
+def module_cycles(root: Path, package: str = "envre_hf") -> list[list[str]]:
+    """Groups of modules of ``package`` that import each other, directly or not (function-local imports count)."""
+    modules = {".".join(_module_parts(p, root)): p for p in sorted((root / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps = set()
+        for module, names, _ in _imports(path, root):
+            if module.split(".")[0] != package:
+                continue
+            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules] or [module]
+            deps |= {t for t in targets if t in modules and t != name}
+        graph[name] = deps
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    """e.g. renaming/build.py <-> renaming/card.py, before the build was split by job."""
+    assert module_cycles(REPO) == []
+
+
+def test_module_cycles_are_found(tmp_path):
+    pkg = tmp_path / "envre_hf" / "renaming"
+    pkg.mkdir(parents=True)
+    (tmp_path / "envre_hf" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "build.py").write_text("from .card import card\nFILE = 'statistics.json'\n")
+    (pkg / "card.py").write_text("def card():\n    from .build import FILE\n")
+    assert module_cycles(tmp_path) == [["envre_hf.renaming.build", "envre_hf.renaming.card"]]

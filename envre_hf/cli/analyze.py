@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..documents.build_folder import read_benchmark  # the one reader of build folders (envre icl/evaluate too)
 from .common import UsageError, existing_path, non_negative_int, positive_int
 
 DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "wikidata"
@@ -38,40 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="map.json files of envre attribute runs: plot their MAP(K) curves side by side (OUTPUT/map_curves.png)",
     )
     parser.add_argument("--output", required=True, type=Path, help="output directory")
-
-
-def read_benchmark(path: Path, split: str = "test"):
-    """Documents of a DocRED-format file, or of one split of a folder written by ``envre build``.
-
-    A folder's split is read from the files its ``statistics.json`` lists (so ``test`` never picks up
-    ``test_hard`` shards); a folder whose last split replacement was cut short is refused with the fix.
-    """
-    from ..documents import check_unique_keys, document_from_row, read_documents
-    from ..renaming.build import STATISTICS_FILE, is_shard_of, pending_commits
-
-    path = Path(path)
-    if not path.is_dir():
-        return read_documents(path)
-    pending = pending_commits(path)
-    if pending:
-        raise UsageError(
-            f"{path}: the last write of split(s) {', '.join(pending)} was cut short; finish it with envre build "
-            f"--resume (same options) before reading the folder"
-        )
-    files = sorted(f for f in (path / "data").glob("*.parquet") if is_shard_of(f.name, split))
-    if not files:
-        known = sorted((path / "data").glob("*-00000-of-*.parquet")) if (path / "data").is_dir() else []
-        splits = sorted({f.name.rsplit("-00000-of-", 1)[0] for f in known})
-        raise UsageError(
-            f"{path}: no data/{split}-*.parquet files (splits there: {', '.join(splits) or 'none'}; choose with --split)"
-            if (path / STATISTICS_FILE).exists() or splits
-            else f"{path}: a folder, but not one written by envre build (no data/*.parquet); give a document file"
-        )
-    import pyarrow.parquet as pq
-
-    docs = [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
-    check_unique_keys(docs, path)
-    return docs
 
 
 def plot_saved_map_curves(paths: list[Path], output: Path) -> Path:

@@ -120,7 +120,8 @@ def make_kb(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from ..kb.base import KnowledgeBaseError
     from ..renaming import RenamingConfig, RenamingPipeline
-    from ..renaming.build import BuildConfig, build_split, check_split_name, push_to_hub
+    from ..renaming.build import BuildConfig, build_split, check_split_name
+    from ..renaming.hub_upload import push_to_hub
     from ..renaming.isolation import load_excluded_names
     from ..renaming.card import default_pretty_name, statistics_markdown
 

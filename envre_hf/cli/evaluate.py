@@ -101,7 +101,7 @@ def run_robustness(args: argparse.Namespace) -> int:
     """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
     from ..models.prediction import load_for_inference
     from ..training.report import model_robustness_report
-    from .analyze import read_benchmark
+    from ..documents.build_folder import read_benchmark
 
     if getattr(args, "model", None) is None:
         raise UsageError("--env needs --model DIR (the model to evaluate on both sets)")

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents
-    from .analyze import read_benchmark
+    from ..documents.build_folder import read_benchmark
     from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig, run_icl
 
     out = Path(args.output)

@@ -1,35 +1,82 @@
 """Documents of a benchmark given as a file or as a dataset folder written by ``envre build``.
 
-A build folder holds ``data/<split>-*.parquet`` shards in the document schema (``DOCUMENT_FEATURES``); every
-stage that accepts "a DocRED file or a build folder" (training data and twins, name isolation, ``envre analyze``,
+A build folder holds ``data/<split>-NNNNN-of-NNNNN.parquet`` shards in the document schema (``DOCUMENT_FEATURES``),
+``statistics.json`` and, while a split replacement is being committed, ``.build/<split>/commit.json``. This module
+owns that layout on the reading side (``envre_hf.renaming`` writes it with these names); every stage that accepts
+"a DocRED file or a build folder" (training data and twins, name isolation, ``envre analyze``,
 ``envre evaluate --env``, ``envre icl``) reads it here, so there is one reader of that layout.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from .hf import dataset_to_documents, document_from_row
-from .io import read_documents
+from .io import check_unique_keys, read_documents
 from .schema import Document
+
+#: ``statistics.json``: the construction statistics of every split (its ``data_files`` name the split's shards).
+STATISTICS_FILE = "statistics.json"
+#: The work folder of unfinished builds: ``.build/<split>/`` (records, manifest, staged files, commit journal).
+WORK_DIR = ".build"
+#: In ``.build/<split>/``: the journal whose presence means the split's replacement is not finished.
+COMMIT_FILE = "commit.json"
+
+
+class BuildFolderError(ValueError):
+    """A build folder that cannot be read as asked (a split replacement cut short)."""
+
+
+def is_shard_of(name: str, split: str) -> bool:
+    """``name`` is a shard of ``split`` exactly (``test-hard-00000-of-00001.parquet`` is not one of ``test``)."""
+    return re.fullmatch(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.parquet", name) is not None
+
+
+def pending_commits(folder: str | os.PathLike) -> list[str]:
+    """Splits of ``folder`` whose replacement was cut short after its commit point (finish: build ``--resume``)."""
+    root = Path(folder) / WORK_DIR
+    return sorted(p.parent.name for p in root.glob(f"*/{COMMIT_FILE}")) if root.is_dir() else []
 
 
 def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Document]:
-    """Documents of a DocRED-format file, or of ``data/<split>-*.parquet`` in a folder written by ``envre build``.
+    """Documents of a DocRED-format file, or of one split of a folder written by ``envre build``.
 
-    ``split="*"`` reads every split's shards (in file-name order). A folder without shards of ``split`` raises
-    :class:`FileNotFoundError` naming the pattern it looked for.
+    A folder's split is read from its shards ``data/<split>-NNNNN-of-NNNNN.parquet`` exactly (``test`` never picks
+    up ``test_hard`` shards); ``split="*"`` reads every split's shards (in file-name order). A folder without
+    shards of ``split`` raises :class:`FileNotFoundError` naming the splits it has; a folder whose last split
+    replacement was cut short raises :class:`BuildFolderError` with the fix; two documents of one split with one
+    key raise :class:`~envre_hf.documents.DocumentError`.
     """
     path = Path(path)
     if not path.is_dir():
         return read_documents(path)
-    files = sorted((path / "data").glob(f"{split}-*.parquet"))
+    pending = pending_commits(path)
+    if pending:
+        raise BuildFolderError(
+            f"{path}: the last write of split(s) {', '.join(pending)} was cut short; finish it with envre build "
+            f"--resume (same options) before reading the folder"
+        )
+    data = path / "data"
+    every = split == "*"
+    files = sorted(data.glob("*-*.parquet")) if every else sorted(
+        f for f in data.glob("*.parquet") if is_shard_of(f.name, split)
+    )
     if not files:
-        raise FileNotFoundError(f"no {path}/data/{split}-*.parquet files")
+        known = sorted(data.glob("*-00000-of-*.parquet")) if data.is_dir() else []
+        splits = sorted({f.name.rsplit("-00000-of-", 1)[0] for f in known})
+        raise FileNotFoundError(
+            f"{path}: no data/{split}-*.parquet files (splits there: {', '.join(splits) or 'none'}; choose with --split)"
+            if (path / STATISTICS_FILE).exists() or splits
+            else f"{path}: a folder, but not one written by envre build (no data/*.parquet); give a document file"
+        )
     import pyarrow.parquet as pq  # only build folders need pyarrow here
 
-    return [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
+    docs = [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
+    if not every:  # one split: one key per document (splits may share source documents)
+        check_unique_keys(docs, path)
+    return docs
 
 
 def read_any(path: str | os.PathLike) -> list[Document]:
@@ -42,3 +89,4 @@ def read_any(path: str | os.PathLike) -> list[Document]:
 
         return dataset_to_documents(load_from_disk(str(path)))
     return read_documents(path)
+

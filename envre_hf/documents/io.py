@@ -16,7 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from .schema import Document
 
 
 _WRITERS = {"docred": to_docred, "linked": to_linked}
+#: What a reader does with a bad document: ``"fail"`` (raise), or a callable ``(error, raw object)`` that skips it.
+OnError = str | Callable[[DocumentError, Any], None]
 
 
 def _is_jsonl(path: PathLike) -> bool:
@@ -129,18 +131,30 @@ class KeyChecker:
         self.seen[key] = index
 
 
-def iter_documents(path: PathLike, *, validate: bool = True) -> Iterator[Document]:
+def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> Iterator[Document]:
     """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file (see the module doc).
 
     ``validate=False`` only parses (for tools that repair files); keys are checked for duplicates always.
+    ``on_error="fail"`` raises the first bad document (named with the file); a callable is called instead
+    with each bad document's error (naming its index, not the file) and its raw JSON object (``None`` for a
+    JSON Lines line that is not JSON), and the document is left out: so ``envre build --on-error skip`` lists
+    it and goes on. The callable may raise to stop.
     """
     path = Path(path)
+    if on_error != "fail" and not callable(on_error):
+        raise ValueError(f"on_error must be 'fail' or a callable, got {on_error!r}")
     keys = KeyChecker(path)
-    for i, obj in enumerate(read_raw_documents(path)):
+    skip = None if on_error == "fail" else on_error
+    for i, obj in enumerate(read_raw_documents(path, keep_errors=skip is not None)):
         try:
+            if isinstance(obj, DocumentError):  # a JSON Lines line that is not JSON (kept for ``skip``)
+                raise obj
             doc = parse_document(obj, i, validate=validate)
         except DocumentError as err:
-            raise err if str(path) in str(err) else located_in_file(err, path) from None
+            if skip is None:
+                raise err if str(path) in str(err) else located_in_file(err, path) from None
+            skip(err, None if isinstance(obj, DocumentError) else obj)
+            continue
         keys.check(doc, i)
         yield doc
 
@@ -157,9 +171,9 @@ def located_in_file(err: DocumentError, path: Path) -> DocumentError:
     )
 
 
-def read_documents(path: PathLike, *, validate: bool = True) -> list[Document]:
-    """Read every document of ``path`` (see :func:`iter_documents`)."""
-    return list(iter_documents(path, validate=validate))
+def read_documents(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> list[Document]:
+    """Read every document of ``path`` (see :func:`iter_documents` for ``on_error``)."""
+    return list(iter_documents(path, validate=validate, on_error=on_error))
 
 
 def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) -> None:

@@ -1,6 +1,7 @@
 """Stage 3: renamed copies of documents (the four-step pipeline, value rules, isolation, leaks, stats)."""
 
 from .coherence import coherence_statistics
+from .driver import DocumentFailure, RenamedUnit, RenamingDriver, rename_unit
 from .isolation import document_names, load_excluded_names, used_names
 from .leaks import Leak, find_leaks
 from .pipeline import (
@@ -16,9 +17,12 @@ from ..documents.tokenize import joined_name, name_key, tokenize_name
 from .values import ValueRename, rename_values
 
 __all__ = [
+    "DocumentFailure",
     "Leak",
     "RenameReport",
     "RenamingConfig",
+    "RenamedUnit",
+    "RenamingDriver",
     "RenamingPipeline",
     "ValueRename",
     "coherence_statistics",
@@ -31,6 +35,7 @@ __all__ = [
     "match_counts",
     "name_key",
     "rename_dataset",
+    "rename_unit",
     "rename_values",
     "substitution_rates",
     "tokenize_name",

@@ -3,7 +3,7 @@
 The YAML header is what the Hub and ``datasets.load_dataset(folder)`` read: ``configs`` (the parquet files
 of each split), ``dataset_info`` (the :data:`~envre_hf.documents.DOCUMENT_FEATURES` schema and split sizes),
 license, task categories, pretty name. The body is written from ``statistics.json`` (see
-:mod:`envre_hf.renaming.build`), so the card always describes the splits actually in the folder.
+:mod:`envre_hf.renaming.stats`), so the card always describes the splits actually in the folder.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from ..citations import DOCRED_CITATION, ENV_CITATION, REDOCRED_CITATION
 from ..documents import DOCUMENT_FEATURES, ENTITY_TYPES
+from ..documents.build_folder import STATISTICS_FILE
 
 #: What a card built on DocRED / Re-DocRED cites.
 CITATION = "\n\n".join((ENV_CITATION, DOCRED_CITATION, REDOCRED_CITATION))
@@ -209,10 +210,9 @@ def write_dataset_card(
 ) -> Path:
     """(Re)write ``output_dir/README.md`` (atomically) from ``output_dir/statistics.json`` and the parquet sizes.
 
-    ``envre build`` stages the card with the split's other files instead (see :mod:`envre_hf.renaming.build`).
+    ``envre build`` stages the card with the split's other files instead (see :mod:`envre_hf.renaming.split_writer`).
     """
     from ..atomic import write_text
-    from .build import STATISTICS_FILE
 
     folder = Path(output_dir)
     statistics = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))

@@ -76,9 +76,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..documents import Document, Substitution, validate_document
+from ..documents import DOCUMENT_FEATURES, Document, Substitution, document_from_row, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .forms import ACRONYM, DEMONYM, PLAIN, NameForm, form_of, form_of_tokens, indefinite_article, is_count_noun
+from .driver import RenamingDriver
 from .forms import is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
@@ -637,19 +638,18 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
 
 
 class _RenameBatch:
-    """``datasets.map`` function: rows -> renamed rows for one seed (picklable for ``num_proc``)."""
+    """``datasets.map`` function: rows -> renamed rows for one seed (picklable for ``num_proc``), through the
+    one renaming driver (:class:`~envre_hf.renaming.driver.RenamingDriver`)."""
 
     def __init__(self, pipeline: RenamingPipeline, seed: int):
         self.pipeline = pipeline
         self.seed = seed
 
-    def __call__(self, batch: dict[str, list]) -> dict[str, list]:
-        from ..documents.hf import DOCUMENT_FEATURES, document_from_row, document_to_row
-
-        rows = []
-        for i in range(len(batch["title"])):
-            doc = document_from_row({key: values[i] for key, values in batch.items()})
-            rows.append(document_to_row(self.pipeline.rename(doc, self.seed)))
+    def __call__(self, batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+        docs = {index: document_from_row({key: values[i] for key, values in batch.items()})
+                for i, index in enumerate(indices)}
+        driver = RenamingDriver(self.pipeline, with_rows=True)
+        rows = [r.row for r in driver.run(docs, [(index, self.seed) for index in indices], progress=False)]
         return {key: [row[key] for row in rows] for key in DOCUMENT_FEATURES}
 
 
@@ -661,8 +661,6 @@ def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], nu
     The dataset must have the columns of :data:`~envre_hf.documents.DOCUMENT_FEATURES`.
     """
     from datasets import concatenate_datasets
-
-    from ..documents.hf import DOCUMENT_FEATURES
 
     missing = set(DOCUMENT_FEATURES) - set(dataset.column_names)
     if missing:
@@ -678,6 +676,7 @@ def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], nu
         parts.append(
             dataset.map(
                 _RenameBatch(pipeline, seed),
+                with_indices=True,
                 batched=True,
                 batch_size=batch_size,
                 num_proc=num_proc if num_proc > 1 else None,

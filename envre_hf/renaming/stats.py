@@ -1,11 +1,17 @@
-"""Build statistics of renamed copies: substitution rate per coarse type, type-match kinds."""
+"""Build statistics of renamed copies: substitution rate per coarse type, type-match kinds, and the whole
+construction statistics of a split (``statistics.json``, the dataset card, what ``envre build`` prints)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from ..documents import Document
+from .coherence import coherence_statistics
+from .driver import DocumentFailure
+from .inputs import SourceInfo
 
 
 def substitution_rates(renamed: Iterable[Document]) -> dict[str, dict[str, float]]:
@@ -40,3 +46,33 @@ def match_counts(renamed: Iterable[Document]) -> dict[str, int]:
             seen.add(sub.entity)
             counts["relaxed" if sub.match.startswith("relaxed:") else sub.match] += 1
     return dict(sorted(counts.items()))
+
+
+def construction_statistics(
+    renamed: Sequence[Document],
+    leaks: Sequence[int],
+    names_used: set[str],
+    source_docs: int,
+    failures: Sequence[DocumentFailure],
+    source: SourceInfo,
+    seeds: Sequence[int],
+) -> dict[str, Any]:
+    """The numbers a dataset card reports: substitution rate per coarse type, type-match kinds (exact /
+    relaxed / rule / unchanged:<reason>), leaks left in the text (``leaks[i]`` for ``renamed[i]``), names
+    used, KB snapshot, seeds, and the text coherence figures (``envre_hf.renaming.coherence``)."""
+    return {
+        "source_documents": source_docs,
+        "seeds": list(seeds),
+        "renamed_documents": len(renamed),
+        "failed": len(failures),
+        "failed_documents": len({f.doc_index for f in failures}),
+        "substitution_rates": substitution_rates(renamed),
+        "type_matches": match_counts(renamed),
+        "coherence": coherence_statistics(renamed),
+        "leaks": {"documents": sum(1 for n in leaks if n), "occurrences": sum(leaks)},
+        "names_used": len(names_used),
+        "kb": {"name": source.kb_name, "snapshot": source.kb_snapshot},
+        "renaming_config": source.renaming_config,
+        "input": {"path": Path(source.input_path).name, "sha256": source.input_sha256},
+    }
+

@@ -31,6 +31,7 @@ import torch
 
 from ..documents import Document, DocumentError
 from ..renaming.isolation import load_excluded_names  # noqa: F401  (re-exported: the one loader of excluded names)
+from ..renaming.driver import rename_unit
 from ..renaming.stats import substitution_rates
 
 Features = dict[str, Any]
@@ -204,7 +205,7 @@ class OnTheFlyTwins(TwinSource):
         self.base_seed = base_seed
 
     def twin(self, doc: Document, epoch: int) -> Document:
-        twin = self.pipeline.rename(doc, seed=self.base_seed + epoch)
+        twin = rename_unit(self.pipeline, doc, self.base_seed + epoch).document  # the one renaming driver
         check_document_alignment(doc, twin)
         return twin
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import Document, read_documents
+from ..renaming.driver import RenamingDriver
 from .arguments import EVRTTrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -117,10 +118,9 @@ def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = 
 def rename_documents(
     pipeline: Any, docs: list[Document], seed: int, desc: str = "Renaming", progress: bool = True
 ) -> list[Document]:
-    """``pipeline.rename`` over ``docs`` at ``seed``, with a progress bar (``progress``: on the main process only)."""
-    from tqdm.auto import tqdm
-
-    return [pipeline.rename(doc, seed=seed) for doc in tqdm(docs, desc=desc, leave=False, disable=not progress)]
+    """The copies of ``docs`` at ``seed`` through the one renaming driver, with a progress bar (``progress``: on the
+    main process only); the first document that cannot be renamed stops the run, named."""
+    return RenamingDriver(pipeline).rename_documents(docs, [seed], desc=desc, progress=progress, leave=False)
 
 
 class MentionDropSummary(logging.Filter):

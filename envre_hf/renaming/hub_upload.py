@@ -1,0 +1,71 @@
+"""Publishing a built folder as a Hub dataset repo (and the dry run of what would be sent)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..documents.build_folder import WORK_DIR, pending_commits
+from .output_folder import MARKER_FILE, BuildError
+
+PathLike = str | os.PathLike
+
+
+@dataclass(frozen=True)
+class UploadPlan:
+    """Exactly what :func:`push_to_hub` sends: the files (relative paths) of the folder, to which repo."""
+
+    repo_id: str
+    repo_type: str
+    folder: Path
+    files: list[str]
+
+
+#: Never uploaded: the resume work folder and temporary files.
+IGNORE_PATTERNS = [f"{WORK_DIR}/**", "**/*.tmp", "*.tmp", MARKER_FILE]
+
+
+def upload_plan(output_dir: PathLike, repo_id: str) -> UploadPlan:
+    """The dry run of :func:`push_to_hub`."""
+    import fnmatch
+
+    folder = Path(output_dir)
+    files = sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and not any(fnmatch.fnmatch(p.relative_to(folder).as_posix(), pat) for pat in IGNORE_PATTERNS)
+    )
+    return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder, files=files)
+
+
+def push_to_hub(
+    output_dir: PathLike,
+    repo_id: str,
+    *,
+    token: str | None = None,
+    private: bool = False,
+    endpoint: str | None = None,
+    commit_message: str | None = None,
+) -> Any:
+    """Create the dataset repo ``repo_id`` (if needed) and upload the built folder in one commit.
+
+    ``endpoint`` defaults to ``HF_ENDPOINT`` (else the Hub) and ``token`` to ``HF_TOKEN`` / the saved login.
+    """
+    from huggingface_hub import HfApi
+
+    folder = Path(output_dir)
+    if not (folder / "README.md").exists() or not (folder / "data").is_dir():
+        raise BuildError(f"{folder} is not a built dataset folder (README.md and data/ missing)")
+    if pending_commits(folder):
+        raise BuildError(f"{folder} has an unfinished split replacement; run envre build --resume first")
+    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    return api.upload_folder(
+        repo_id=repo_id,
+        repo_type="dataset",
+        folder_path=str(folder),
+        ignore_patterns=IGNORE_PATTERNS,
+        commit_message=commit_message or "Upload dataset built with envre build",
+    )

@@ -1,0 +1,96 @@
+"""The one document reader: ``read_documents(..., on_error=...)`` and the build-folder reader (one owner, used by
+the library and by envre analyze / evaluate --env / icl)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envre_hf.documents import DocumentError, read_documents
+from envre_hf.documents.build_folder import BuildFolderError, read_any, read_benchmark
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def mixed_file(tmp_path, redocred_dev):
+    """Four documents as JSON Lines: the second is not JSON, the third is malformed."""
+    from envre_hf.documents import to_docred
+
+    good = [json.dumps(to_docred(d)) for d in redocred_dev[:2]]
+    broken = dict(to_docred(redocred_dev[2]), vertexSet="nope")
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([good[0], "{not json", json.dumps(broken), good[1]]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_on_error_callable_skips_and_reports_each_bad_document(mixed_file, redocred_dev):
+    seen = []
+    docs = read_documents(mixed_file, on_error=lambda err, raw: seen.append((err.doc_index, raw)))
+    assert [d.title for d in docs] == [redocred_dev[0].title, redocred_dev[1].title]
+    assert [i for i, _ in seen] == [1, 2]
+    assert seen[0][1] is None  # the line was not JSON
+    assert seen[1][1]["title"] == redocred_dev[2].title and seen[1][1]["vertexSet"] == "nope"
+
+
+def test_on_error_fail_raises_naming_the_file_and_a_callable_may_stop(mixed_file):
+    with pytest.raises(DocumentError, match=f"{mixed_file}: line 2 is not valid JSON"):
+        read_documents(mixed_file)
+
+    def stop(err, raw):
+        raise err
+
+    with pytest.raises(DocumentError, match="document 1"):
+        read_documents(mixed_file, on_error=stop)
+    with pytest.raises(ValueError, match="on_error"):
+        read_documents(mixed_file, on_error="skip")
+
+
+@pytest.fixture()
+def two_split_folder(tmp_path, redocred_dev):
+    """A build folder with splits test (2 documents) and test_hard (1 document x 2 seeds)."""
+    from envre_hf.documents import write_documents
+    from envre_hf.renaming.build import BuildConfig, build_split
+
+    class Retitle:
+        def rename(self, doc, seed):
+            import dataclasses
+
+            return dataclasses.replace(doc, title=f"{doc.title} ({seed})")
+
+    out = tmp_path / "bench"
+    write_documents(redocred_dev[:2], tmp_path / "a.json")
+    write_documents(redocred_dev[2:3], tmp_path / "b.json")
+    build_split(Retitle(), tmp_path / "a.json", BuildConfig(out, split="test", seeds=(0,), progress=False))
+    build_split(Retitle(), tmp_path / "b.json", BuildConfig(out, split="test_hard", seeds=(0, 1), progress=False))
+    return out
+
+
+def test_read_benchmark_reads_exactly_one_split_and_names_the_others(two_split_folder):
+    assert len(read_benchmark(two_split_folder, "test")) == 2  # test_hard shards are not test's
+    assert len(read_benchmark(two_split_folder, "test_hard")) == 2
+    assert len(read_any(two_split_folder)) == 4
+    with pytest.raises(FileNotFoundError, match=r"no data/validation-\*\.parquet files \(splits there: test, test_hard"):
+        read_benchmark(two_split_folder, "validation")
+
+
+def test_read_benchmark_refuses_a_folder_with_a_replacement_cut_short(two_split_folder):
+    from envre_hf.documents.build_folder import COMMIT_FILE, WORK_DIR
+
+    journal = two_split_folder / WORK_DIR / "test" / COMMIT_FILE
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"split": "test", "moves": [], "deletes": []}), encoding="utf-8")
+    with pytest.raises(BuildFolderError, match="split\\(s\\) test was cut short; finish it with envre build --resume"):
+        read_benchmark(two_split_folder, "test_hard")
+
+
+def test_the_commands_read_build_folders_with_the_library_reader():
+    """One owner: the CLI modules take ``read_benchmark`` from ``envre_hf.documents.build_folder``."""
+    from envre_hf.cli import analyze
+
+    assert analyze.read_benchmark is read_benchmark
+    for name in ("analyze", "evaluate", "icl"):
+        text = (REPO / "envre_hf" / "cli" / f"{name}.py").read_text(encoding="utf-8")
+        assert "def read_benchmark" not in text and "from .analyze import read_benchmark" not in text
