@@ -109,7 +109,7 @@ TARGETS: dict[str, Target] = {
     ),
     "worklog": Target(
         "envre_hf/renaming/worklog.py",
-        tuple(
+        ("tests/renaming/test_worklog.py",) + tuple(
             "tests/renaming/test_build.py::" + t
             for t in (
                 "test_resume_refuses_a_different_configuration",
@@ -129,6 +129,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         'pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0',
         "drop not",
     ): "the pad id only fills positions the attention mask hides: any id gives the same logits",
+    ("worklog", "break  # only the last line can lack its newline: cut short by a kill", "'break' -> 'continue'"): (
+        "a line without a newline can only be the file's last, so continue ends the loop as break does"
+    ),
+    ("worklog", "if self._fh is not None and self._since_sync:", "'and' -> 'or'"): (
+        "_since_sync > 0 implies an open file: close() syncs (resetting the count) before it drops the handle"
+    ),
 }
 
 # --------------------------------------------------------------------------- mutants

@@ -23,7 +23,6 @@ class WorkLog:
     """The append-only records of one split's build: one JSON line per finished (document, seed)."""
 
     def __init__(self, folder: Path, fsync_every: int):
-        self.folder = folder
         self.path = folder / "records.jsonl"
         self.fsync_every = fsync_every
         self._since_sync = 0
@@ -39,7 +38,7 @@ class WorkLog:
         with open(self.path, "rb") as fh:
             for line in fh:
                 if not line.endswith(b"\n"):
-                    break
+                    break  # only the last line can lack its newline: cut short by a kill
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
@@ -70,8 +69,6 @@ class WorkLog:
             self.sync()
             self._fh.close()
             self._fh = None
-
-
 
 
 def unit_record(result: RenamedUnit) -> dict[str, Any]:
