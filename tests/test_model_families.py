@@ -147,6 +147,9 @@ def test_a_registered_family_appears_everywhere(toy_family, encoder_dir, batch, 
     loaded = AutoModel.from_pretrained(tmp_path / "toy")
     assert type(loaded) is ToyModel and loaded.config.head_settings == model.config.head_settings
     assert torch.equal(_logits(loaded, batch), _logits(model, batch))
+    overridden = AutoModel.from_pretrained(tmp_path / "toy", head_settings={"scale": 3.0, "width": 32})
+    assert overridden.settings == ToySettings(scale=3.0, width=32)
+    assert torch.allclose(_logits(overridden, batch), 1.5 * _logits(model, batch), atol=1e-6)
     assert _logits(model, batch).shape == (sum(len(h) for h in batch["hts"]), 97)
 
     # the model card names it

@@ -27,7 +27,7 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from .configuration_docre import DocREConfig
-from .registry import HeadSettings, families, head_class
+from .registry import HeadSettings, families, get_family, head_class
 
 EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (start, end)
 
@@ -347,6 +347,9 @@ class DocREPreTrainedModel(PreTrainedModel):
     def family_settings(self, settings_class: type[HeadSettings]) -> Any:
         """``config.head_settings``, checked to be the ``settings_class`` this family's head is built from."""
         settings = self.config.head_settings
+        if not isinstance(settings, HeadSettings):  # set after the config was built, e.g. a from_pretrained override
+            settings = get_family(self.config.head_type).parse_settings(settings, self.config)
+            self.config.head_settings = settings
         if not isinstance(settings, settings_class):
             raise ValueError(
                 f"{type(self).__name__} is built from {settings_class.__name__} settings; head_type"
