@@ -16,7 +16,7 @@ import contextlib
 import inspect
 import math
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -310,6 +310,7 @@ class DocREPreTrainedModel(PreTrainedModel):
     base_model_prefix = "docre"
     supports_gradient_checkpointing = True
     _supports_sdpa = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Every family is registered for ``AutoModel`` remote code: ``save_pretrained`` then copies its module
         # (and the sibling modules it imports) next to the weights and names it in config.json's ``auto_map``.
