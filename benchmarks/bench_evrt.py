@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from envre_hf.models.registry import HEAD_TYPES
+
 #: Step kinds measured, each in its own process on CPU: the baseline, the current EVRT path, the replaced one.
 MODES = ("vanilla", "evrt", "evrt-two-pass")
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "redocred" / "dev_revised.json"
@@ -124,7 +126,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", default=None, help="encoder directory (default: MiniLM-L6)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="DocRED-format documents")
-    parser.add_argument("--head-type", default="atlop", choices=["atlop", "ncrl", "kd_docre", "docunet"])
+    parser.add_argument("--head-type", default="atlop", choices=HEAD_TYPES)
     parser.add_argument("--docs", type=int, default=4, help="documents featurized (the batch takes the first ones)")
     parser.add_argument("--pool", type=int, default=200, help="documents forming the corpus KB for the twins")
     parser.add_argument("--batch-size", type=int, default=2)

@@ -34,6 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_common import DEV, encoder_config, machine, minilm_path, peak_memory_mb, run_child, timed, write_json  # noqa: E402
 
+from envre_hf.models.registry import HEAD_TYPES  # noqa: E402
+
 PATHS = ("replaced", "new")
 
 
@@ -220,7 +222,7 @@ def child_argv(args: argparse.Namespace) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--families", nargs="*", help="head types (default: every registered one)")
+    parser.add_argument("--families", nargs="*", choices=HEAD_TYPES, help="head types (default: every registered one)")
     parser.add_argument("--data", type=Path, default=DEV, help="DocRED-format documents (the first ones are used)")
     parser.add_argument("--docs", type=int, default=8, help="training documents")
     parser.add_argument("--batch-size", type=int, default=4, help="training batch size")
@@ -246,7 +248,7 @@ def main() -> None:
 
     import envre_hf.models as models
 
-    families = args.families or sorted(models.DOCRE_HEADS)
+    families = args.families or sorted(HEAD_TYPES)
     if args.model:
         families = [models.DocREConfig.from_pretrained(args.model).head_type]
     results, summary = [], {}

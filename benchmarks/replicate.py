@@ -41,6 +41,8 @@ import os
 import time
 from pathlib import Path
 
+from envre_hf.models.registry import HEAD_TYPES
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "redocred"
 
 
@@ -59,7 +61,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-test-docs", type=int, default=250)
     p.add_argument("--test-seeds", type=int, nargs="+", default=[1], help="renamed test sets (one per seed)")
     p.add_argument(
-        "--heads", nargs="+", default=["atlop"], choices=["atlop", "ncrl"],
+        "--heads", nargs="+", default=["atlop"], choices=HEAD_TYPES,
         help="atlop by default: NCRL (the study's EVRT family) learns nothing that clears its threshold within a CPU "
         "budget (benchmarks/results/replicate-cpu-ncrl-underfit.json); add ncrl where more steps are affordable",
     )

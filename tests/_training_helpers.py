@@ -12,11 +12,11 @@ from pathlib import Path
 TINY_HEADS = {
     "atlop": {"emb_size": 32, "block_size": 8},
     "ncrl": {"emb_size": 32, "block_size": 8},
-    "kd_docre": {"emb_size": 32, "block_size": 8, "extra_head": {"axial_layers": 1, "axial_heads": 2}},
+    "kd_docre": {"emb_size": 32, "block_size": 8, "head_settings": {"axial_layers": 1, "axial_heads": 2}},
     "docunet": {
         "emb_size": 32,
         "block_size": 8,
-        "extra_head": {"unet_base_channels": 4, "unet_out_channels": 8, "unet_depth": 1},
+        "head_settings": {"unet_base_channels": 4, "unet_out_channels": 8, "unet_depth": 1},
     },
 }
 
@@ -55,8 +55,8 @@ def tiny_head_args(head_type: str = "atlop") -> list[str]:
 
     head = TINY_HEADS[head_type]
     args = ["--head_type", head_type, "--emb_size", str(head["emb_size"]), "--block_size", str(head["block_size"])]
-    if "extra_head" in head:
-        args += ["--extra_head", json.dumps(head["extra_head"])]
+    if "head_settings" in head:
+        args += ["--head_settings", json.dumps(head["head_settings"])]
     return args
 
 

@@ -3,7 +3,8 @@
 Names are imported on first use (PEP 562), so ``import envre_hf.models`` stays cheap. transformers
 learns the ``docre`` model type as soon as its auto classes load (see :mod:`envre_hf.models.auto`):
 ``AutoModel.from_pretrained(dir)`` then returns the saved family. Saved models also carry their code
-(``auto_map``) for users without envre-hf (``trust_remote_code=True``).
+(``auto_map``) for users without envre-hf (``trust_remote_code=True``). The families are listed once, in
+:mod:`envre_hf.models.registry`.
 """
 
 from __future__ import annotations
@@ -15,21 +16,26 @@ from .auto import install as _install
 
 #: public name -> submodule that defines it
 _EXPORTS = {
-    "HEAD_TYPES": "configuration_docre",
-    "FAMILY_MODULES": "configuration_docre",
+    "HEAD_TYPES": "registry",
+    "Family": "registry",
+    "HeadSettings": "registry",
+    "KDDocREHeadConfig": "registry",
+    "DocuNetHeadConfig": "registry",
+    "families": "registry",
+    "get_family": "registry",
+    "head_class": "registry",
+    "register_family": "registry",
+    "unregister_family": "registry",
     "DocREConfig": "configuration_docre",
     "encoder_window": "configuration_docre",
     "portable_name": "configuration_docre",
     "adaptive_thresholding_loss": "losses",
     "none_class_ranking_loss": "losses",
-    "DOCRE_HEADS": "modeling_docre",
     "DocREModelOutput": "modeling_docre",
     "DocREPreTrainedModel": "modeling_docre",
     "group_bilinear": "modeling_docre",
-    "register_head": "modeling_docre",
     "threshold_decode": "modeling_docre",
     "DocREModel": "auto",
-    "head_class": "auto",
     "ATLOPModel": "modeling_atlop",
     "KDDocREModel": "modeling_kd_docre",
     "DocuNetModel": "modeling_docunet",
@@ -46,9 +52,6 @@ def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    if name == "DOCRE_HEADS":  # the full registry: every family imported
-        for module in sorted(set(getattr(importlib.import_module(".configuration_docre", __name__), "FAMILY_MODULES").values())):
-            importlib.import_module(f".{module}", __name__)
     globals()[name] = value
     return value
 

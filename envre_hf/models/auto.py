@@ -8,7 +8,7 @@ Saved models also carry their own code (``auto_map``) for users without envre-hf
 (``trust_remote_code=True``).
 
 :class:`DocREModel` is the class registered with ``AutoModel``: it builds or loads the family named
-by ``config.head_type`` (importing that family's module only then).
+by ``config.head_type`` (importing that family's module only then; families: :mod:`envre_hf.models.registry`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+from .registry import head_class
 
 logger = logging.getLogger(__name__)
 
@@ -36,13 +38,6 @@ def _config_class() -> type | None:
     if module is not None and not hasattr(module, "DocREConfig"):
         return None
     return importlib.import_module(_CONFIG_MODULE).DocREConfig
-
-
-def head_class(head_type: str) -> type:
-    """The model class of ``head_type`` (its family's module is imported on first use)."""
-    from .modeling_docre import head_class as _head_class
-
-    return _head_class(head_type)
 
 
 class _DispatcherType(type):
@@ -85,7 +80,8 @@ class DocREModel(metaclass=_DispatcherType):
     @classmethod
     def from_encoder_pretrained(cls, encoder_name_or_path: str, **head: Any) -> Any:
         """Like ``DocREPreTrainedModel.from_encoder_pretrained``, for any ``head_type``."""
-        return head_class(head.get("head_type", "atlop")).from_encoder_pretrained(encoder_name_or_path, **head)
+        head.setdefault("head_type", "atlop")
+        return head_class(head["head_type"]).from_encoder_pretrained(encoder_name_or_path, **head)
 
 
 def register_config(configuration_auto: ModuleType | None = None) -> None:

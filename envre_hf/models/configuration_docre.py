@@ -2,8 +2,9 @@
 
 The encoder's own configuration is kept whole as the ``encoder`` sub-config (transformers'
 ``sub_configs_defaults`` mechanism), so a saved model directory rebuilds its encoder without
-downloading anything. ``head_type`` selects the family (``atlop``, ``ncrl``, ``kd_docre``,
-``docunet``); ``AutoModel.from_pretrained`` dispatches on it (see ``envre_hf.models``).
+downloading anything. ``head_type`` selects the family (one of :data:`~envre_hf.models.registry.HEAD_TYPES`:
+``atlop``, ``ncrl``, ``kd_docre``, ``docunet``); ``AutoModel.from_pretrained`` dispatches on it (see
+``envre_hf.models``). ``head_settings`` holds the family's typed settings (see :mod:`envre_hf.models.registry`).
 
 This file is shipped with every saved model (``auto_map``) so that transformers' remote-code loader
 can rebuild the model without envre-hf: it imports only transformers and sibling modules.
@@ -18,6 +19,8 @@ from typing import Any
 from transformers import AutoConfig, PretrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
+from .registry import HeadSettings, get_family
+
 try:  # envre-hf installed: DocRED labels by default (a saved config.json always carries its own id2label)
     from envre_hf.documents.relations import docred_schema
 except ImportError:  # loaded as remote code without envre-hf
@@ -28,11 +31,6 @@ except ImportError:  # loaded as remote code without envre-hf
 _OFFSET_POSITION_MODELS = frozenset(
     {"roberta", "xlm-roberta", "camembert", "longformer", "bart", "mbart", "data2vec-text"}
 )
-
-#: Head types known to the library (families register classes for them in ``modeling_docre.DOCRE_HEADS``).
-HEAD_TYPES = ("atlop", "ncrl", "kd_docre", "docunet")
-#: The sibling module that defines each head type's model class (imported on first use).
-FAMILY_MODULES = {"atlop": "modeling_atlop", "ncrl": "modeling_atlop", "kd_docre": "modeling_kd_docre", "docunet": "modeling_docunet"}
 
 
 def encoder_window(encoder_config: PretrainedConfig) -> int:
@@ -69,8 +67,10 @@ class DocREConfig(PretrainedConfig):
     NCRL settings: ``ncrl_margin`` (margin shifting: the probability of a negative relation is
     lowered by this much before its loss, 0.05 as in the NCRL paper's experiments) and
     ``ncrl_none_weight`` (weight of the none-class term). ``top_k`` caps relations per pair at
-    decoding (4 as in ATLOP's DocRED runs; ``None`` or 0: no cap). ``extra_head`` holds
-    family-specific settings (KD-DocRE, DocuNet).
+    decoding (4 as in ATLOP's DocRED runs; ``None`` or 0: no cap). ``head_settings`` holds the
+    family's own settings as its typed dataclass (KD-DocRE, DocuNet; ``None`` for a family without settings):
+    given as that dataclass or a dict, saved in config.json as a dict. ``extra_head`` (a dict), the key of
+    earlier versions, is still read.
     ``encoder_name_or_path`` records where the encoder weights came from (for the model card): a Hub id,
     or only the folder's name for a local folder (see :func:`portable_name`), never an absolute path.
     """
@@ -88,10 +88,15 @@ class DocREConfig(PretrainedConfig):
     top_k: int | None = 4
     ncrl_margin: float = 0.05
     ncrl_none_weight: float = 1.0
-    extra_head: dict | None = None
+    head_settings: HeadSettings | dict | None = None
     encoder_name_or_path: str | None = None
 
     def __post_init__(self, **kwargs: Any):
+        legacy = kwargs.pop("extra_head", None)  # config.json files and callers of earlier versions
+        if legacy is not None:
+            if self.head_settings is not None and self.head_settings != legacy:
+                raise ValueError("give head_settings or its former name extra_head, not both")
+            self.head_settings = legacy
         if self.id2label is None and "num_labels" not in kwargs and docred_schema is not None:
             self.id2label = dict(docred_schema().index2rel)
         super().__post_init__(**kwargs)
@@ -103,12 +108,17 @@ class DocREConfig(PretrainedConfig):
             self.label2id = {name: int(i) for i, name in self.id2label.items()}
         if self.emb_size is None:
             self.emb_size = int(self.encoder.hidden_size)
-        if self.head_type not in HEAD_TYPES:
-            raise ValueError(f"head_type {self.head_type!r} is not one of {HEAD_TYPES}")
+        self.head_settings = get_family(self.head_type).parse_settings(self.head_settings, self)
         if self.emb_size % self.block_size:
             raise ValueError(f"emb_size ({self.emb_size}) must be a multiple of block_size ({self.block_size})")
         if self.window is None and isinstance(self.encoder, PretrainedConfig):
             self.window = encoder_window(self.encoder)
+
+    def to_dict(self) -> dict[str, Any]:
+        output = super().to_dict()
+        if isinstance(self.head_settings, HeadSettings):
+            output["head_settings"] = self.head_settings.to_dict()
+        return output
 
     @property
     def hidden_size(self) -> int:

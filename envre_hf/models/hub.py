@@ -17,13 +17,7 @@ from huggingface_hub import EvalResult, HfApi, ModelCardData
 
 from .configuration_docre import portable_name
 from .modeling_docre import DocREPreTrainedModel
-
-_HEAD_NAMES = {
-    "atlop": "ATLOP (adaptive thresholding + localized context pooling, Zhou et al., AAAI 2021)",
-    "ncrl": "NCRL (ATLOP architecture with the none-class ranking loss, Zhou & Lee, IJCAI 2022)",
-    "kd_docre": "KD-DocRE (axial attention + adaptive focal loss, Tan et al., Findings of ACL 2022)",
-    "docunet": "DocuNet (entity-pair U-Net, Zhang et al., IJCAI 2021)",
-}
+from .registry import get_family
 
 _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 
@@ -110,7 +104,7 @@ def model_card(
         "",
         f"- **Encoder:** `{encoder}` ({config.encoder.model_type}, hidden size {config.encoder.hidden_size},"
         f" window {config.window} tokens; longer documents are read in overlapping windows)",
-        f"- **Head:** {_HEAD_NAMES.get(config.head_type, config.head_type)}; emb_size {config.emb_size},"
+        f"- **Head:** {get_family(config.head_type).title}; emb_size {config.emb_size},"
         f" block_size {config.block_size}, {config.num_labels} classes (class 0 = no relation / threshold),"
         f" top-k {config.top_k} relations per pair at decoding",
         f"- **Training data:** {', '.join(datasets) if datasets else 'not stated'}",

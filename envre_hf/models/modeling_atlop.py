@@ -25,15 +25,12 @@ from .modeling_docre import (
     hts_index,
     localized_context,
     pool_entities,
-    register_head,
 )
 
 
-@register_head("atlop", "ncrl")
 class ATLOPModel(DocREPreTrainedModel):
-    """ATLOP / NCRL. ``ATLOPModel.from_encoder_pretrained(path, head_type="ncrl")`` for NCRL."""
-
-    default_head_type = "atlop"
+    """ATLOP / NCRL (head types ``atlop`` and ``ncrl`` in the registry).
+    ``ATLOPModel.from_encoder_pretrained(path, head_type="ncrl")`` for NCRL."""
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)

@@ -4,7 +4,7 @@ Every family (ATLOP/NCRL, KD-DocRE, DocuNet) is a :class:`DocREPreTrainedModel` 
 transformers encoder (``self.encoder``, built from ``config.encoder``) and its own head. Inputs
 come from :mod:`envre_hf.features` (entity markers, ``entity_pos``, ``hts``).
 
-Families register themselves with :func:`register_head` under one or more ``head_type`` values;
+Families are listed in :mod:`envre_hf.models.registry` (``head_type`` -> module and class);
 ``envre_hf.models.DocREModel`` (the class registered with ``AutoModel``) dispatches on ``config.head_type``,
 so ``AutoModel.from_pretrained(dir)`` returns the family that was saved. This module is shipped with saved
 models (remote code): it imports only torch, transformers and sibling modules.
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import importlib
 import math
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,37 +26,10 @@ from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from .configuration_docre import FAMILY_MODULES, DocREConfig
-
-#: head_type -> model class; filled by :func:`register_head` (families' modules).
-DOCRE_HEADS: dict[str, type[DocREPreTrainedModel]] = {}
+from .configuration_docre import DocREConfig
+from .registry import HeadSettings, families, get_family, head_class
 
 EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (start, end)
-
-
-def register_head(*head_types: str) -> Callable[[type], type]:
-    """Class decorator: make ``DocREModel`` / ``AutoModel`` build this class for these head types.
-
-    The class is also registered for ``AutoModel`` remote code: ``save_pretrained`` then copies its module (and
-    the sibling modules it imports) next to the weights and names it in ``config.json``'s ``auto_map``.
-    """
-
-    def wrap(cls: type) -> type:
-        for head_type in head_types:
-            DOCRE_HEADS[head_type] = cls
-        cls.register_for_auto_class("AutoModel")
-        return cls
-
-    return wrap
-
-
-def head_class(head_type: str) -> type[DocREPreTrainedModel]:
-    """The model class registered for ``head_type`` (the family's sibling module is imported on first use)."""
-    if head_type not in DOCRE_HEADS and head_type in FAMILY_MODULES:
-        importlib.import_module(f".{FAMILY_MODULES[head_type]}", __package__)
-    if head_type not in DOCRE_HEADS:
-        raise KeyError(f"no model class is registered for head_type {head_type!r}; known: {sorted(DOCRE_HEADS)}")
-    return DOCRE_HEADS[head_type]
 
 
 @dataclass
@@ -338,8 +310,12 @@ class DocREPreTrainedModel(PreTrainedModel):
     base_model_prefix = "docre"
     supports_gradient_checkpointing = True
     _supports_sdpa = False
-    #: The head_type ``from_encoder_pretrained`` uses when none is given.
-    default_head_type = "atlop"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every family is registered for ``AutoModel`` remote code: ``save_pretrained`` then copies its module
+        # (and the sibling modules it imports) next to the weights and names it in config.json's ``auto_map``.
+        super().__init_subclass__(**kwargs)
+        cls.register_for_auto_class("AutoModel")
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
@@ -363,6 +339,32 @@ class DocREPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.LayerNorm):
             init.ones_(module.weight)
             init.zeros_(module.bias)
+
+    @property
+    def settings(self) -> HeadSettings | None:
+        """The family's typed settings (``config.head_settings``; None for a family without settings)."""
+        return self.config.head_settings
+
+    def family_settings(self, settings_class: type[HeadSettings]) -> Any:
+        """``config.head_settings``, checked to be the ``settings_class`` this family's head is built from."""
+        settings = self.config.head_settings
+        if not isinstance(settings, HeadSettings):  # set after the config was built, e.g. a from_pretrained override
+            settings = get_family(self.config.head_type).parse_settings(settings, self.config)
+            self.config.head_settings = settings
+        if not isinstance(settings, settings_class):
+            raise ValueError(
+                f"{type(self).__name__} is built from {settings_class.__name__} settings; head_type"
+                f" {self.config.head_type!r} has {type(settings).__name__ if settings is not None else 'none'}"
+            )
+        return settings
+
+    @classmethod
+    def default_head_type(cls) -> str:
+        """The first registered head_type this class implements (what ``from_encoder_pretrained`` builds by default)."""
+        for family in families():
+            if family.class_name == cls.__name__:
+                return family.head_type
+        raise ValueError(f"{cls.__name__} implements no registered head_type: pass head_type=...")
 
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
@@ -390,7 +392,8 @@ class DocREPreTrainedModel(PreTrainedModel):
         """
         encoder_kwargs = {"use_safetensors": True, **(encoder_kwargs or {})}
         encoder = AutoModel.from_pretrained(encoder_name_or_path, attn_implementation="eager", **encoder_kwargs)
-        head.setdefault("head_type", cls.default_head_type)
+        if "head_type" not in head:
+            head["head_type"] = cls.default_head_type()
         head.setdefault("encoder_name_or_path", str(encoder_name_or_path))
         config = DocREConfig(encoder=encoder.config.to_dict(), **head)
         if head_class(config.head_type) is not cls:

@@ -9,14 +9,13 @@ per cell that sees the neighbouring pairs, i.e. the other relations of the same 
 head then classifies each pair from its entity embeddings and its U-Net feature with ATLOP's
 extractors and group bilinear, trained with DocuNet's balanced loss
 (:func:`~envre_hf.models.losses_kd_docunet.balanced_threshold_loss`, class 0 as threshold).
-Settings live in ``DocREConfig.extra_head`` (see :class:`DocuNetHeadConfig`).
+Settings live in ``DocREConfig.head_settings`` (a :class:`~envre_hf.models.registry.DocuNetHeadConfig`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -26,41 +25,12 @@ from transformers import initialization as init
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import balanced_threshold_loss
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear, register_head
-from .modeling_kd_docre import head_settings
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear
 from .pair_matrix import PairIndex, PairUNet
+from .registry import CHANNEL_TYPES, DocuNetHeadConfig
 
 __all__ = ["CHANNEL_TYPES", "DocuNetHeadConfig", "DocuNetModel"]
 
-#: ``context``: a linear projection of the pair's localized context vector (DocuNet's default);
-#: ``similarity``: dot product, cosine and bilinear similarity of the two entity embeddings.
-CHANNEL_TYPES = ("context", "similarity")
-
-
-@dataclass
-class DocuNetHeadConfig:
-    """DocuNet settings (``DocREConfig.extra_head``), with the defaults used when a key is absent.
-
-    ``channel_type``: how the input map is built (:data:`CHANNEL_TYPES`); ``unet_in_channels``:
-    channels of the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of
-    the first U-Net level (doubled at each of the ``unet_depth`` poolings); ``unet_out_channels``:
-    width of the per-pair U-Net feature (DocuNet: 3 input and 256 output channels).
-    """
-
-    channel_type: str = "context"
-    unet_in_channels: int = 3
-    unet_base_channels: int = 64
-    unet_out_channels: int = 256
-    unet_depth: int = 2
-
-    def __post_init__(self) -> None:
-        if self.channel_type not in CHANNEL_TYPES:
-            raise ValueError(f"channel_type {self.channel_type!r} is not one of {CHANNEL_TYPES}")
-        if min(self.unet_in_channels, self.unet_base_channels, self.unet_out_channels, self.unet_depth) < 1:
-            raise ValueError("the U-Net channel counts and depth must be >= 1")
-
-
-@register_head("docunet")
 class DocuNetModel(DocREPreTrainedModel):
     """DocuNet: pair channel map -> U-Net -> ``tanh(W [e; unet(h, t)])`` -> group bilinear classifier.
 
@@ -68,15 +38,9 @@ class DocuNetModel(DocREPreTrainedModel):
     (emb_size * block_size per pair), as for ATLOP.
     """
 
-    default_head_type = "docunet"
-
     def __init__(self, config: DocREConfig):
         super().__init__(config)
-        settings = head_settings(DocuNetHeadConfig, config)
-        if settings.channel_type == "similarity":
-            settings.unet_in_channels = 3
-        config.extra_head = asdict(settings)
-        self.settings = settings
+        settings = self.family_settings(DocuNetHeadConfig)
         hidden = config.hidden_size
         if settings.channel_type == "context":
             self.channel_projection = nn.Linear(hidden, settings.unet_in_channels)

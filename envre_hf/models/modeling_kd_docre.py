@@ -10,13 +10,13 @@ Training uses the adaptive focal loss (:func:`~envre_hf.models.losses_kd_docunet
 Knowledge distillation is optional and off by default: with ``use_distillation`` set, passing
 ``teacher_logits`` (sum_pairs x num_labels, the same ``hts`` order, e.g. precomputed by a teacher
 trained on DocRED's distantly supervised data) adds ``distillation_weight`` times the mean squared
-error to the teacher. Settings live in ``DocREConfig.extra_head`` (see :class:`KDDocREHeadConfig`).
+error to the teacher. Settings live in ``DocREConfig.head_settings`` (a
+:class:`~envre_hf.models.registry.KDDocREHeadConfig`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import torch
@@ -24,66 +24,22 @@ from torch import nn
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import adaptive_focal_loss, distillation_loss
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear, register_head
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear
 from .pair_matrix import AxialTransformer, PairIndex
+from .registry import KDDocREHeadConfig
 
-__all__ = ["KDDocREHeadConfig", "KDDocREModel", "head_settings"]
-
-
-def head_settings(settings_class: type, config: DocREConfig) -> Any:
-    """``config.extra_head`` as the family's settings dataclass; unknown keys are an error (typos)."""
-    given = dict(config.extra_head or {})
-    known = {f.name for f in fields(settings_class)}
-    unknown = sorted(set(given) - known)
-    if unknown:
-        raise ValueError(
-            f"extra_head has settings {unknown} unknown to head_type {config.head_type!r}; known: {sorted(known)}"
-        )
-    return settings_class(**given)
+__all__ = ["KDDocREHeadConfig", "KDDocREModel"]
 
 
-@dataclass
-class KDDocREHeadConfig:
-    """KD-DocRE settings (``DocREConfig.extra_head``), with the defaults used when a key is absent.
-
-    ``pair_dim``: width of the pair matrix (``None``: the encoder's hidden size, as in KD-DocRE).
-    ``axial_layers`` / ``axial_heads`` / ``axial_dropout``: the axial transformer (KD-DocRE uses 6
-    layers on BERT-base; 2 already give two-hop paths at a third of the cost). ``afl_gamma``: focal
-    exponent of the adaptive focal loss (0 = plain per-class ranking against the threshold).
-    ``use_distillation`` / ``distillation_weight``: the optional KD term on ``teacher_logits``.
-    """
-
-    pair_dim: int | None = None
-    axial_layers: int = 2
-    axial_heads: int = 8
-    axial_dropout: float = 0.1
-    afl_gamma: float = 1.0
-    use_distillation: bool = False
-    distillation_weight: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.axial_layers < 0 or self.axial_heads < 1:
-            raise ValueError("axial_layers must be >= 0 and axial_heads >= 1")
-        if self.afl_gamma < 0 or self.distillation_weight < 0:
-            raise ValueError("afl_gamma and distillation_weight must be >= 0")
-
-
-@register_head("kd_docre")
 class KDDocREModel(DocREPreTrainedModel):
     """KD-DocRE: ATLOP pair features -> entity-pair matrix -> axial transformer -> classifier.
 
     ``pair_representations`` are the refined pair-matrix cells the classifier reads (``pair_dim``).
     """
 
-    default_head_type = "kd_docre"
-
     def __init__(self, config: DocREConfig):
         super().__init__(config)
-        settings = head_settings(KDDocREHeadConfig, config)
-        if settings.pair_dim is None:
-            settings.pair_dim = config.hidden_size
-        config.extra_head = asdict(settings)  # saved configs list every setting in force
-        self.settings = settings
+        settings = self.family_settings(KDDocREHeadConfig)
         hidden = config.hidden_size
         self.head_extractor = nn.Linear(2 * hidden, config.emb_size)
         self.tail_extractor = nn.Linear(2 * hidden, config.emb_size)
@@ -113,7 +69,7 @@ class KDDocREModel(DocREPreTrainedModel):
         ``unused`` swallows collator extras such as ``doc_keys``.
         """
         if teacher_logits is not None and not self.settings.use_distillation:
-            raise ValueError("teacher_logits were given but distillation is off: set extra_head['use_distillation']")
+            raise ValueError("teacher_logits were given but distillation is off: set head_settings use_distillation=True")
         sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
         hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))

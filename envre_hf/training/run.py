@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import Document, read_documents
+from ..models.registry import HEAD_TYPES
 from ..renaming.driver import RenamingDriver
 from .arguments import EVRTTrainingArguments
 
@@ -36,7 +37,7 @@ class ModelArguments:
     )
     head_type: str = field(
         default="atlop",
-        metadata={"help": "Model family for a new model.", "choices": ["atlop", "ncrl", "kd_docre", "docunet"]},
+        metadata={"help": "Model family for a new model.", "choices": HEAD_TYPES},  # the registry's, read when parsing
     )
     tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer (default: model_name_or_path)."})
     emb_size: int | None = field(default=None, metadata={"help": "Head embedding size (default: DocREConfig's, 768)."})
@@ -45,9 +46,12 @@ class ModelArguments:
         default=None, metadata={"help": "NCRL margin shift (default: DocREConfig's 0.05; released Re-DocRED recipe 0.04)."}
     )
     top_k: int | None = field(default=None, metadata={"help": "Most relations per pair at decoding (default 4)."})
-    extra_head: str | None = field(
+    head_settings: str | None = field(
         default=None,
-        metadata={"help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).'},
+        metadata={
+            "help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).',
+            "aliases": ["--extra_head"],  # its name in earlier versions
+        },
     )
 
 
@@ -102,8 +106,8 @@ def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
     for name in ("emb_size", "block_size", "ncrl_margin", "top_k"):
         if getattr(model_args, name) is not None:
             head[name] = getattr(model_args, name)
-    if model_args.extra_head:
-        head["extra_head"] = json.loads(model_args.extra_head)
+    if model_args.head_settings:
+        head["head_settings"] = json.loads(model_args.head_settings)
     return DocREModel.from_encoder_pretrained(model_args.model_name_or_path, **head)
 
 
@@ -216,10 +220,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
 
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = HfArgumentParser((ModelArguments, DataArguments, EVRTTrainingArguments))
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-    if len(argv) == 1 and argv[0].endswith((".yaml", ".yml")):
-        return parser.parse_yaml_file(yaml_file=os.path.abspath(argv[0]))
+    if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
+        text = Path(argv[0]).read_text(encoding="utf-8")
+        if argv[0].endswith(".json"):
+            settings = json.loads(text)
+        else:
+            import yaml
+
+            settings = yaml.safe_load(text)
+        if isinstance(settings, dict) and "extra_head" in settings:  # its name in earlier versions
+            settings.setdefault("head_settings", settings.pop("extra_head"))
+        if isinstance(settings, dict) and isinstance(settings.get("head_settings"), dict):
+            settings["head_settings"] = json.dumps(settings["head_settings"])
+        return parser.parse_dict(settings)
     return parser.parse_args_into_dataclasses(args=argv)
 
 

@@ -14,7 +14,7 @@ from _training_helpers import minilm_dir
 
 from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.models import (
-    DOCRE_HEADS,
+    HEAD_TYPES,
     ATLOPModel,
     DocREConfig,
     DocREModel,
@@ -24,6 +24,7 @@ from envre_hf.models import (
     threshold_decode,
 )
 from envre_hf.models.modeling_docre import DocREPreTrainedModel
+from envre_hf.models.registry import head_class
 
 
 @pytest.fixture(scope="module")
@@ -243,8 +244,8 @@ def test_pickled_checkpoints_are_never_loaded(tokenizer, tmp_path):
 
 
 def test_head_registry_and_config_validation():
-    assert DOCRE_HEADS["atlop"] is ATLOPModel and DOCRE_HEADS["ncrl"] is ATLOPModel
-    assert all(issubclass(cls, DocREPreTrainedModel) for cls in DOCRE_HEADS.values())
+    assert head_class("atlop") is ATLOPModel and head_class("ncrl") is ATLOPModel
+    assert all(issubclass(head_class(h), DocREPreTrainedModel) for h in HEAD_TYPES)
     with pytest.raises(ValueError, match="head_type"):
         DocREConfig(head_type="nope")
     with pytest.raises(ValueError, match="multiple of block_size"):
@@ -263,7 +264,7 @@ def test_from_encoder_pretrained_keeps_the_encoder_weights():
     # a local folder is recorded by its name only: saved configs and cards never hold a local absolute path
     assert model.config.head_type == "ncrl" and model.config.encoder_name_or_path == os.path.basename(path)
     assert model.config.window == 512 and model.config.hidden_size == 384
-    other = [h for h, cls in DOCRE_HEADS.items() if cls is not ATLOPModel]
+    other = [h for h in HEAD_TYPES if head_class(h) is not ATLOPModel]
     if other:
         with pytest.raises(ValueError, match="does not implement"):
             ATLOPModel.from_encoder_pretrained(path, head_type=other[0])

@@ -225,7 +225,7 @@ def tiny_model(head_type: str, tokenizer, max_positions: int = 512, seed: int = 
     )
     torch.manual_seed(seed)
     config = DocREConfig(
-        encoder=encoder.to_dict(), head_type=head_type, emb_size=64, block_size=16, extra_head={**settings, **extra}
+        encoder=encoder.to_dict(), head_type=head_type, emb_size=64, block_size=16, head_settings={**settings, **extra}
     )
     return cls(config)
 
@@ -294,22 +294,22 @@ def test_save_load_auto_model_and_from_encoder_pretrained(head_type, tokenizer, 
     assert (tmp_path / "model" / "model.safetensors").exists()
     loaded = AutoModel.from_pretrained(tmp_path / "model").eval()
     assert type(loaded) is type(model)
-    assert loaded.config.extra_head == model.config.extra_head
+    assert loaded.config.head_settings == model.config.head_settings
     with torch.no_grad():
         assert torch.equal(loaded(**short_batch).logits, model(**short_batch).logits)
 
     encoder = BertModel(model.config.encoder)
     encoder.save_pretrained(tmp_path / "encoder")
     cls, settings = FAMILIES[head_type]
-    fresh = cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, extra_head=settings)
+    fresh = cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, head_settings=settings)
     assert type(fresh) is cls and fresh.config.head_type == head_type
     assert torch.equal(fresh.encoder.embeddings.word_embeddings.weight, encoder.embeddings.word_embeddings.weight)
     via_dispatcher = DocREModel.from_encoder_pretrained(
-        str(tmp_path / "encoder"), head_type=head_type, emb_size=64, block_size=16, extra_head=settings
+        str(tmp_path / "encoder"), head_type=head_type, emb_size=64, block_size=16, head_settings=settings
     )
     assert type(via_dispatcher) is cls
     with pytest.raises(ValueError, match="unknown to head_type"):
-        cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, extra_head={"no_such_setting": 1})
+        cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, head_settings={"no_such_setting": 1})
 
 
 def test_kd_docre_distillation_is_off_by_default_and_pulls_towards_the_teacher(tokenizer, short_batch):
@@ -337,7 +337,7 @@ def test_kd_docre_distillation_is_off_by_default_and_pulls_towards_the_teacher(t
 
 def test_docunet_similarity_channels(tokenizer, short_batch):
     model = tiny_model("docunet", tokenizer, channel_type="similarity", unet_in_channels=7)
-    assert model.config.extra_head["unet_in_channels"] == 3  # similarity maps always have 3 channels
+    assert model.config.head_settings.unet_in_channels == 3  # similarity maps always have 3 channels
     out = model(**short_batch)
     out.loss.backward()
     assert model.channel_bilinear.weight.grad.abs().sum() > 0

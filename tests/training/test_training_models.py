@@ -17,6 +17,7 @@ import torch
 from _training_helpers import paired_dataset, save_tiny_encoder, small_docs, tiny_model, tiny_training_args
 from envre_hf.documents import write_documents
 from envre_hf.features import DocRECollator
+from envre_hf.models.registry import HEAD_TYPES
 from envre_hf.training import EVRTPairCollator, EVRTTrainer, EVRTTrainingArguments
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +60,7 @@ def _step_logs(trainer) -> list[dict]:
     return [entry for entry in trainer.state.log_history if "loss" in entry]
 
 
-@pytest.mark.parametrize("head_type", ["atlop", "ncrl", "kd_docre", "docunet"])
+@pytest.mark.parametrize("head_type", list(HEAD_TYPES))
 def test_evrt_steps_for_every_model_family(tmp_path, head_type, encoder_dir, tokenizer, docs, redocred_dev):
     model = tiny_model(encoder_dir, head_type)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}

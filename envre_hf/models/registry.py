@@ -1,0 +1,260 @@
+"""The DocRE model families: the one registry every list of families is derived from.
+
+A family is a ``head_type`` (what ``DocREConfig.head_type`` names), the class that implements it (a module
+and a class name; the module is imported only when the class is needed, so this registry never imports
+torch), a title for model cards and, when the family has settings, a typed dataclass (a :class:`HeadSettings`)
+that ``DocREConfig.head_settings`` holds. Config validation, the ``DocREModel`` / ``AutoModel`` dispatch,
+``envre train --head_type`` and the benchmarks' choices, and the model cards all read it. Adding a family:
+a ``modeling_<family>.py`` with its class, a settings dataclass if it has settings, and one :class:`Family`
+line below (see docs/models.md "Adding a family").
+
+This file is shipped with every saved model (``configuration_docre`` imports it) for transformers'
+remote-code loader: it imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any, TypeVar
+
+__all__ = [
+    "CHANNEL_TYPES",
+    "HEAD_TYPES",
+    "DocuNetHeadConfig",
+    "Family",
+    "HeadSettings",
+    "KDDocREHeadConfig",
+    "families",
+    "get_family",
+    "head_class",
+    "register_family",
+    "unregister_family",
+]
+
+S = TypeVar("S", bound="HeadSettings")
+
+
+class HeadSettings:
+    """Base of the families' settings dataclasses (subclasses are ``@dataclass``es with a default for every field).
+
+    Shared by every family: parsing a ``config.json`` / command-line dict with a typo check
+    (:meth:`from_dict`), the JSON form (:meth:`to_dict`) and :meth:`resolve`, which fills in the defaults
+    that depend on the encoder, so that a saved config lists every value in force.
+    """
+
+    @classmethod
+    def from_dict(cls: type[S], given: Mapping[str, Any] | None, head_type: str) -> S:
+        """The settings in ``given`` over the defaults; a key the family does not know is an error (a typo)."""
+        given = dict(given or {})
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise ValueError(
+                f"head_settings has settings {unknown} unknown to head_type {head_type!r}; known: {sorted(known)}"
+            )
+        return cls(**given)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form saved in config.json (every field)."""
+        return asdict(self)  # type: ignore[call-overload]
+
+    def resolve(self: S, config: Any) -> S:
+        """These settings with the encoder-dependent defaults filled in (``config``: the ``DocREConfig``)."""
+        return self
+
+
+@dataclass(frozen=True)
+class Family:
+    """One DocRE model family.
+
+    ``module`` names the module that defines ``class_name``: ``".modeling_x"`` for a sibling of this file
+    (what saved models ship), or an absolute module name for a family defined elsewhere. ``title`` is what
+    model cards call the head; ``settings`` the family's :class:`HeadSettings` dataclass (None: no settings).
+    """
+
+    head_type: str
+    title: str
+    module: str
+    class_name: str
+    settings: type[HeadSettings] | None = None
+
+    def model_class(self) -> type:
+        """The class of this family; its module is imported now (a missing module or class is an error)."""
+        if self.module.startswith("."):
+            module = importlib.import_module(self.module, __package__)
+        else:
+            module = importlib.import_module(self.module)
+        cls = getattr(module, self.class_name, None)
+        if not isinstance(cls, type):
+            raise ImportError(f"family {self.head_type!r}: module {module.__name__} defines no class {self.class_name}")
+        return cls
+
+    def parse_settings(self, given: HeadSettings | Mapping[str, Any] | None, config: Any) -> HeadSettings | None:
+        """``given`` (a dict from config.json / the command line, or a settings object) as this family's
+        typed settings, resolved against ``config``; None for a family without settings."""
+        if self.settings is None:
+            if given:
+                raise ValueError(f"head_type {self.head_type!r} takes no head_settings; got {given!r}")
+            return None
+        if isinstance(given, HeadSettings):
+            if not isinstance(given, self.settings):
+                raise ValueError(
+                    f"head_type {self.head_type!r} takes {self.settings.__name__} settings, not {type(given).__name__}"
+                )
+            settings = dataclasses.replace(given)  # a copy: the caller's object stays as it was
+        else:
+            settings = self.settings.from_dict(given, self.head_type)
+        return settings.resolve(config)
+
+
+#: head_type -> family, in registration order.
+_FAMILIES: dict[str, Family] = {}
+
+
+def register_family(family: Family, *, replace: bool = False) -> Family:
+    """Make ``family`` known to config validation, ``DocREModel`` / ``AutoModel``, ``envre train`` and the cards."""
+    if not family.head_type.isidentifier():
+        raise ValueError(f"head_type {family.head_type!r} must be an identifier (it names files and options)")
+    if family.head_type in _FAMILIES and not replace:
+        raise ValueError(f"head_type {family.head_type!r} is already registered ({_FAMILIES[family.head_type]})")
+    if family.settings is not None and not (isinstance(family.settings, type) and issubclass(family.settings, HeadSettings)):
+        raise TypeError(f"family {family.head_type!r}: settings must be a HeadSettings dataclass")
+    _FAMILIES[family.head_type] = family
+    return family
+
+
+def unregister_family(head_type: str) -> Family:
+    """Forget ``head_type`` (e.g. a family registered by a test); returns it."""
+    return _FAMILIES.pop(get_family(head_type).head_type)
+
+
+def families() -> tuple[Family, ...]:
+    """Every registered family, in registration order."""
+    return tuple(_FAMILIES.values())
+
+
+def get_family(head_type: str) -> Family:
+    """The family of ``head_type``; an unknown one is an error that lists the known families."""
+    family = _FAMILIES.get(head_type)
+    if family is None:
+        raise ValueError(f"unknown head_type {head_type!r}; known families: {', '.join(_FAMILIES)}")
+    return family
+
+
+def head_class(head_type: str) -> type:
+    """The model class of ``head_type`` (its module is imported on first use)."""
+    return get_family(head_type).model_class()
+
+
+class _HeadTypes(Sequence):
+    """The registered head types, read at each use: argparse ``choices`` that follow :func:`register_family`."""
+
+    def __getitem__(self, index: Any) -> Any:
+        return tuple(_FAMILIES)[index]
+
+    def __len__(self) -> int:
+        return len(_FAMILIES)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(_FAMILIES))
+
+    def __contains__(self, value: object) -> bool:
+        return value in _FAMILIES
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+#: Every registered head type (a live view: ``"x" in HEAD_TYPES``, ``list(HEAD_TYPES)``, argparse ``choices``).
+HEAD_TYPES: Sequence[str] = _HeadTypes()
+
+
+# ---------------------------------------------------------------------- the families' settings
+
+
+@dataclass
+class KDDocREHeadConfig(HeadSettings):
+    """KD-DocRE settings (``DocREConfig.head_settings``), with the defaults used when a key is absent.
+
+    ``pair_dim``: width of the pair matrix (``None``: the encoder's hidden size, as in KD-DocRE).
+    ``axial_layers`` / ``axial_heads`` / ``axial_dropout``: the axial transformer (KD-DocRE uses 6
+    layers on BERT-base; 2 already give two-hop paths at a third of the cost). ``afl_gamma``: focal
+    exponent of the adaptive focal loss (0 = plain per-class ranking against the threshold).
+    ``use_distillation`` / ``distillation_weight``: the optional KD term on ``teacher_logits``.
+    """
+
+    pair_dim: int | None = None
+    axial_layers: int = 2
+    axial_heads: int = 8
+    axial_dropout: float = 0.1
+    afl_gamma: float = 1.0
+    use_distillation: bool = False
+    distillation_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.axial_layers < 0 or self.axial_heads < 1:
+            raise ValueError("axial_layers must be >= 0 and axial_heads >= 1")
+        if self.afl_gamma < 0 or self.distillation_weight < 0:
+            raise ValueError("afl_gamma and distillation_weight must be >= 0")
+
+    def resolve(self, config: Any) -> KDDocREHeadConfig:
+        return self if self.pair_dim is not None else dataclasses.replace(self, pair_dim=int(config.hidden_size))
+
+
+#: DocuNet's input maps. ``context``: a linear projection of the pair's localized context vector (DocuNet's
+#: default); ``similarity``: dot product, cosine and bilinear similarity of the two entity embeddings.
+CHANNEL_TYPES = ("context", "similarity")
+
+
+@dataclass
+class DocuNetHeadConfig(HeadSettings):
+    """DocuNet settings (``DocREConfig.head_settings``), with the defaults used when a key is absent.
+
+    ``channel_type``: how the input map is built (:data:`CHANNEL_TYPES`); ``unet_in_channels``:
+    channels of the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of
+    the first U-Net level (doubled at each of the ``unet_depth`` poolings); ``unet_out_channels``:
+    width of the per-pair U-Net feature (DocuNet: 3 input and 256 output channels).
+    """
+
+    channel_type: str = "context"
+    unet_in_channels: int = 3
+    unet_base_channels: int = 64
+    unet_out_channels: int = 256
+    unet_depth: int = 2
+
+    def __post_init__(self) -> None:
+        if self.channel_type not in CHANNEL_TYPES:
+            raise ValueError(f"channel_type {self.channel_type!r} is not one of {CHANNEL_TYPES}")
+        if min(self.unet_in_channels, self.unet_base_channels, self.unet_out_channels, self.unet_depth) < 1:
+            raise ValueError("the U-Net channel counts and depth must be >= 1")
+
+    def resolve(self, config: Any) -> DocuNetHeadConfig:
+        return dataclasses.replace(self, unet_in_channels=3) if self.channel_type == "similarity" else self
+
+
+# ---------------------------------------------------------------------- the families of envre-hf
+
+register_family(Family(
+    "atlop", "ATLOP (adaptive thresholding + localized context pooling, Zhou et al., AAAI 2021)",
+    ".modeling_atlop", "ATLOPModel",
+))
+register_family(Family(
+    "ncrl", "NCRL (ATLOP architecture with the none-class ranking loss, Zhou & Lee, IJCAI 2022)",
+    ".modeling_atlop", "ATLOPModel",
+))
+register_family(Family(
+    "kd_docre", "KD-DocRE (axial attention + adaptive focal loss, Tan et al., Findings of ACL 2022)",
+    ".modeling_kd_docre", "KDDocREModel", KDDocREHeadConfig,
+))
+register_family(Family(
+    "docunet", "DocuNet (entity-pair U-Net, Zhang et al., IJCAI 2021)",
+    ".modeling_docunet", "DocuNetModel", DocuNetHeadConfig,
+))
