@@ -251,3 +251,37 @@ def test_module_cycles_are_found(tmp_path):
     (pkg / "build.py").write_text("from .card import card\nFILE = 'statistics.json'\n")
     (pkg / "card.py").write_text("def card():\n    from .build import FILE\n")
     assert module_cycles(tmp_path) == [["envre_hf.renaming.build", "envre_hf.renaming.card"]]
+
+
+def uncommented_local_imports(root: Path, package: str = PACKAGE) -> list[str]:
+    """Imports of the package's own modules made inside a function without a comment saying why.
+
+    They hide an edge from a reader of the file's top, so each one must say why it cannot be at the top
+    (start-up time of the command, an optional heavy dependency, ``import envre_hf`` staying light)."""
+    out = []
+    for path in sorted((root / package).rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for sub in ast.walk(node):
+                own = isinstance(sub, ast.ImportFrom) and (sub.level > 0 or (sub.module or "").split(".")[0] == package)
+                own = own or isinstance(sub, ast.Import) and any(a.name.split(".")[0] == package for a in sub.names)
+                if own and "#" not in lines[sub.lineno - 1]:
+                    out.append(f"{path.relative_to(root)}:{sub.lineno}: {lines[sub.lineno - 1].strip()}")
+    return sorted(set(out))
+
+
+def test_function_local_imports_of_the_package_say_why():
+    assert uncommented_local_imports(REPO) == []
+
+
+def test_an_uncommented_local_import_is_reported(tmp_path):
+    pkg = tmp_path / "envre_hf" / "training"
+    pkg.mkdir(parents=True)
+    (pkg / "run.py").write_text(
+        "from ..documents import Document\n\n\ndef f():\n"
+        "    from ..models import A  # lazy: torch\n    from ..metrics import score\n    import json\n"
+    )
+    assert uncommented_local_imports(tmp_path) == ["envre_hf/training/run.py:6: from ..metrics import score"]

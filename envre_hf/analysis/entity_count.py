@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..documents import Document
+from ..metrics import score_predictions
 
 
 @dataclass
@@ -48,7 +49,6 @@ def f1_by_entity_count(
 
     A bin is placed at the mean entity count of its documents.
     """
-    from ..metrics import score_predictions
 
     if bin_width < 1:
         raise ValueError(f"bin_width must be >= 1, got {bin_width}")

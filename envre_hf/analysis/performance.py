@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..documents import Document
+from ..metrics import score_predictions
 
 #: The DocREScores fields the tables show (fractions in [0, 1]).
 FIELDS = ("precision", "recall", "f1", "ign_f1", "intra_precision", "intra_recall", "intra_f1", "inter_precision", "inter_recall", "inter_f1")
@@ -22,7 +23,6 @@ def performance_table(
 
     A set without predictions (``None``) has no row, and ``change`` needs both. ``train`` enables Ign F1.
     """
-    from ..metrics import score_predictions
 
     rows: dict[str, dict[str, float | None]] = {}
     for name, docs, preds in (("original", original, pred_original), ("renamed", renamed, pred_renamed)):

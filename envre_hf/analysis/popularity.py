@@ -25,6 +25,7 @@ import numpy as np
 
 from ..documents import Document
 from ..kb.base import KnowledgeBase
+from ..renaming.pipeline import is_substituted
 
 QUARTILES = ("Q1", "Q2", "Q3", "Q4")
 
@@ -56,7 +57,6 @@ def popularity_pairs(
     for doc in original:
         by_name.setdefault(doc.title, doc)
         by_name[doc.key] = doc
-    from ..renaming.pipeline import is_substituted
 
     skipped = {"rule_based": 0, "original_document_missing": 0, "original_unlinked": 0, "popularity_unknown": 0}
     pairs: list[tuple[int, int]] = []

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..documents import ENTITY_TYPES, Document
+from ..renaming import substitution_rates
 
 
 def substitution_table(renamed: Sequence[Document]) -> dict[str, dict[str, Any]]:
@@ -13,7 +14,6 @@ def substitution_table(renamed: Sequence[Document]) -> dict[str, dict[str, Any]]
 
     The counting is :func:`envre_hf.renaming.substitution_rates`; this only fixes the row order.
     """
-    from ..renaming import substitution_rates
 
     rates = substitution_rates(list(renamed))
     order = [t for t in ENTITY_TYPES if t in rates] + sorted(t for t in rates if t not in ENTITY_TYPES and t != "ALL")

@@ -43,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def plot_saved_map_curves(paths: list[Path], output: Path) -> Path:
     """Figure 5 from saved runs: every curve of the given ``map.json`` files in one PNG (and their JSON)."""
-    from ..analysis.plots import plot_map_curves
-    from ..analysis.rationale_map import read_map_curves
-    from ..atomic import write_json
+    from ..analysis.plots import plot_map_curves  # lazy: start-up time
+    from ..analysis.rationale_map import read_map_curves  # lazy: start-up time
+    from ..atomic import write_json  # lazy: start-up time
 
     curves = [curve for path in paths for curve in read_map_curves(path)]
     write_json(output / "map_curves.json", {"curves": [c.to_dict() for c in curves]})
@@ -64,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
     if args.original is None or args.renamed is None:
         print("envre analyze: --original and --renamed are required (or --map-curves alone)", file=sys.stderr)
         return 2
-    from ..analysis import analyze
-    from ..analysis.report import REPORT
-    from ..documents import read_documents
-    from ..metrics import read_predictions
+    from ..analysis import analyze  # lazy: start-up time
+    from ..analysis.report import REPORT  # lazy: start-up time
+    from ..documents import read_documents  # lazy: start-up time
+    from ..metrics import read_predictions  # lazy: start-up time
 
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"--output {args.output}: a file, expected a folder")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..analysis.attribution import BACKENDS, BASELINES, DTYPES, METHODS
-    from ..analysis.rationale_map import EXCLUDE, RANK_BY
+    from ..analysis.attribution import BACKENDS, BASELINES, DTYPES, METHODS  # lazy: start-up time
+    from ..analysis.rationale_map import EXCLUDE, RANK_BY  # lazy: start-up time
 
     parser.add_argument("--model", required=True, type=Path, help="a saved DocRE model folder (save_pretrained)")
     parser.add_argument("--gold", required=True, type=Path, help="documents with keyword rationales (DocRED-HWE dev_keys_new.json)")
@@ -42,10 +42,10 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.attribution import AttributionConfig
-    from ..analysis.attribution_run import AttributionRunError, run_attribution
-    from ..analysis.plots import plot_map_curves
-    from ..documents import DocumentError, read_documents
+    from ..analysis.attribution import AttributionConfig  # lazy: start-up time
+    from ..analysis.attribution_run import AttributionRunError, run_attribution  # lazy: start-up time
+    from ..analysis.plots import plot_map_curves  # lazy: start-up time
+    from ..documents import DocumentError, read_documents  # lazy: start-up time
 
     if not (args.model / "config.json").is_file():
         return _fail(f"{args.model}: no config.json (expected a folder written by save_pretrained)")
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_docs is not None:
         gold = gold[: args.max_docs]
     if train_titles is not None and not args.allow_train_overlap:
-        from ..analysis.attribution_run import title_overlap
+        from ..analysis.attribution_run import title_overlap  # lazy: start-up time
 
         seen = title_overlap(gold, train_titles)
         if seen:  # checked before the model is loaded: the refusal is immediate
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         )
     import torch
 
-    from ..models.prediction import load_for_inference
+    from ..models.prediction import load_for_inference  # lazy: start-up time
 
     if args.threads:
         torch.set_num_threads(args.threads)

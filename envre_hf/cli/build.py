@@ -94,19 +94,19 @@ def make_kb(args: argparse.Namespace):
     if args.kb == "corpus":
         if args.kb_pool is None:
             raise UsageError("--kb corpus needs --kb-pool FILE (a DocRED-format file)")
-        from ..documents import read_documents
-        from ..kb.corpus import CorpusKB
+        from ..documents import read_documents  # lazy: start-up time
+        from ..kb.corpus import CorpusKB  # lazy: start-up time
 
         return CorpusKB(read_documents(args.kb_pool))
-    from ..kb.linked import PrecomputedLinks
+    from ..kb.linked import PrecomputedLinks  # lazy: start-up time
 
     if args.kb == "dump":
         if args.kb_index is None:
             raise UsageError("--kb dump needs --kb-index FILE (see envre_hf.kb.wikidata_dump.index_dump)")
-        from ..kb.wikidata_dump import WikidataDumpKB
+        from ..kb.wikidata_dump import WikidataDumpKB  # lazy: start-up time
 
         return PrecomputedLinks(WikidataDumpKB(args.kb_index))
-    from ..kb.wikidata_http import WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WikidataHTTPKB
+    from ..kb.wikidata_http import WIKIDATA_API_URL, WIKIDATA_SPARQL_URL, WikidataHTTPKB  # lazy: start-up time
 
     return PrecomputedLinks(
         WikidataHTTPKB(
@@ -118,12 +118,12 @@ def make_kb(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..kb.base import KnowledgeBaseError
-    from ..renaming import RenamingConfig, RenamingPipeline
-    from ..renaming.build import BuildConfig, build_split, check_split_name
-    from ..renaming.hub_upload import push_to_hub
-    from ..renaming.isolation import load_excluded_names
-    from ..renaming.card import default_pretty_name, statistics_markdown
+    from ..kb.base import KnowledgeBaseError  # lazy: start-up time
+    from ..renaming import RenamingConfig, RenamingPipeline  # lazy: start-up time
+    from ..renaming.build import BuildConfig, build_split, check_split_name  # lazy: start-up time
+    from ..renaming.hub_upload import push_to_hub  # lazy: start-up time
+    from ..renaming.isolation import load_excluded_names  # lazy: start-up time
+    from ..renaming.card import default_pretty_name, statistics_markdown  # lazy: start-up time
 
     if not args.input.is_file():
         raise UsageError(f"--input {args.input}: expected a document file, got a folder")

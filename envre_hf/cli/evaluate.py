@@ -71,8 +71,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_model(args: argparse.Namespace) -> int:
     """Predict the ``--gold`` documents with ``--model`` (batched, progress bar) and score them."""
-    from ..metrics import score_predictions
-    from ..models.prediction import load_for_inference, predict
+    from ..metrics import score_predictions  # lazy: start-up time
+    from ..models.prediction import load_for_inference, predict  # lazy: start-up time
 
     gold = read_documents(_require_gold(args))
     train = read_documents(args.train) if args.train is not None else None
@@ -99,9 +99,9 @@ def add_env_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_robustness(args: argparse.Namespace) -> int:
     """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
-    from ..models.prediction import load_for_inference
-    from ..training.report import model_robustness_report
-    from ..documents.build_folder import read_benchmark
+    from ..models.prediction import load_for_inference  # lazy: start-up time
+    from ..training.report import model_robustness_report  # lazy: start-up time
+    from ..documents.build_folder import read_benchmark  # lazy: start-up time
 
     if getattr(args, "model", None) is None:
         raise UsageError("--env needs --model DIR (the model to evaluate on both sets)")
@@ -139,7 +139,7 @@ def _require_gold(args: argparse.Namespace) -> Path:
 
 def run_predictions(args: argparse.Namespace) -> int:
     """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
-    from ..metrics import score_files
+    from ..metrics import score_files  # lazy: start-up time
 
     scores = score_files(
         args.predictions, _require_gold(args), args.train, allow_unknown_documents=args.allow_unknown_documents

@@ -31,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..documents import read_documents
-    from ..documents.build_folder import read_benchmark
-    from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig, run_icl
+    from ..documents import read_documents  # lazy: start-up time
+    from ..documents.build_folder import read_benchmark  # lazy: start-up time
+    from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig, run_icl  # lazy: start-up time
 
     out = Path(args.output)
     if out.exists() and not out.is_dir():
@@ -42,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
     test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
     renamer = None
     if args.da:
-        from ..kb.corpus import CorpusKB
-        from ..renaming import RenamingPipeline
+        from ..kb.corpus import CorpusKB  # lazy: start-up time
+        from ..renaming import RenamingPipeline  # lazy: start-up time
 
         renamer = RenamingPipeline(CorpusKB(train)).rename
     if args.backend == "openai":

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
     """Parse ``argv`` for subcommand ``name`` and run it inside the one error handler."""
-    from .common import ArgumentParser, error_message
+    from .common import ArgumentParser, error_message  # lazy: start-up time
 
     prog = f"envre {name}"
     try:

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..metrics.space import push_metric
+    from ..metrics.space import push_metric  # lazy: start-up time
 
     try:
         info = push_metric(args.repo_id, args.folder, token=args.token, private=args.private or None)

@@ -50,7 +50,7 @@ def _usage_errors() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..training.run import parse_args, run as run_training
+    from ..training.run import parse_args, run as run_training  # lazy: start-up time
 
     argv = list(args.run_docre_args)
     with _usage_errors():

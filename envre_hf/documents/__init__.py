@@ -14,7 +14,7 @@ _HF_NAMES = frozenset({"DOCUMENT_FEATURES", "dataset_to_documents", "document_fr
 
 def __getattr__(name: str):
     if name in _HF_NAMES:
-        from . import hf
+        from . import hf  # lazy: see above
 
         return getattr(hf, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

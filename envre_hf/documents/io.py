@@ -24,6 +24,8 @@ from ..atomic import PathLike
 from .errors import DocumentError
 from .formats import from_dict, to_docred, to_linked
 from .schema import Document
+from .validation import validate_document
+from ..atomic import atomic_path
 
 
 _WRITERS = {"docred": to_docred, "linked": to_linked}
@@ -92,7 +94,6 @@ def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any
 
 def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
     """One raw document, parsed (and validated): any malformation is a :class:`DocumentError`."""
-    from .validation import validate_document
 
     try:
         doc = from_dict(obj, index)
@@ -189,7 +190,6 @@ def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "do
     ``dialect`` is ``"docred"`` (vertexSet/labels) or ``"linked"`` (entities/relations).
     The file is written atomically (:mod:`envre_hf.atomic`), so a crash never leaves half a file.
     """
-    from ..atomic import atomic_path
 
     if dialect not in _WRITERS:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(_WRITERS)}")

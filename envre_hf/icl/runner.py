@@ -27,6 +27,7 @@ from ..documents import Document, RelationSchema, docred_schema
 from .backends import ChatBackend
 from .parser import TripleParser
 from .prompt import PromptBuilder, PromptConfig, Renamer
+from ..metrics import score_predictions
 
 RESULTS = "results.jsonl"
 RUN_CONFIG = "run_config.json"
@@ -85,7 +86,6 @@ def run_icl(
 
     Scores use ``train`` for Ign F1 and are skipped (``None``) when the test documents have no labels.
     """
-    from ..metrics import score_predictions
 
     config = config or PromptConfig()
     schema = schema or docred_schema()

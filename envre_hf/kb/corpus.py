@@ -43,6 +43,7 @@ import re
 from ..documents import Document, docred_schema
 from .base import Candidate, KnowledgeBase
 from .demonyms import is_demonym
+from ..documents.tokenize import tokenize_name
 
 #: Role placeholder of the last type of an item's ladder: any pool entity of the coarse type.
 ANY_ROLE = "*"
@@ -131,7 +132,6 @@ def describe_type(type_id: str) -> str:
 
 def _entity_names(doc: Document, entity_index: int) -> list[str]:
     """Distinct token forms of an entity's mentions, most frequent first (first appearance breaks ties)."""
-    from ..documents.tokenize import tokenize_name
 
     counts: dict[str, int] = {}
     for mention in doc.entities[entity_index].mentions:

@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import Document, DocumentError, docred_schema
+from ..documents.formats import from_dict
+from ..documents.io import _is_jsonl, parse_json, read_text
 
 #: Added to the Ign precision denominator by the official scorer (keeps an all-in-train submission finite).
 IGN_EPSILON = 1e-5
@@ -99,7 +101,6 @@ class TrainFacts:
     def from_records(cls, records: Iterable[Any]) -> "TrainFacts":
         """:meth:`from_documents` of DocRED-format dicts (e.g. ``orjson.loads`` of the training file), without
         building typed documents; a record that is not plain DocRED goes through the typed reader."""
-        from ..documents.formats import from_dict
 
         grouped: dict[str, set[tuple[str, str]]] = {}
         n = 0
@@ -253,7 +254,6 @@ class GoldIndex:
         a record that is not plain DocRED (Linked-DocRED) or fails a check is parsed by the typed reader,
         which raises :class:`DocumentError` naming the document and field.
         """
-        from ..documents.formats import from_dict
 
         index = cls()
         for i, obj in enumerate(records):
@@ -623,8 +623,6 @@ def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
     The container and the document keys are checked here (UTF-8, JSON, objects, ``title``/``doc_id`` strings);
     entity indices and relations when scoring.
     """
-    from ..documents import DocumentError
-    from ..documents.io import _is_jsonl, parse_json, read_text
 
     path = Path(path)
     try:

@@ -23,6 +23,7 @@ import orjson
 from ..documents import DocumentError, read_documents
 from ..documents.formats import to_docred as to_record
 from .docre import DocREScores, GoldIndex, PredictionError, TrainFacts, paused_gc, score_predictions
+from ..documents.relations import docred_schema
 
 PathLike = str | os.PathLike
 
@@ -117,7 +118,6 @@ def _plain_valid(rec: Any) -> bool:
 def _relations() -> frozenset[str]:
     global _RELATIONS
     if _RELATIONS is None:
-        from ..documents.relations import docred_schema
 
         _RELATIONS = frozenset(docred_schema().rel2index)
     return _RELATIONS

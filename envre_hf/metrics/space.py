@@ -23,6 +23,7 @@ import tempfile
 import tokenize
 from pathlib import Path
 from typing import Any
+from .. import __version__
 
 #: Name of the generated sibling module of the Space.
 SCORER_MODULE = "docre_f1_scorer"
@@ -167,7 +168,6 @@ def _strip(module: str, source: str) -> str:
 
 def bundle_scorer(roots: tuple[str, ...] = ROOTS) -> str:
     """The source of the Space's scorer module: the envre-hf modules ``roots`` need, in one file."""
-    from .. import __version__
 
     order = bundle_order(roots)
     sources = {m: _source_path(m).read_text("utf-8") for m in order}

@@ -43,7 +43,7 @@ def _config_class() -> type | None:
 class _DispatcherType(type):
     @property
     def config_class(cls) -> type:  # a property: reading it (AutoModel.register does) imports transformers
-        from .configuration_docre import DocREConfig
+        from .configuration_docre import DocREConfig  # lazy: `import envre_hf` must not import transformers
 
         return DocREConfig
 

@@ -18,6 +18,7 @@ from huggingface_hub import EvalResult, HfApi, ModelCardData
 from .configuration_docre import portable_name
 from .modeling_docre import DocREPreTrainedModel
 from .registry import get_family
+from ..atomic import write_text
 
 _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 
@@ -174,7 +175,6 @@ def prepare_upload(
     card = model_card(model, training_data, scores, license)
     if repo_id:
         card = card.replace('"REPO_ID"', f'"{repo_id}"')
-    from ..atomic import write_text
 
     write_text(folder / "README.md", card)
     return folder

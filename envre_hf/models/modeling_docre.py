@@ -28,6 +28,7 @@ from transformers.utils import ModelOutput
 
 from .configuration_docre import DocREConfig
 from .registry import HeadSettings, families, get_family, head_class
+from .configuration_docre import encoder_window
 
 EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (start, end)
 
@@ -324,7 +325,6 @@ class DocREPreTrainedModel(PreTrainedModel):
         if _supports_attention_backend(self.encoder):  # SDPA in every layer, only the needed rows of the last
             self.encoder.config._attn_implementation_internal = register_fast_attention()
         if config.window is None:
-            from .configuration_docre import encoder_window
 
             config.window = encoder_window(config.encoder)
 

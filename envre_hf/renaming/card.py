@@ -16,6 +16,7 @@ from typing import Any
 from ..citations import DOCRED_CITATION, ENV_CITATION, REDOCRED_CITATION
 from ..documents import DOCUMENT_FEATURES, ENTITY_TYPES
 from ..documents.build_folder import STATISTICS_FILE
+from ..atomic import write_text
 
 #: What a card built on DocRED / Re-DocRED cites.
 CITATION = "\n\n".join((ENV_CITATION, DOCRED_CITATION, REDOCRED_CITATION))
@@ -212,7 +213,6 @@ def write_dataset_card(
 
     ``envre build`` stages the card with the split's other files instead (see :mod:`envre_hf.renaming.split_writer`).
     """
-    from ..atomic import write_text
 
     folder = Path(output_dir)
     statistics = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from transformers import TrainingArguments
 
 from .losses import PCR_FORMS, RCR_REDUCTIONS
+from .presets import get_preset
 
 #: The EVRT loss terms that can be switched on or off.
 EVRT_LOSSES = ("clp", "rcr", "pcr")
@@ -132,7 +133,6 @@ class EVRTTrainingArguments(TrainingArguments):
 
     def _apply_preset(self) -> None:
         """Set the preset's values on every field still at its dataclass default (explicit values win)."""
-        from .presets import get_preset
 
         preset = get_preset(self.evrt_preset)
         defaults = {

@@ -33,6 +33,7 @@ from ..documents import Document, DocumentError
 from ..renaming.isolation import load_excluded_names  # noqa: F401  (re-exported: the one loader of excluded names)
 from ..renaming.driver import rename_unit
 from ..renaming.stats import substitution_rates
+from ..documents.tokenize import name_key
 
 Features = dict[str, Any]
 Featurizer = Callable[[Document], Features]
@@ -124,7 +125,6 @@ def check_name_isolation(twins: Iterable[Document], excluded: frozenset[str]) ->
     """
     if not excluded:
         return
-    from ..documents.tokenize import name_key
 
     keys = {name_key(name) for name in excluded}
     for twin in twins:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..documents import Document
+from ..metrics import score_predictions
 
 #: (column title, DocREScores attribute) of the report, in table order.
 REPORT_COLUMNS = (
@@ -117,7 +118,6 @@ def robustness_report(
     With several renamed sets (seeds) each is scored on its own and the renamed row is their
     mean; their predictions must then carry ``doc_id`` (renamed copies share titles).
     """
-    from ..metrics import score_predictions
 
     train = list(train) if train is not None else None
     original = _headline(score_predictions(list(original_predictions), list(original_gold), train))

@@ -20,10 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..documents import Document, read_documents
+from ..documents import Document
 from ..models.registry import HEAD_TYPES
 from ..renaming.driver import RenamingDriver
 from .arguments import EVRTTrainingArguments
+from ..documents.build_folder import read_any
+from ..models import DocREConfig, DocREModel
+from .presets import get_preset
+from ..kb.corpus import CorpusKB
+from ..renaming import RenamingConfig, RenamingPipeline
+from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, load_excluded_names
+from ..features import DocRECollator, featurize_document
+from ..renaming.isolation import used_names
+from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
+from .trainer import EVRTTrainer
+from ..atomic import write_json
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +91,6 @@ class DataArguments:
 
 def load_documents(path: str | os.PathLike, limit: int | None = None) -> list[Document]:
     """Documents of a JSON/JSONL file or a ``save_to_disk`` dataset directory, the first ``limit`` ones."""
-    from ..documents.build_folder import read_any
 
     docs = read_any(path)
     return docs[:limit] if limit is not None else docs
@@ -94,8 +104,6 @@ def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
     """
     from transformers import AutoConfig
 
-    from ..models import DocREConfig, DocREModel
-    from .presets import get_preset
 
     config = AutoConfig.from_pretrained(model_args.model_name_or_path)
     if isinstance(config, DocREConfig):
@@ -113,8 +121,6 @@ def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
 
 def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = frozenset()) -> Any:
     """A renaming pipeline over the offline corpus KB of ``pool`` with ``exclude_names`` isolated."""
-    from ..kb.corpus import CorpusKB
-    from ..renaming import RenamingConfig, RenamingPipeline
 
     return RenamingPipeline(CorpusKB(pool), RenamingConfig(exclude_names=frozenset(exclude_names)))
 
@@ -189,7 +195,6 @@ def build_twin_source(
     On-the-fly renaming draws from ``args.rename_kb_pool``, else ``default_pool`` (the whole training
     file), else ``train_docs``.
     """
-    from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, load_excluded_names
 
     excluded = load_excluded_names(args.exclude_names_from) | extra_excluded
     if args.twin_source == "prebuilt":
@@ -246,10 +251,6 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     """The training run of :func:`main`, for callers that already hold the dataclasses."""
     from transformers import AutoTokenizer, set_seed
 
-    from ..features import DocRECollator, featurize_document
-    from ..renaming.isolation import used_names
-    from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
-    from .trainer import EVRTTrainer
 
     drops = configure_logging(training_args)
     set_seed(training_args.seed)
@@ -308,7 +309,6 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     if eval_documents:
         metrics.update(trainer.evaluate())
     if trainer.is_world_process_zero():
-        from ..atomic import write_json
 
         write_json(Path(training_args.output_dir) / "all_results.json", metrics, ensure_ascii=True)
     drops.flush("final evaluation")

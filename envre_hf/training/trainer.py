@@ -44,6 +44,13 @@ from .losses import (
 from ..atomic import write_text
 from ..features.batching import LengthGroupedSampler, dataset_lengths
 from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, split_pair_batch, starved_twin_types
+from ..features.collator import DocRECollator
+from ..metrics import score_predictions
+from ..models.prediction import decode_predictions
+from ..models.prediction import predict
+from ..models.configuration_docre import portable_name
+from ..models.hub import model_card
+from ..features.featurize import featurize_document
 
 #: DocREScores attributes reported by evaluation, in this order.
 EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
@@ -355,7 +362,6 @@ class EVRTTrainer(Trainer):
         cache = self.__dict__.setdefault("_document_sets", {})
         key = id(eval_dataset)
         if key not in cache or cache[key][0] is not eval_dataset:
-            from ..features.featurize import featurize_document
 
             featurize = functools.partial(
                 featurize_document, tokenizer=self.processing_class, max_seq_length=self.max_seq_length
@@ -372,7 +378,6 @@ class EVRTTrainer(Trainer):
             return super().get_eval_dataloader(eval_dataset)
         from torch.utils.data import DataLoader
 
-        from ..features.collator import DocRECollator
 
         loader = DataLoader(
             documents,
@@ -426,7 +431,6 @@ class EVRTTrainer(Trainer):
 
     def document_metrics(self, predictions: list[dict], documents: Sequence[Document], prefix: str) -> dict[str, float]:
         """DocRED scores of official-format ``predictions`` as ``<prefix>_<score>`` metrics."""
-        from ..metrics import score_predictions
 
         scores = score_predictions(predictions, list(documents), train=self.train_documents_for_ign)
         metrics = {}
@@ -449,7 +453,6 @@ class EVRTTrainer(Trainer):
         predictions of each document (kept on this process until the loop ends)."""
         if getattr(self, "_doc_predictions", None) is None:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
-        from ..models.prediction import decode_predictions
 
         keys, hts = inputs["doc_keys"], inputs["hts"]
         inputs = self._prepare_inputs(inputs)
@@ -470,7 +473,6 @@ class EVRTTrainer(Trainer):
         """Official-format predictions for ``documents``, sharded over processes and gathered."""
         from accelerate.utils import gather_object
 
-        from ..models.prediction import predict
 
         model = self.accelerator.unwrap_model(self.model)
         rank, world = self.accelerator.process_index, self.accelerator.num_processes
@@ -505,7 +507,6 @@ class EVRTTrainer(Trainer):
 
         from transformers import TrainingArguments
 
-        from ..models.configuration_docre import portable_name
 
         def portable(value: Any) -> Any:
             if isinstance(value, (list, tuple)):
@@ -546,7 +547,6 @@ class EVRTTrainer(Trainer):
         ``model-index`` results. ``Trainer.push_to_hub(dataset=..., eval_datasets={"dev": id, ...})`` passes them."""
         if not self.is_world_process_zero():
             return
-        from ..models.hub import model_card
 
         model = self.accelerator.unwrap_model(self.model)
         datasets: list[str] = []

@@ -1,6 +1,6 @@
 """The DocRED scorer of envre-hf 0.1.0, standalone: GENERATED, do not edit.
 
-Written by ``python -m envre_hf.metrics.space`` from the modules ``envre_hf.documents.schema``, ``envre_hf.documents.errors``, ``envre_hf.documents.relations``, ``envre_hf.atomic``, ``envre_hf.documents.formats``, ``envre_hf.documents.validation``, ``envre_hf.documents.io``, ``envre_hf.metrics.docre``, ``envre_hf.documents.hf``, ``envre_hf.citations``,
+Written by ``python -m envre_hf.metrics.space`` from the modules ``envre_hf.documents.schema``, ``envre_hf.documents.errors``, ``envre_hf.documents.relations``, ``envre_hf.documents.formats``, ``envre_hf.atomic``, ``envre_hf.documents.validation``, ``envre_hf.documents.io``, ``envre_hf.metrics.docre``, ``envre_hf.documents.hf``, ``envre_hf.citations``,
 so that the docre_f1 Space loads with only ``evaluate`` installed.
 """
 
@@ -239,150 +239,6 @@ def docred_schema() -> RelationSchema:
 
 
 DOCRED_RELATIONS: tuple[RelationType, ...] = _relations_load()
-
-
-# ----------------------------------------------------------------------
-# envre_hf/atomic.py: Atomic file writes: the one way every writer of the package puts a file in place.
-
-import json
-import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import IO, Any
-
-PathLike = str | os.PathLike
-
-#: Suffix of every temporary file: upload and cleaning skip it.
-TMP_SUFFIX = ".tmp"
-
-
-def _located(err: OSError, path: Path) -> OSError:
-    """``err`` re-raised against the final path (same errno and class, e.g. PermissionError)."""
-    return type(err)(err.errno, err.strerror or str(err), str(path))
-
-
-def fsync_dir(folder: PathLike) -> None:
-    """Make renames in ``folder`` durable (best effort: not every platform can open a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; when the block ends without error, move it onto ``path``.
-
-    For writers that want a file name rather than a handle (``pyarrow``, ``matplotlib``'s ``savefig``).
-    The parent folder is created. With ``durable`` the data is fsynced before the rename.
-    """
-    path = Path(path)
-    for parent in path.parents:  # the nearest existing ancestor must be a folder
-        if parent.exists():
-            if not parent.is_dir():
-                raise NotADirectoryError(20, f"cannot write {path}: {parent} is a file, not a folder", str(parent))
-            break
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            raise IsADirectoryError(21, "is a folder, not a file", str(path))
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
-        os.close(fd)
-    except OSError as err:
-        raise _located(err, path) from None
-    tmp = Path(tmp_name)
-    try:
-        yield tmp
-        if durable:
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-        if os.name == "posix":
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException as err:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        if isinstance(err, OSError) and err.filename in (None, str(tmp), tmp_name):
-            raise _located(err, path) from None  # the write failed (disk full, ...): name the file asked for
-        raise
-    if durable:
-        fsync_dir(path.parent)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-@contextmanager
-def atomic_open(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8", durable: bool = True) -> Iterator[IO]:
-    """``open(path, mode)`` for writing, atomically (``mode`` is ``"w"`` or ``"wb"``)."""
-    if mode not in ("w", "wb"):
-        raise ValueError(f"atomic_open writes whole files: mode 'w' or 'wb', got {mode!r}")
-    with atomic_path(path, durable=durable) as tmp:
-        with open(tmp, mode, encoding=None if "b" in mode else encoding) as fh:
-            yield fh
-
-
-def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to ``path`` atomically."""
-    with atomic_open(path, "w", encoding=encoding) as fh:
-        fh.write(text)
-    return Path(path)
-
-
-def write_bytes(path: PathLike, data: bytes) -> Path:
-    with atomic_open(path, "wb") as fh:
-        fh.write(data)
-    return Path(path)
-
-
-def write_json(path: PathLike, obj: Any, *, indent: int | None = 2, ensure_ascii: bool = False, **kwargs: Any) -> Path:
-    """``json.dump`` to ``path`` atomically (a trailing newline when indented)."""
-    text = json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, **kwargs)
-    return write_text(path, text + "\n" if indent is not None else text)
-
-
-def clean_temporary_files(folder: PathLike) -> int:
-    """Remove the temporary files a killed writer left in ``folder`` (not recursive); returns how many."""
-    removed = 0
-    for tmp in Path(folder).glob(f".*{TMP_SUFFIX}"):
-        if tmp.is_file():
-            tmp.unlink(missing_ok=True)
-            removed += 1
-    return removed
-
-
-def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
-    """Finished records; a torn last line (crash mid-write) is cut off so appending stays valid JSONL."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    records, good_bytes = [], 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            try:
-                records.append(json.loads(raw))
-            except json.JSONDecodeError:
-                break
-            good_bytes += len(raw)
-    if good_bytes != path.stat().st_size:
-        with open(path, "r+b") as fh:
-            fh.truncate(good_bytes)
-    return records
 
 
 # ----------------------------------------------------------------------
@@ -658,6 +514,150 @@ def from_dict(obj: dict, index: int | None = None) -> Document:
 
 
 # ----------------------------------------------------------------------
+# envre_hf/atomic.py: Atomic file writes: the one way every writer of the package puts a file in place.
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+PathLike = str | os.PathLike
+
+#: Suffix of every temporary file: upload and cleaning skip it.
+TMP_SUFFIX = ".tmp"
+
+
+def _located(err: OSError, path: Path) -> OSError:
+    """``err`` re-raised against the final path (same errno and class, e.g. PermissionError)."""
+    return type(err)(err.errno, err.strerror or str(err), str(path))
+
+
+def fsync_dir(folder: PathLike) -> None:
+    """Make renames in ``folder`` durable (best effort: not every platform can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; when the block ends without error, move it onto ``path``.
+
+    For writers that want a file name rather than a handle (``pyarrow``, ``matplotlib``'s ``savefig``).
+    The parent folder is created. With ``durable`` the data is fsynced before the rename.
+    """
+    path = Path(path)
+    for parent in path.parents:  # the nearest existing ancestor must be a folder
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(20, f"cannot write {path}: {parent} is a file, not a folder", str(parent))
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a folder, not a file", str(path))
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+        os.close(fd)
+    except OSError as err:
+        raise _located(err, path) from None
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        if durable:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        if os.name == "posix":
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
+        os.replace(tmp, path)
+    except BaseException as err:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        if isinstance(err, OSError) and err.filename in (None, str(tmp), tmp_name):
+            raise _located(err, path) from None  # the write failed (disk full, ...): name the file asked for
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_open(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8", durable: bool = True) -> Iterator[IO]:
+    """``open(path, mode)`` for writing, atomically (``mode`` is ``"w"`` or ``"wb"``)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open writes whole files: mode 'w' or 'wb', got {mode!r}")
+    with atomic_path(path, durable=durable) as tmp:
+        with open(tmp, mode, encoding=None if "b" in mode else encoding) as fh:
+            yield fh
+
+
+def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_open(path, "w", encoding=encoding) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: PathLike, data: bytes) -> Path:
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def write_json(path: PathLike, obj: Any, *, indent: int | None = 2, ensure_ascii: bool = False, **kwargs: Any) -> Path:
+    """``json.dump`` to ``path`` atomically (a trailing newline when indented)."""
+    text = json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, **kwargs)
+    return write_text(path, text + "\n" if indent is not None else text)
+
+
+def clean_temporary_files(folder: PathLike) -> int:
+    """Remove the temporary files a killed writer left in ``folder`` (not recursive); returns how many."""
+    removed = 0
+    for tmp in Path(folder).glob(f".*{TMP_SUFFIX}"):
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
+    """Finished records; a torn last line (crash mid-write) is cut off so appending stays valid JSONL."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records, good_bytes = [], 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                records.append(json.loads(raw))
+            except json.JSONDecodeError:
+                break
+            good_bytes += len(raw)
+    if good_bytes != path.stat().st_size:
+        with open(path, "r+b") as fh:
+            fh.truncate(good_bytes)
+    return records
+
+
+# ----------------------------------------------------------------------
 # envre_hf/documents/validation.py: Checks that a document is well formed, and counts the real-data quirks that are not errors.
 
 from collections.abc import Iterable
@@ -847,7 +847,6 @@ def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any
 
 def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
     """One raw document, parsed (and validated): any malformation is a :class:`DocumentError`."""
-    pass  # bundled: from .validation import validate_document
 
     try:
         doc = from_dict(obj, index)
@@ -944,7 +943,6 @@ def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "do
     ``dialect`` is ``"docred"`` (vertexSet/labels) or ``"linked"`` (entities/relations).
     The file is written atomically (:mod:`envre_hf.atomic`), so a crash never leaves half a file.
     """
-    pass  # bundled: from ..atomic import atomic_path
 
     if dialect not in _WRITERS:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(_WRITERS)}")
@@ -1038,7 +1036,6 @@ class TrainFacts:
     def from_records(cls, records: Iterable[Any]) -> "TrainFacts":
         """:meth:`from_documents` of DocRED-format dicts (e.g. ``orjson.loads`` of the training file), without
         building typed documents; a record that is not plain DocRED goes through the typed reader."""
-        pass  # bundled: from ..documents.formats import from_dict
 
         grouped: dict[str, set[tuple[str, str]]] = {}
         n = 0
@@ -1192,7 +1189,6 @@ class GoldIndex:
         a record that is not plain DocRED (Linked-DocRED) or fails a check is parsed by the typed reader,
         which raises :class:`DocumentError` naming the document and field.
         """
-        pass  # bundled: from ..documents.formats import from_dict
 
         index = cls()
         for i, obj in enumerate(records):
@@ -1562,8 +1558,6 @@ def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
     The container and the document keys are checked here (UTF-8, JSON, objects, ``title``/``doc_id`` strings);
     entity indices and relations when scoring.
     """
-    pass  # bundled: from ..documents import DocumentError
-    pass  # bundled: from ..documents.io import _is_jsonl, parse_json, read_text
 
     path = Path(path)
     try:
