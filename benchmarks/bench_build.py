@@ -22,7 +22,7 @@ from pathlib import Path
 from envre_hf.documents import read_documents
 from envre_hf.kb.corpus import CorpusKB
 from envre_hf.renaming import RenamingPipeline
-from envre_hf.renaming.build import BuildConfig, build_split
+from envre_hf.renaming.builder import BuildConfig, build_split
 from envre_hf.renaming.card import coherence_markdown
 
 SHARED = Path(os.environ.get("ENVRE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -105,7 +105,7 @@ def main() -> None:
 
 def _term(trainer, model, batch, term):
     """The unweighted loss term ``term`` of ``batch`` with its autograd graph."""
-    from envre_hf.training.losses import prediction_consistency_loss
+    from envre_hf.training.consistency import prediction_consistency_loss
 
     outputs, twin_out, clo, clp = trainer._paired_forward_once(model, dict(batch), with_clp=True)
     if term == "clo":

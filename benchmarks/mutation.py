@@ -98,7 +98,7 @@ TARGETS: dict[str, Target] = {
         only=("iter_logits", "decode_predictions", "predict"),
     ),
     "losses": Target(
-        "envre_hf/training/losses.py",
+        "envre_hf/training/consistency.py",
         ("tests/training/test_training_losses.py",),
         ("tests/training/test_training_run.py", "tests/training/test_training_models.py"),
     ),
@@ -132,6 +132,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("worklog", "break  # only the last line can lack its newline: cut short by a kill", "'break' -> 'continue'"): (
         "a line without a newline can only be the file's last, so continue ends the loop as break does"
     ),
+    (
+        "losses",
+        "return symmetric_bernoulli_kl(torch.sigmoid(m), torch.sigmoid(m2), eps).sum(dim=-1).mean()",
+        "'-' -> '+'",
+    ): "the margins are 2-D (pairs x relations): dim=+1 and dim=-1 are the same axis",
     ("worklog", "if self._fh is not None and self._since_sync:", "'and' -> 'or'"): (
         "_since_sync > 0 implies an open file: close() syncs (resetting the count) before it drops the handle"
     ),
@@ -287,7 +292,7 @@ class Sandbox:
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="envre-mutation-"))
         ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", "results")
-        for name in ("envre_hf", "tests", "metrics", "dataset_scripts", "trainer", "benchmarks"):
+        for name in ("envre_hf", "tests", "spaces", "dataset_scripts", "examples", "benchmarks"):
             if (REPO / name).exists():
                 shutil.copytree(REPO / name, self.root / name, ignore=ignore)
         shutil.copy(REPO / "pyproject.toml", self.root / "pyproject.toml")

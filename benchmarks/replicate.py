@@ -131,7 +131,7 @@ def main() -> None:
         EVRTTrainingArguments,
         OnTheFlyTwins,
     )
-    from envre_hf.training.report import model_robustness_report
+    from envre_hf.training.robustness import model_robustness_report
     from envre_hf.training.run import rename_documents
 
     encoder = cli.encoder or default_encoder()

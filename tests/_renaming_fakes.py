@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from envre_hf.documents import Document, Substitution, validate_document
-from envre_hf.renaming.build import BuildConfig, build_split
+from envre_hf.renaming.builder import BuildConfig, build_split
 
 SEEDS = (0, 1)
 

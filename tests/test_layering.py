@@ -39,7 +39,7 @@ STAGES: dict[str, int] = {
 #: The package root (``envre_hf/__init__.py``) is a facade over the stages; a stage may take only its version.
 ROOT_NAMES_ALLOWED = {"__version__"}
 #: Library folders outside the package that must not import the command either.
-OTHER_LIBRARY_DIRS = ("dataset_scripts", "metrics")
+OTHER_LIBRARY_DIRS = ("dataset_scripts", "spaces", "examples")
 
 
 @dataclass(frozen=True)
@@ -285,3 +285,13 @@ def test_an_uncommented_local_import_is_reported(tmp_path):
         "    from ..models import A  # lazy: torch\n    from ..metrics import score\n    import json\n"
     )
     assert uncommented_local_imports(tmp_path) == ["envre_hf/training/run.py:6: from ..metrics import score"]
+
+
+def test_no_module_name_repeats_across_the_package():
+    """One name, one module: ``build.py`` in two folders makes tracebacks and imports ambiguous to a reader."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((REPO / PACKAGE).rglob("*.py")):
+        if path.name != "__init__.py":
+            seen.setdefault(path.name, []).append(str(path.relative_to(REPO)))
+    repeated = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert repeated == {}

@@ -7,7 +7,7 @@ from .plots import plot_entity_count, plot_map_curves
 from .popularity import PopularityResult, popularity_pairs, popularity_quartiles
 from .rationale_map import MAPCurve, map_curve, map_terms
 from .report import analyze, render_markdown, run_analyses, write_report
-from .substitution import substitution_table
+from .substitution_table import substitution_table
 from .train_overlap import overlap_table, train_name_overlap, training_names
 
 __all__ = [

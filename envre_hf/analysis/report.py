@@ -19,7 +19,7 @@ from .entity_count import EntityCountCurve, f1_by_entity_count
 from .performance import performance_table
 from .plots import plot_entity_count
 from .popularity import QUARTILES, popularity_quartiles
-from .substitution import substitution_table
+from .substitution_table import substitution_table
 from .train_overlap import overlap_table
 
 REPORT = "report.md"

@@ -120,7 +120,7 @@ def make_kb(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from ..kb.base import KnowledgeBaseError  # lazy: start-up time
     from ..renaming import RenamingConfig, RenamingPipeline  # lazy: start-up time
-    from ..renaming.build import BuildConfig, build_split, check_split_name  # lazy: start-up time
+    from ..renaming.builder import BuildConfig, build_split, check_split_name  # lazy: start-up time
     from ..renaming.hub_upload import push_to_hub  # lazy: start-up time
     from ..renaming.isolation import load_excluded_names  # lazy: start-up time
     from ..renaming.card import default_pretty_name, statistics_markdown  # lazy: start-up time

@@ -100,7 +100,7 @@ def add_env_arguments(parser: argparse.ArgumentParser) -> None:
 def run_robustness(args: argparse.Namespace) -> int:
     """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
     from ..models.prediction import load_for_inference  # lazy: start-up time
-    from ..training.report import model_robustness_report  # lazy: start-up time
+    from ..training.robustness import model_robustness_report  # lazy: start-up time
     from ..documents.build_folder import read_benchmark  # lazy: start-up time
 
     if getattr(args, "model", None) is None:

@@ -20,7 +20,7 @@ import sys
 
 SUBCOMMANDS = {
     "build": "Build renamed benchmarks (Env-DocRED / Env-Re-DocRED) with a knowledge base.",
-    "train": "Train a DocRE model, with or without EVRT (runs trainer/run_docre.py).",
+    "train": "Train a DocRE model, with or without EVRT (runs examples/run_docre.py).",
     "evaluate": "Score predictions or a model against gold documents (docre_f1).",
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",

@@ -16,8 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--folder",
         type=Path,
-        default=Path("metrics/docre_f1"),
-        help="the metric's Space folder of the envre-hf repository (default: metrics/docre_f1)",
+        default=Path("spaces/docre_f1"),
+        help="the metric's Space folder of the envre-hf repository (default: spaces/docre_f1)",
     )
     parser.add_argument("--token", help="Hub token (default: HF_TOKEN / the saved login)")
     parser.add_argument("--private", action="store_true", help="create the Space private")

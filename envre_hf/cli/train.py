@@ -1,8 +1,8 @@
-"""``envre train``: runs the training entry point of ``trainer/run_docre.py`` with the given arguments.
+"""``envre train``: runs the training entry point of ``examples/run_docre.py`` with the given arguments.
 
 Every argument after ``train`` is forwarded unchanged to ``HfArgumentParser`` (``envre train --help``
 lists them all), e.g. ``envre train --model_name_or_path DIR --train_file train.json --output_dir out --evrt``.
-For several processes use ``accelerate launch trainer/run_docre.py ...`` with the same arguments.
+For several processes use ``accelerate launch examples/run_docre.py ...`` with the same arguments.
 A bad or unknown option is a one-line usage error (exit status 2), like every other subcommand's.
 """
 
@@ -17,7 +17,7 @@ from .common import UsageError, model_location
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_docre_args", nargs=argparse.REMAINDER, help="arguments of trainer/run_docre.py")
+    parser.add_argument("run_docre_args", nargs=argparse.REMAINDER, help="arguments of examples/run_docre.py")
 
     # The options belong to HfArgumentParser (run_docre's dataclasses), so this parser must not try to
     # interpret them (argparse would reject "--train_file ..." and swallow "--help"): forward them as they are.

@@ -5,7 +5,7 @@ relatively, nothing else; envre-hf is on no package index. So the Space carries 
 sibling module, ``docre_f1_scorer.py``, GENERATED here from the package's own modules
 (:mod:`envre_hf.metrics.docre` and the document code it needs): never a hand copy.
 
-``python -m envre_hf.metrics.space metrics/docre_f1`` rewrites the sibling module of the Space
+``python -m envre_hf.metrics.space spaces/docre_f1`` rewrites the sibling module of the Space
 folder; ``envre push-metric envre/docre_f1`` regenerates it and uploads the folder as a Space.
 """
 
@@ -238,7 +238,7 @@ def space_folder(folder: str | os.PathLike, destination: str | os.PathLike) -> P
 
 def push_metric(
     repo_id: str,
-    folder: str | os.PathLike = "metrics/docre_f1",
+    folder: str | os.PathLike = "spaces/docre_f1",
     token: str | None = None,
     private: bool | None = None,
     commit_message: str = "Upload the docre_f1 metric with envre-hf",
@@ -256,7 +256,7 @@ def push_metric(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m envre_hf.metrics.space", description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", nargs="?", default="metrics/docre_f1", help="the Space folder (default metrics/docre_f1)")
+    parser.add_argument("folder", nargs="?", default="spaces/docre_f1", help="the Space folder (default spaces/docre_f1)")
     args = parser.parse_args(argv)
     print(write_scorer(args.folder))
     return 0

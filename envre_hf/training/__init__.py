@@ -1,7 +1,7 @@
 """Entity-variation robust training (EVRT): paired twins, consistency losses and the EVRT trainer."""
 
 from .arguments import EVRT_LOSSES, TWIN_SOURCES, EVRTTrainingArguments
-from .losses import prediction_consistency_loss, representation_consistency_loss, symmetric_bernoulli_kl
+from .consistency import prediction_consistency_loss, representation_consistency_loss, symmetric_bernoulli_kl
 from .pairing import (
     DocumentFeaturesDataset,
     EVRTPairCollator,

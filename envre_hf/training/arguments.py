@@ -12,7 +12,7 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from transformers import TrainingArguments
 
-from .losses import PCR_FORMS, RCR_REDUCTIONS
+from .consistency import PCR_FORMS, RCR_REDUCTIONS
 from .presets import get_preset
 
 #: The EVRT loss terms that can be switched on or off.

@@ -1,4 +1,4 @@
-"""Training entry point shared by ``trainer/run_docre.py`` and ``envre train``.
+"""Training entry point shared by ``examples/run_docre.py`` and ``envre train``.
 
 Three argument dataclasses parsed with ``HfArgumentParser`` (command line, or one ``.json`` /
 ``.yaml`` file): :class:`ModelArguments`, :class:`DataArguments` and

@@ -36,7 +36,7 @@ from transformers import Trainer, TrainerCallback
 
 from ..documents import Document
 from .arguments import EVRTTrainingArguments
-from .losses import (
+from .consistency import (
     group_bilinear_consistency_loss,
     prediction_consistency_loss,
     representation_consistency_loss,

@@ -18,7 +18,7 @@ import pytest
 from envre_hf.atomic import atomic_open, write_json
 from envre_hf.cli.main import main
 from envre_hf.documents import DocumentError, read_documents
-from envre_hf.renaming.build import (
+from envre_hf.renaming.builder import (
     MARKER_FILE,
     WORK_DIR,
     BuildConfig,
@@ -69,7 +69,7 @@ KILLER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {tests!r})
     from _renaming_fakes import FakePipeline
-    from envre_hf.renaming.build import BuildConfig, build_split
+    from envre_hf.renaming.builder import BuildConfig, build_split
 
     out, victim = Path(sys.argv[1]), sys.argv[2]
     real_replace = os.replace

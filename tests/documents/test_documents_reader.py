@@ -52,7 +52,7 @@ def test_on_error_fail_raises_naming_the_file_and_a_callable_may_stop(mixed_file
 def two_split_folder(tmp_path, redocred_dev):
     """A build folder with splits test (2 documents) and test_hard (1 document x 2 seeds)."""
     from envre_hf.documents import write_documents
-    from envre_hf.renaming.build import BuildConfig, build_split
+    from envre_hf.renaming.builder import BuildConfig, build_split
 
     class Retitle:
         def rename(self, doc, seed):

@@ -143,3 +143,27 @@ def test_envre_evaluate_env_runs_both_sets_under_bf16(tokenizer, docs, tmp_path,
     assert main(argv) == 0
     assert seen[2:] == [None, None]
     assert "|" in capsys.readouterr().out
+
+
+def test_prediction_runs_a_training_model_in_eval_mode_and_gives_it_back_in_training_mode(tokenizer, docs):
+    """Dropout must be off while predicting (same logits as in eval mode), and the caller's mode restored."""
+    model = _model(tokenizer)  # BERT dropout 0.1
+    features = [featurize_document(d, tokenizer) for d in docs[:2]]
+    pad = tokenizer.pad_token_id
+    reference = dict(iter_logits(model, features, pad, progress=False))
+    model.train()
+    again = dict(iter_logits(model, features, pad, progress=False))
+    assert model.training
+    for i in reference:
+        assert torch.equal(reference[i], again[i])
+
+
+def test_predict_shows_progress_bars_only_when_asked(tokenizer, docs, capfd):
+    from envre_hf.models.prediction import predict
+
+    model = _model(tokenizer)
+    predict(model, docs[:2], tokenizer, progress=False)
+    assert "Featurizing" not in capfd.readouterr().err
+    predict(model, docs[:2], tokenizer, progress=True)
+    err = capfd.readouterr().err
+    assert "Featurizing" in err and "Predicting" in err

@@ -284,7 +284,7 @@ def test_envre_evaluate_subprocess_on_the_sample():
 
 @pytest.fixture(scope="module")
 def docre_f1():
-    """Loaded as the README says: ``evaluate.load("metrics/docre_f1")`` from the repository root."""
+    """Loaded as the README says: ``evaluate.load("spaces/docre_f1")`` from the repository root."""
     import os
 
     import evaluate
@@ -292,7 +292,7 @@ def docre_f1():
     cwd = os.getcwd()
     os.chdir(REPO)
     try:
-        return evaluate.load("metrics/docre_f1")
+        return evaluate.load("spaces/docre_f1")
     finally:
         os.chdir(cwd)
 

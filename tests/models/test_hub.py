@@ -228,7 +228,7 @@ def test_evaluate_load_after_push_metric_equals_envre_evaluate(hub, no_envre, tm
     assert "envre/docre_f1" in proc.stdout
     space = hub.files[("space", "envre/docre_f1")]
     assert sorted(space) == ["README.md", "app.py", "docre_f1.py", "docre_f1_scorer.py", "requirements.txt"]
-    assert space["docre_f1_scorer.py"] == (REPO / "metrics" / "docre_f1" / "docre_f1_scorer.py").read_bytes()
+    assert space["docre_f1_scorer.py"] == (REPO / "spaces" / "docre_f1" / "docre_f1_scorer.py").read_bytes()
     card = space["README.md"].decode()
     assert "sdk: gradio" in card and "app_file: app.py" in card
 
@@ -261,8 +261,8 @@ def test_evaluate_load_after_push_metric_equals_envre_evaluate(hub, no_envre, tm
 
 
 def test_generated_scorer_is_up_to_date():
-    """metrics/docre_f1/docre_f1_scorer.py is generated from the package: regenerate after changing the scorer
-    (``python -m envre_hf.metrics.space metrics/docre_f1``)."""
+    """spaces/docre_f1/docre_f1_scorer.py is generated from the package: regenerate after changing the scorer
+    (``python -m envre_hf.metrics.space spaces/docre_f1``)."""
     from envre_hf.metrics.space import bundle_scorer
 
-    assert (REPO / "metrics" / "docre_f1" / "docre_f1_scorer.py").read_text("utf-8") == bundle_scorer()
+    assert (REPO / "spaces" / "docre_f1" / "docre_f1_scorer.py").read_text("utf-8") == bundle_scorer()

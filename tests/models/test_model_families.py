@@ -252,7 +252,7 @@ def test_extra_head_is_still_accepted_as_argument_and_option(encoder_dir, tmp_pa
 
 
 #: Folders whose Python files may not keep a list of families of their own.
-LIBRARY_DIRS = ("envre_hf", "benchmarks", "trainer", "dataset_scripts", "metrics")
+LIBRARY_DIRS = ("envre_hf", "benchmarks", "examples", "dataset_scripts", "spaces")
 REGISTRY = REPO / "envre_hf" / "models" / "registry.py"
 
 

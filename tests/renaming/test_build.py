@@ -19,7 +19,7 @@ from _renaming_fakes import build_with as _build
 from hub_standin import LocalHub
 
 from envre_hf.documents import DocumentError, dataset_to_documents, read_documents, to_docred
-from envre_hf.renaming.build import (
+from envre_hf.renaming.builder import (
     BuildConfig,
     BuildError,
     build_split,

@@ -76,7 +76,7 @@ def test_an_envre_build_folder_loads_without_a_builder(source_dir, tmp_path):
     from datasets import load_dataset
 
     from envre_hf.documents.build_folder import read_benchmark
-    from envre_hf.renaming.build import BuildConfig, build_split
+    from envre_hf.renaming.builder import BuildConfig, build_split
 
     out = tmp_path / "env_redocred"
     for name, split in (("test_revised.json", "test"), ("dev_revised.json", "validation")):

@@ -332,7 +332,7 @@ def test_corpus_kb_offers_demonyms_of_pool_entities_and_drops_pool_noise():
 
 
 def test_build_statistics_and_card_report_coherence(tmp_path):
-    from envre_hf.renaming.build import BuildConfig, build_split
+    from envre_hf.renaming.builder import BuildConfig, build_split
 
     doc = make_doc(
         ["She is an American politician , in office from 1990 to 1995 ."],

@@ -94,7 +94,7 @@ def test_every_caller_reports_a_bad_document_the_same_way(docs, tmp_path):
     """One driver: build (skip: errors file; fail: raised), rename_dataset, training's renaming and twins all
     name the document that could not be renamed."""
     from envre_hf.documents import write_documents
-    from envre_hf.renaming.build import BuildConfig, build_split
+    from envre_hf.renaming.builder import BuildConfig, build_split
     from envre_hf.training.pairing import OnTheFlyTwins
     from envre_hf.training.run import rename_documents
 

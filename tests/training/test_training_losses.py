@@ -89,7 +89,7 @@ def test_summed_symmetric_kl_matches_the_definition():
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_closed_form_group_bilinear_consistency_equals_the_materialised_features(reduction):
     from envre_hf.models.modeling_docre import group_bilinear
-    from envre_hf.training.losses import group_bilinear_consistency_loss
+    from envre_hf.training.consistency import group_bilinear_consistency_loss
 
     torch.manual_seed(0)
     zh, zt, zh2, zt2 = (torch.randn(7, 12, dtype=torch.float64, requires_grad=True) for _ in range(4))
@@ -102,6 +102,19 @@ def test_closed_form_group_bilinear_consistency_equals_the_materialised_features
         assert torch.allclose(a.float(), b.float(), rtol=1e-4, atol=1e-6)
 
 
+def test_closed_form_consistency_is_zero_for_identical_twins_and_exact_for_close_ones():
+    from envre_hf.models.modeling_docre import group_bilinear
+    from envre_hf.training.consistency import group_bilinear_consistency_loss
+
+    torch.manual_seed(1)
+    zh, zt = torch.randn(5, 8, dtype=torch.float64), torch.randn(5, 8, dtype=torch.float64)
+    assert group_bilinear_consistency_loss(zh, zt, zh.clone(), zt.clone(), block_size=4).item() == 0.0
+    zh2, zt2 = zh + 1e-3 * torch.randn_like(zh), zt + 1e-3 * torch.randn_like(zt)  # per-pair distances far below 1
+    closed = group_bilinear_consistency_loss(zh, zt, zh2, zt2, block_size=4, reduction="sum")
+    full = representation_consistency_loss(group_bilinear(zh, zt, 4), group_bilinear(zh2, zt2, 4), reduction="sum")
+    assert 0 < full.item() < 1 and closed.item() == pytest.approx(full.item(), rel=1e-4)  # the expanded form was 4.5% off
+
+
 def test_symmetric_kl_stays_finite_on_saturated_probabilities():
     value = symmetric_bernoulli_kl(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))
     assert torch.isfinite(value).all() and (value > 20).all()
@@ -112,7 +125,7 @@ def test_misaligned_tensors_are_rejected():
         representation_consistency_loss(torch.zeros(3, 2), torch.zeros(2, 2))
     with pytest.raises(ValueError, match="row-aligned"):
         prediction_consistency_loss(torch.zeros(3, 4), torch.zeros(3, 5))
-    from envre_hf.training.losses import group_bilinear_consistency_loss
+    from envre_hf.training.consistency import group_bilinear_consistency_loss
 
     with pytest.raises(ValueError, match="row-aligned"):
         group_bilinear_consistency_loss(torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(2, 4), torch.zeros(2, 4), 2)

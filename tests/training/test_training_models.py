@@ -131,7 +131,7 @@ def test_two_process_accelerate_run_keeps_ranks_identical(tmp_path, encoder_dir,
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(REPO / "tests"))
     cmd = [
         sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(REPO / "trainer" / "accelerate_configs" / "cpu_gloo_2proc.yaml"),
+        "--config_file", str(REPO / "examples" / "accelerate_configs" / "cpu_gloo_2proc.yaml"),
         "--main_process_port", str(_free_port()),
         str(REPO / "tests" / "evrt_ddp_script.py"),
         "--encoder", str(encoder_dir), "--train", str(data), "--output", str(out),

@@ -6,7 +6,7 @@ import pytest
 
 from envre_hf.kb.corpus import CorpusKB
 from envre_hf.renaming import RenamingPipeline
-from envre_hf.training.report import REPORT_COLUMNS, robustness_report
+from envre_hf.training.robustness import REPORT_COLUMNS, robustness_report
 
 
 def _gold_predictions(docs, skip=()):

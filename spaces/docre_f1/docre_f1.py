@@ -62,7 +62,7 @@ Returns:
     evidence is predicted), intra_precision, intra_recall, intra_f1, inter_precision, inter_recall, inter_f1 (all
     fractions in [0, 1]), per_relation, by_entity_count, and counts (num_gold, num_predictions, num_correct, ...).
 Examples:
-    On the samples shipped with envre-hf (run from the repository root; `evaluate.load("metrics/docre_f1")` reads
+    On the samples shipped with envre-hf (run from the repository root; `evaluate.load("spaces/docre_f1")` reads
     this folder instead of the Hub):
 
     >>> import json, evaluate

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Train a DocRE model with or without EVRT (entity-variation robust training).
 
-    python trainer/run_docre.py --model_name_or_path bert-base-cased --train_file train.json \
+    python examples/run_docre.py --model_name_or_path bert-base-cased --train_file train.json \
         --dev_file dev.json --dev_renamed_file dev_renamed.json --output_dir out --evrt \
         --eval_strategy epoch --save_strategy epoch --load_best_model_at_end
 
-    accelerate launch --config_file trainer/accelerate_configs/multi_gpu.yaml trainer/run_docre.py ...
+    accelerate launch --config_file examples/accelerate_configs/multi_gpu.yaml examples/run_docre.py ...
 
 Arguments: ModelArguments, DataArguments (see ``envre_hf.training.run``) and EVRTTrainingArguments
 (every transformers TrainingArguments option plus --evrt, --evrt_alpha, --evrt_beta, --evrt_losses,

@@ -72,9 +72,12 @@ def group_bilinear_consistency_loss(
     """L_rcr on ATLOP's group-bilinear features without materialising them.
 
     The pair feature is ``z = vec_k(h_k t_k^T)`` over ``k`` blocks of size ``b`` (``zh``/``zt``:
-    n_pairs x emb). ``||h t^T - h' t'^T||_F^2 = |h|^2|t|^2 - 2 (h.h')(t.t') + |h'|^2|t'|^2`` per
-    block, so the squared distance costs O(emb) per pair instead of O(emb x b). Equal to
-    :func:`representation_consistency_loss` on the materialised features (tested).
+    n_pairs x emb). Per block, ``h t^T - h' t'^T = h d_t^T + d_h t'^T`` with ``d_h = h - h'`` and
+    ``d_t = t - t'``, so ``||h t^T - h' t'^T||_F^2 = |h|^2|d_t|^2 + 2 (h.d_h)(d_t.t') + |d_h|^2|t'|^2``:
+    O(emb) per pair instead of O(emb x b). Written with the differences, not as
+    ``|h|^2|t|^2 - 2 (h.h')(t.t') + |h'|^2|t'|^2``, whose terms cancel when twins are close (5% off
+    in float32 at distances of 1e-3). Equal to :func:`representation_consistency_loss` on the
+    materialised features (tested, close and far twins).
     """
     _check_aligned(zh, zh_twin, "representation consistency")
     _check_aligned(zt, zt_twin, "representation consistency")
@@ -87,11 +90,12 @@ def group_bilinear_consistency_loss(
     def blocks(x: torch.Tensor) -> torch.Tensor:
         return x.float().view(n, emb // block_size, block_size)
 
-    h, t, h2, t2 = blocks(zh), blocks(zt), blocks(zh_twin), blocks(zt_twin)
+    h, t, t2 = blocks(zh), blocks(zt), blocks(zt_twin)
+    dh, dt = h - blocks(zh_twin), t - t2
     per_block = (
-        h.pow(2).sum(-1) * t.pow(2).sum(-1)
-        - 2.0 * (h * h2).sum(-1) * (t * t2).sum(-1)
-        + h2.pow(2).sum(-1) * t2.pow(2).sum(-1)
+        h.pow(2).sum(-1) * dt.pow(2).sum(-1)
+        + 2.0 * (h * dh).sum(-1) * (dt * t2).sum(-1)
+        + dh.pow(2).sum(-1) * t2.pow(2).sum(-1)
     )
     per_pair = per_block.sum(-1).clamp(min=0.0)
     total = per_pair.mean()
