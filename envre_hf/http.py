@@ -166,7 +166,7 @@ class RetryPolicy:
     max_backoff: float = 120.0
     jitter: float = 0.1
     sleep: Callable[[float], None] = time.sleep
-    _rng: random.Random = field(default_factory=lambda: random.Random(0), init=False, repr=False, compare=False)  # jitter
+    _rng: random.Random = field(default_factory=lambda: random.Random(0), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
