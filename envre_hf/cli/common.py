@@ -102,6 +102,7 @@ _EXPECTED_NAMES = {
     "PredictionError",
     "BuildError",
     "KnowledgeBaseError",
+    "HTTPRequestError",
     "HFValidationError",
     "RepositoryNotFoundError",
     "EntryNotFoundError",

@@ -17,7 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", required=True, type=existing_path, help="training documents: demonstrations, Ign F1, DA's corpus KB")
     parser.add_argument("--backend", choices=("openai", "local"), required=True)
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local model path/name")
-    parser.add_argument("--base-url", default="https://api.openai.com/v1", help="OpenAI-compatible API root")
+    parser.add_argument(
+        "--base-url", default="https://api.openai.com/v1",
+        help="OpenAI-compatible API root (vLLM/TGI: http://HOST:PORT/v1; HF: https://router.huggingface.co/v1)",
+    )
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     parser.add_argument("--k", type=int, choices=(0, 1, 2, 3), default=1, help="demonstrations per prompt (default 1)")
     parser.add_argument("--da", action="store_true", help="demonstration augmentation: add each demo's renamed copy")

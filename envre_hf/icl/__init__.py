@@ -1,8 +1,9 @@
 """In-context learning for DocRE: prompts (with demonstration augmentation and consistency guidance),
-chat backends (OpenAI-compatible HTTP, local transformers), a tolerant triple parser and a resumable runner.
+chat backends (OpenAI-compatible endpoints through huggingface_hub's InferenceClient, local transformers), a
+tolerant triple parser and a resumable runner.
 """
 
-from .backends import BackendError, ChatBackend, Completion, LocalBackend, OpenAIChatBackend, ResponseCache, cache_key
+from .backends import BackendError, ChatBackend, Completion, LocalBackend, OpenAIChatBackend, chat_cache_key
 from .parser import ParseReport, TripleParser, parse_triples
 from .prompt import (
     CONSISTENCY_GUIDANCE,
@@ -30,9 +31,8 @@ __all__ = [
     "Prompt",
     "PromptBuilder",
     "PromptConfig",
-    "ResponseCache",
     "TripleParser",
-    "cache_key",
+    "chat_cache_key",
     "draw_demonstrations",
     "entity_list",
     "entity_numbering",

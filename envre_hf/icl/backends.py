@@ -1,9 +1,11 @@
 """Chat backends: any OpenAI-compatible chat-completions endpoint, or a local ``transformers`` model.
 
-Both take chat ``messages`` ([{"role", "content"}]) and return a :class:`Completion`. Responses go to
-a persistent :class:`ResponseCache` (SQLite, keyed by a hash of model, messages and generation
-parameters), so rerunning an evaluation costs nothing. The API key is read from an environment
-variable and sent only in the ``Authorization`` header: it never enters logs, caches or reports.
+Both take chat ``messages`` ([{"role", "content"}]) and return a :class:`Completion`. The endpoint backend talks
+through ``huggingface_hub.InferenceClient.chat_completion`` (OpenAI, vLLM, TGI, llama.cpp server, Hugging Face
+Inference Endpoints and Inference Providers). Replies go to the package's one reply cache
+(:class:`envre_hf.http.ResponseCache`, the SQLite file the Wikidata KB client also uses), keyed by a hash of
+model, messages and generation parameters, so rerunning an evaluation costs nothing. The API key is read from an
+environment variable and sent only in the ``Authorization`` header: it never enters logs, caches or errors.
 """
 
 from __future__ import annotations
@@ -12,21 +14,32 @@ import hashlib
 import json
 import logging
 import os
-import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
-import requests
+from huggingface_hub import InferenceClient
+from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
+from huggingface_hub.utils import httpx  # httpx (huggingface_hub 1.x) or httpx2 (2.x): the transport's errors
 
-from ..kb.http import parse_retry_after, redact, request_secrets
+from ..http import (
+    RETRY_STATUSES,
+    RetriesExhausted,
+    ResponseCache,
+    RetryPolicy,
+    Transient,
+    parse_retry_after,
+    redact,
+    request_secrets,
+)
 
 logger = logging.getLogger(__name__)
 
 Messages = list[dict[str, str]]
+
+#: ``method`` column of the chat rows in the shared reply cache.
+CACHE_METHOD = "CHAT"
 
 
 class BackendError(RuntimeError):
@@ -50,53 +63,47 @@ class ChatBackend(Protocol):
     def complete(self, messages: Messages) -> Completion: ...
 
 
-def cache_key(model: str, messages: Messages, params: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of model, messages and generation parameters."""
+def chat_cache_key(model: str, messages: Messages, params: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of model, messages and generation parameters (the chat request's identity)."""
     payload = json.dumps({"model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class ResponseCache:
-    """A persistent key -> completion store in one SQLite file (safe across threads of one process)."""
+def open_cache(cache: ResponseCache | str | os.PathLike | None) -> ResponseCache | None:
+    """``cache`` as the shared reply cache: an open one, the path of its SQLite file, or ``None`` (no cache)."""
+    if cache is None or isinstance(cache, ResponseCache):
+        return cache
+    return ResponseCache(cache)
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False)
-        with self._lock, self._conn:
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, text TEXT, usage TEXT, created REAL)"
-            )
 
-    def get(self, key: str) -> Completion | None:
-        with self._lock:
-            row = self._conn.execute("SELECT text, usage FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else Completion(text=row[0], usage=json.loads(row[1] or "{}"), cached=True)
+def cached_completion(cache: ResponseCache | None, key: str) -> Completion | None:
+    """The completion stored under ``key``, marked ``cached``; ``None`` on a miss."""
+    body = cache.get(key) if cache is not None else None
+    if body is None:
+        return None
+    data = json.loads(body)
+    return Completion(text=data["text"], usage=dict(data.get("usage") or {}), cached=True)
 
-    def put(self, key: str, model: str, completion: Completion) -> None:
-        with self._lock, self._conn:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                (key, model, completion.text, json.dumps(completion.usage), time.time()),
-            )
 
-    def __len__(self) -> int:
-        with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+def store_completion(
+    cache: ResponseCache | None, key: str, where: str, params: dict[str, Any], completion: Completion
+) -> None:
+    if cache is not None:
+        body = json.dumps({"text": completion.text, "usage": completion.usage}, ensure_ascii=False)
+        cache.put(key, CACHE_METHOD, where, params, body)
 
 
 class OpenAIChatBackend:
-    """POST ``{base_url}/chat/completions`` (OpenAI, vLLM, llama.cpp server, TGI, ...).
+    """Chat completions at ``{base_url}/chat/completions`` through ``huggingface_hub.InferenceClient``.
 
-    Defaults: temperature 0, up to ``max_retries`` retries on 429, 5xx, connection errors and
-    malformed replies, waiting ``Retry-After`` when the server sends it, else ``backoff * 2**attempt``
-    seconds (at most ``max_backoff``). The key comes from ``$api_key_env`` (default ``OPENAI_API_KEY``);
-    without it no ``Authorization`` header is sent (local servers usually need none).
+    Works with OpenAI, vLLM, TGI (``{tgi}/v1``), llama.cpp's server, a Hugging Face Inference Endpoint
+    (``{endpoint}/v1``) and Inference Providers (``https://router.huggingface.co/v1`` with ``HF_TOKEN``).
+    Defaults: temperature 0; up to ``max_retries`` retries on HTTP 408/425/429/5xx, timeouts, connection errors
+    and malformed replies, waiting ``backoff * 2**attempt`` seconds, or longer when the server sends
+    ``Retry-After`` (at most ``max_backoff``); other HTTP errors fail at once. The key comes from
+    ``$api_key_env`` (default ``OPENAI_API_KEY``); without it no ``Authorization`` header is sent (local
+    servers usually need none). ``cache_path``: the shared reply cache (its SQLite file, or an open
+    :class:`~envre_hf.http.ResponseCache`); a hit sends no request.
     """
 
     def __init__(
@@ -106,12 +113,12 @@ class OpenAIChatBackend:
         api_key_env: str = "OPENAI_API_KEY",
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        seed: int | None = None,
         timeout: float = 120.0,
         max_retries: int = 5,
         backoff: float = 1.0,
         max_backoff: float = 60.0,
-        cache_path: str | os.PathLike | None = None,
-        session: requests.Session | None = None,
+        cache_path: ResponseCache | str | os.PathLike | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
         self.model = model
@@ -119,76 +126,87 @@ class OpenAIChatBackend:
         self.api_key_env = api_key_env
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.seed = seed
         self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.cache = ResponseCache(cache_path) if cache_path is not None else None
-        self.session = session or requests.Session()
-        self._sleep = sleep
+        # no jitter: one client asks one question at a time, and the waits stay predictable
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_factor=backoff, max_backoff=max_backoff, jitter=0.0,
+                                 sleep=sleep)
+        self.cache = open_cache(cache_path)
         if not os.environ.get(api_key_env):
             logger.warning("environment variable %s is not set: requests are sent without an API key", api_key_env)
 
     @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    @property
     def params(self) -> dict[str, Any]:
+        """The generation parameters sent with every request (and part of the cache key)."""
         params: dict[str, Any] = {"temperature": self.temperature}
         if self.max_tokens is not None:
             params["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            params["seed"] = self.seed
         return params
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
-
-    def _wait(self, attempt: int, retry_after: float | None) -> None:
-        delay = retry_after if retry_after is not None else self.backoff * (2**attempt)
-        self._sleep(min(delay, self.max_backoff))
-
     def complete(self, messages: Messages) -> Completion:
-        key = cache_key(self.model, messages, self.params)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return hit
+        key = chat_cache_key(self.model, messages, self.params)
+        hit = cached_completion(self.cache, key)
+        if hit is not None:
+            return hit
         completion = self._request(messages)
-        if self.cache is not None:
-            self.cache.put(key, self.model, completion)
+        store_completion(self.cache, key, self.url, self.params, completion)
         return completion
 
     def _request(self, messages: Messages) -> Completion:
-        url = f"{self.base_url}/chat/completions"
-        body = {"model": self.model, "messages": messages, **self.params}
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            retry_after = None
-            headers = self._headers()
-            secrets = request_secrets(headers)  # a server may echo the key: never raise or log it
+        token = os.environ.get(self.api_key_env) or None
+        # a server may echo the key: it never reaches an error or a log line
+        secrets = request_secrets({"Authorization": f"Bearer {token}"}) if token else []
+        # Without a key, huggingface_hub would send the machine's Hugging Face token to whatever server base_url
+        # names; a header set to None overrides it and is dropped, so no Authorization header goes out.
+        headers = None if token else {"authorization": None}
+        client = InferenceClient(base_url=self.base_url, api_key=token, timeout=self.timeout, headers=headers)
+
+        def attempt(n: int) -> Completion:
             try:
-                resp = self.session.post(url, json=body, headers=headers, timeout=self.timeout)
-            except requests.RequestException as err:
-                last = f"connection error: {type(err).__name__}"
-            else:
-                if resp.status_code == 200:
-                    try:
-                        data = resp.json()
-                        text = data["choices"][0]["message"]["content"]
-                        if not isinstance(text, str):
-                            raise TypeError("content is not a string")
-                        return Completion(text=text, usage=dict(data.get("usage") or {}))
-                    except (ValueError, KeyError, IndexError, TypeError) as err:
-                        last = f"malformed reply ({type(err).__name__}: {redact(str(err), secrets)[:200]})"
-                elif resp.status_code == 429 or resp.status_code >= 500:
-                    last = f"HTTP {resp.status_code}: {redact(resp.text, secrets)[:200]}"
-                    retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-                else:
-                    raise BackendError(f"{url} answered HTTP {resp.status_code}: {redact(resp.text, secrets)[:500]}")
-            if attempt < self.max_retries:
-                logger.info("chat completion attempt %d failed (%s); retrying", attempt + 1, last)
-                self._wait(attempt, retry_after)
-        raise BackendError(f"{url}: giving up after {self.max_retries + 1} attempts; last error: {last}")
+                out = client.chat_completion(messages=messages, model=self.model, **self.params)
+            except HfHubHTTPError as err:
+                response = getattr(err, "response", None)
+                status = getattr(response, "status_code", None)
+                body = redact(_response_text(response), secrets)
+                if status is None or status in RETRY_STATUSES:
+                    retry_after = parse_retry_after(response.headers.get("Retry-After")) if response is not None else None
+                    raise Transient(f"HTTP {status}: {body[:200]}", retry_after) from None
+                raise BackendError(f"{self.url} answered HTTP {status}: {body[:500]}") from None
+            except (InferenceTimeoutError, httpx.TimeoutException) as err:
+                raise Transient(f"timeout after {self.timeout:g} s ({type(err).__name__})") from None
+            except httpx.TransportError as err:
+                raise Transient(f"connection error: {type(err).__name__}") from None
+            except ValueError as err:  # the reply is not JSON, or not a chat completion
+                raise Transient(f"malformed reply ({type(err).__name__}: {redact(str(err), secrets)[:200]})") from None
+            try:
+                text = out.choices[0].message.content
+            except (AttributeError, IndexError, TypeError) as err:
+                raise Transient(f"malformed reply ({type(err).__name__}: no choices[0].message)") from None
+            if not isinstance(text, str):
+                raise Transient("malformed reply (content is not a string)")
+            return Completion(text=text, usage=dict(out.usage or {}))
+
+        def on_retry(n: int, problem: str) -> None:
+            logger.info("chat completion attempt %d failed (%s); retrying", n + 1, problem)
+
+        try:
+            return self.retry.run(attempt, on_retry)
+        except RetriesExhausted as exc:
+            raise BackendError(f"{self.url}: giving up after {exc.attempts} attempts; last error: {exc.problem}") from None
+
+
+def _response_text(response: Any) -> str:
+    """The body of an error reply, as far as it can be read."""
+    try:
+        return response.text if response is not None else ""
+    except Exception:  # a streamed body that was never read
+        return ""
 
 
 class LocalBackend:
@@ -203,17 +221,18 @@ class LocalBackend:
         tokenizer: Any,
         max_new_tokens: int = 256,
         name: str | None = None,
-        cache_path: str | os.PathLike | None = None,
+        cache_path: ResponseCache | str | os.PathLike | None = None,
     ):
         self.hf_model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.model = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
-        self.cache = ResponseCache(cache_path) if cache_path is not None else None
+        self.cache = open_cache(cache_path)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, device: str | None = None, **kwargs: Any) -> "LocalBackend":
         """Load model and tokenizer (safetensors only, no remote code)."""
+        # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
@@ -241,14 +260,13 @@ class LocalBackend:
         return ids
 
     def complete(self, messages: Messages) -> Completion:
-        import torch
+        import torch  # see from_pretrained: loaded only when a local model runs
 
         params = {"max_new_tokens": self.max_new_tokens, "do_sample": False}
-        key = cache_key(self.model, messages, params)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return hit
+        key = chat_cache_key(self.model, messages, params)
+        hit = cached_completion(self.cache, key)
+        if hit is not None:
+            return hit
         ids = self.prompt_ids(messages)
         device = next(self.hf_model.parameters()).device
         input_ids = torch.tensor([ids], device=device)
@@ -268,6 +286,5 @@ class LocalBackend:
         completion = Completion(
             text=text, usage={"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)}
         )
-        if self.cache is not None:
-            self.cache.put(key, self.model, completion)
+        store_completion(self.cache, key, f"transformers:{self.model}", params, completion)
         return completion

@@ -1,13 +1,11 @@
 """Stage 2: knowledge bases the renaming pipeline links, types and draws replacement names from."""
 
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError, distinct_names
-from .http import CachedJSONClient
 from .linked import PrecomputedLinks, names_by_frequency
 from .wikidata_dump import IndexStats, WikidataDumpKB, index_dump
 from .wikidata_http import WikidataHTTPKB
 
 __all__ = [
-    "CachedJSONClient",
     "Candidate",
     "IndexStats",
     "KnowledgeBase",

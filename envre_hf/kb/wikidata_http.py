@@ -12,9 +12,10 @@
   ``count_incoming=True`` plus the statements of *other* items whose main value is the item
   (one extra SPARQL query per item), which is what the dump backend counts.
 
-Every request goes through :class:`~envre_hf.kb.http.CachedJSONClient` (User-Agent, ``maxlag``,
+Every request goes through :class:`~envre_hf.http.CachedJSONClient` (User-Agent, ``maxlag``,
 retries with backoff, ``Retry-After``, SQLite cache): with the same ``cache_dir`` a rebuild sends
-no request at all, which also freezes the snapshot of a live, changing Wikidata.
+no request at all, which also freezes the snapshot of a live, changing Wikidata. A failed request
+(:class:`~envre_hf.http.HTTPRequestError`) reaches the caller as :class:`KnowledgeBaseError`.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..documents import Document
+from ..http import CachedJSONClient, HTTPRequestError
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
-from .http import CachedJSONClient
 from .linked import is_rule_based, names_by_frequency, normalize_item_id
 from .wikidata_json import EntityRecord, is_item_id, item_number, parse_entity
 
@@ -166,18 +167,22 @@ class WikidataHTTPKB(KnowledgeBase):
 
     # ------------------------------------------------------------------ requests
 
+    def _get_json(self, url: str, params: dict[str, Any], **kwargs: Any) -> Any:
+        try:
+            return self.client.get_json(url, params, **kwargs)
+        except HTTPRequestError as exc:  # the KB's callers handle KnowledgeBaseError only
+            raise KnowledgeBaseError(str(exc)) from exc
+
     def _action(self, params: dict[str, Any]) -> Any:
         params = {**params, "format": "json"}
         if self.maxlag is not None:
             params["maxlag"] = self.maxlag
-        return self.client.get_json(
-            self.api_url, params, retry_payload=_action_api_busy, error_payload=_action_api_error
-        )
+        return self._get_json(self.api_url, params, retry_payload=_action_api_busy, error_payload=_action_api_error)
 
     def sparql(self, query: str) -> list[dict[str, Any]]:
         """The ``results.bindings`` of a SELECT query (GET, or POST for long queries)."""
         method = "GET" if len(query) <= _MAX_GET_QUERY else "POST"
-        payload = self.client.get_json(
+        payload = self._get_json(
             self.sparql_url,
             {"query": query, "format": "json"},
             method=method,

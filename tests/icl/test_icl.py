@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from envre_hf.documents import Document, Entity, Mention, Relation, docred_schema, write_documents
+from envre_hf.http import CACHE_FILE, CachedJSONClient, HTTPRequestError
 from envre_hf.icl import (
     CONSISTENCY_GUIDANCE,
     BackendError,
@@ -198,6 +199,14 @@ class ChatServer:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):  # a JSON API for the KB client, to share the reply cache with
+                server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": None})
+                data = json.dumps({"path": self.path}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
@@ -243,22 +252,41 @@ SECRET = "sk-test-secret-123"
 def test_openai_backend_success_auth_and_cache(chat_server, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_KEY", SECRET)
     cache = tmp_path / "cache.sqlite"
-    backend = OpenAIChatBackend("tiny-llm", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache)
+    backend = OpenAIChatBackend("tiny-llm", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache,
+                                max_tokens=32, seed=7)
     out = backend.complete(MESSAGES)
     assert out == Completion("<1; country; 3>", {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}, False)
     req = chat_server.requests[0]
     assert req["path"] == "/v1/chat/completions"
     assert req["auth"] == f"Bearer {SECRET}"
-    assert req["body"] == {"model": "tiny-llm", "messages": MESSAGES, "temperature": 0.0}
+    # what InferenceClient.chat_completion sends: our fields, plus its "stream": false, and nothing else
+    assert req["body"] == {"model": "tiny-llm", "messages": MESSAGES, "temperature": 0.0, "max_tokens": 32, "seed": 7,
+                           "stream": False}
     # a second backend on the same cache answers without a request
-    again = OpenAIChatBackend("tiny-llm", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache).complete(MESSAGES)
-    assert again.text == out.text and again.cached and len(chat_server.requests) == 1
-    # a different model is a different cache entry
-    OpenAIChatBackend("other", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache).complete(MESSAGES)
+    again = OpenAIChatBackend("tiny-llm", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache,
+                              max_tokens=32, seed=7).complete(MESSAGES)
+    assert again.text == out.text and again.usage == out.usage and again.cached and len(chat_server.requests) == 1
+    # a different model or different generation parameters are different cache entries
+    OpenAIChatBackend("other", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache, max_tokens=32,
+                      seed=7).complete(MESSAGES)
     assert len(chat_server.requests) == 2
+    OpenAIChatBackend("tiny-llm", base_url=chat_server.url, api_key_env="MY_KEY", cache_path=cache,
+                      max_tokens=32).complete(MESSAGES)
+    assert len(chat_server.requests) == 3 and "seed" not in chat_server.requests[2]["body"]
     assert SECRET.encode() not in cache.read_bytes()
     with sqlite3.connect(cache) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 3
+
+
+def test_openai_backend_never_sends_the_machines_hf_token(chat_server, monkeypatch):
+    """huggingface_hub adds a stored HF token to requests without a key: not to a third-party endpoint."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_machine_token_123")
+    OpenAIChatBackend("m", base_url=chat_server.url).complete(MESSAGES)
+    assert chat_server.requests[0]["auth"] is None
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    OpenAIChatBackend("m2", base_url=chat_server.url).complete(MESSAGES)
+    assert chat_server.requests[1]["auth"] == f"Bearer {SECRET}"
 
 
 def test_openai_backend_retries_errors_and_rate_limits(chat_server, monkeypatch):
@@ -286,9 +314,9 @@ def test_openai_backend_gives_up_and_does_not_retry_client_errors(chat_server, m
     with caplog.at_level("DEBUG"):
         with pytest.raises(BackendError, match="giving up after 3 attempts.*429"):
             backend.complete(MESSAGES)
-    assert waits == [1.0, 1.0]
+    assert waits == [1.0, 2.0]  # Retry-After is a floor: the backoff still grows (one retry policy with the KB)
     chat_server.script = [(401, {}, "bad key")]
-    with pytest.raises(BackendError, match="401"):
+    with pytest.raises(BackendError, match=r"answered HTTP 401: bad key$"):
         backend.complete(MESSAGES)
     assert len(chat_server.requests) == 4
     assert SECRET not in caplog.text
@@ -297,9 +325,46 @@ def test_openai_backend_gives_up_and_does_not_retry_client_errors(chat_server, m
 def test_openai_backend_connection_refused(monkeypatch):
     waits: list[float] = []
     backend = OpenAIChatBackend("m", base_url="http://127.0.0.1:9/v1", max_retries=1, sleep=waits.append, timeout=2)
-    with pytest.raises(BackendError, match="connection error"):
+    with pytest.raises(BackendError, match="giving up after 2 attempts.*connection error"):
         backend.complete(MESSAGES)
     assert waits == [1.0]
+
+
+def test_icl_and_kb_clients_share_one_reply_cache(chat_server, tmp_path, monkeypatch):
+    """One SQLite file, one table: the KB client's GET replies and the chat completions side by side."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    folder = tmp_path / "cache"
+
+    def run_both():
+        kb_client = CachedJSONClient(folder, max_retries=0)
+        reply = kb_client.get_json(chat_server.url + "/kb", {"q": "Athens"})
+        backend = OpenAIChatBackend("m", base_url=chat_server.url, cache_path=folder / CACHE_FILE)
+        completion = backend.complete(MESSAGES)
+        kb_client.close()
+        backend.cache.close()
+        return reply, completion
+
+    reply, completion = run_both()
+    assert reply == {"path": "/v1/kb?q=Athens"} and not completion.cached
+    assert len(chat_server.requests) == 2
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [CACHE_FILE]
+    with sqlite3.connect(folder / CACHE_FILE) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        methods = sorted(r[0] for r in conn.execute("SELECT method FROM responses"))
+    assert tables == ["responses"] and methods == ["CHAT", "GET"]
+    again, cached = run_both()  # a rerun on the same cache sends nothing
+    assert again == reply and cached.cached and cached.text == completion.text
+    assert len(chat_server.requests) == 2
+
+
+def test_a_cache_in_the_old_icl_layout_is_refused_clearly(chat_server, tmp_path):
+    old = tmp_path / "responses.sqlite"
+    with sqlite3.connect(old) as conn:
+        conn.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT, text TEXT, usage TEXT, created REAL)")
+    backend = OpenAIChatBackend("m", base_url=chat_server.url, cache_path=old)
+    with pytest.raises(HTTPRequestError, match=r"responses\.sqlite: a reply cache in another layout.*delete it"):
+        backend.complete(MESSAGES)
+    assert chat_server.requests == []
 
 
 # --------------------------------------------------------------------------- local backend
@@ -421,3 +486,18 @@ def test_cli_icl_against_local_server(chat_server, redocred_dev, tmp_path, monke
     for path in out.iterdir():
         assert SECRET.encode() not in path.read_bytes()
     assert SECRET not in capsys.readouterr().out
+
+
+def test_cli_icl_old_cache_is_one_line_error(chat_server, redocred_dev, tmp_path, capsys):
+    from envre_hf.cli.main import main
+
+    train_file, old = tmp_path / "train.json", tmp_path / "old.sqlite"
+    write_documents(redocred_dev[200:203], train_file)
+    with sqlite3.connect(old) as conn:
+        conn.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT, text TEXT, usage TEXT, created REAL)")
+    argv = ["icl", "--test", str(train_file), "--train", str(train_file), "--backend", "openai", "--model", "m",
+            "--base-url", chat_server.url, "--k", "0", "--max-docs", "1", "--cache", str(old), "--output", str(tmp_path / "run")]
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # (the progress bar aside)
+    assert len(err) == 1 and err[0].startswith("envre icl: error: ") and "a reply cache in another layout" in err[0]
+    assert chat_server.requests == []
