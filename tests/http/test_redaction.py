@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_icl import ChatServer
+from _chat_server import ChatServer
 
 from envre_hf.http import REDACTED, CachedJSONClient, HTTPRequestError, redact, request_secrets
 from envre_hf.icl.backends import BackendError, OpenAIChatBackend
