@@ -17,6 +17,8 @@ Usage (nice'd, in chunks that each finish within 10 minutes)::
     nice -n 19 python3 benchmarks/mutation.py merge benchmarks/results/mutation/*.json \
         --out benchmarks/results/mutation.json
     nice -n 19 python3 benchmarks/mutation.py bugs --out benchmarks/results/planted_bugs.json
+    nice -n 19 python3 benchmarks/mutation.py recheck benchmarks/results/mutation/metric-1.json \
+        --out benchmarks/results/mutation/metric-1.json       # its survivors again, after new tests
     python3 benchmarks/mutation.py list --module values      # the mutants, without running anything
 
 The score is killed / (mutants - equivalent); equivalent mutants (no behaviour can tell them
@@ -517,7 +519,8 @@ def _summary(parts: list[dict]) -> dict:
     for part in parts:
         for m in part["mutants"]:
             counts = by_module.setdefault(
-                m["module"], {"mutants": 0, "killed": 0, "survived": 0, "timeout": 0, "equivalent": 0, "not run": 0}
+                m["module"],
+                {"mutants": 0, "killed": 0, "survived": 0, "timeout": 0, "equivalent": 0, "removed": 0, "not run": 0},
             )
             counts["mutants"] += 1
             counts[m["status"]] += 1
@@ -526,14 +529,15 @@ def _summary(parts: list[dict]) -> dict:
             if m["status"] == "equivalent":
                 equivalent.append(m)
     total = {
-        k: sum(c[k] for c in by_module.values()) for k in ("mutants", "killed", "survived", "timeout", "equivalent", "not run")
+        k: sum(c[k] for c in by_module.values())
+        for k in ("mutants", "killed", "survived", "timeout", "equivalent", "removed", "not run")
     }
     for name, c in [*sorted(by_module.items()), ("ALL", total)]:
-        scored = c["mutants"] - c["equivalent"] - c["not run"]
+        scored = c["mutants"] - c["equivalent"] - c["removed"] - c["not run"]
         c["score"] = round(100.0 * (c["killed"] + c["timeout"]) / scored, 1) if scored else None
         print(
             f"{name:13s} mutants {c['mutants']:4d}  killed {c['killed'] + c['timeout']:4d}  survived {c['survived']:3d}  "
-            f"equivalent {c['equivalent']:3d}  not run {c['not run']:3d}  score {c['score']}%"
+            f"equivalent {c['equivalent']:3d}  removed {c['removed']:3d}  not run {c['not run']:3d}  score {c['score']}%"
         )
     for m in survivors:
         print(f"SURVIVED {m['path']}:{m['line']} {m['how']}\n    - {m['original'].strip()}\n    + {m['mutated'].strip()}")
@@ -560,11 +564,60 @@ def cmd_merge(args: argparse.Namespace) -> int:
             if m["status"] == "equivalent"
         ],
         "survivors": [m for p in parts for m in p["mutants"] if m["status"] == "survived"],
+        "removed": [m for p in parts for m in p["mutants"] if m["status"] == "removed"],
         "killed": [m for p in parts for m in p["mutants"] if m["status"] in ("killed", "timeout")],
     }
     tmp = Path(args.out).with_suffix(".tmp")
     tmp.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, args.out)
+    return 0
+
+
+def cmd_recheck(args: argparse.Namespace) -> int:
+    """Run a finished chunk's survivors again, against today's tests (and code).
+
+    Tests only grow between a run and its recheck, so a killed mutant stays killed; each survivor's line is
+    found again by its exact text (the nearest match to its old line number), and a line that no longer
+    exists is reported as ``removed`` (left out of the score and listed).
+    """
+    part = json.loads(Path(args.part).read_text(encoding="utf-8"))
+    target = TARGETS[part["module"]]
+    _preimport()
+    box = Sandbox()
+    try:
+        current = (box.root / target.path).read_text(encoding="utf-8").splitlines(keepends=True)
+        tests = list(target.tests)
+        todo = [m for m in part["mutants"] if m["status"] == "survived"]
+        print(f"{part['module']}: {len(todo)} survivors of {args.part} against the current tests")
+        for n, m in enumerate(todo, 1):
+            if (m["module"], m["original"].strip(), m["how"]) in EQUIVALENT:
+                m["status"] = "equivalent"
+                continue
+            matches = [i for i, line in enumerate(current) if line.rstrip("\n") == m["original"]]
+            if not matches:
+                m["status"], m["killed_by"] = "removed", "the line is no longer in the file"
+                print(f"[{n}/{len(todo)}] removed   {m['path']}:{m['line']}", flush=True)
+                continue
+            index = min(matches, key=lambda i: abs(i + 1 - m["line"]))
+            lines = list(current)
+            lines[index] = m["mutated"] + "\n"
+            source = "".join(lines)
+            m["path"], m["line"] = target.path, index + 1
+            m["status"], m["killed_by"], m["seconds"] = box.run(tests, target.path, source, timeout=600)
+            if m["status"] == "survived" and target.wider:
+                status, failed, secs = box.run(list(target.wider), target.path, source, timeout=600)
+                m["seconds"] += secs
+                if status != "survived":
+                    m["status"], m["killed_by"] = status, f"wider: {failed}"
+            print(f"[{n}/{len(todo)}] {m['status']:9s} {target.path}:{m['line']} {m['how']}", flush=True)
+    finally:
+        box.close()
+    part["command"] = part["command"] + " && " + " ".join(["python3", "benchmarks/mutation.py", *sys.argv[1:]])
+    part["rechecked"] = True
+    tmp = Path(args.out).with_suffix(".tmp")
+    tmp.write_text(json.dumps(part, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, args.out)
+    _summary([part])
     return 0
 
 
@@ -680,13 +733,17 @@ def main(argv: list[str] | None = None) -> int:
     merge = sub.add_parser("merge", help="merge chunk outputs into one report")
     merge.add_argument("parts", nargs="+")
     merge.add_argument("--out", required=True)
+    recheck = sub.add_parser("recheck", help="run the survivors of a chunk output again against the current tests")
+    recheck.add_argument("part", help="a chunk output of `run`")
+    recheck.add_argument("--out", required=True)
     lst = sub.add_parser("list", help="print the mutants of a module")
     lst.add_argument("--module", required=True, choices=sorted(TARGETS))
     bugs = sub.add_parser("bugs", help="plant the bugs of issue 16 one at a time and run the property tests")
     bugs.add_argument("--out", required=True)
     bugs.add_argument("--only", type=int, nargs="*", help="plant only these bugs (1-based); the others are kept from --out")
     args = parser.parse_args(argv)
-    return {"run": cmd_run, "merge": cmd_merge, "list": cmd_list, "bugs": cmd_bugs}[args.cmd](args)
+    commands = {"run": cmd_run, "recheck": cmd_recheck, "merge": cmd_merge, "list": cmd_list, "bugs": cmd_bugs}
+    return commands[args.cmd](args)
 
 
 if __name__ == "__main__":
