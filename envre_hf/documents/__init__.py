@@ -2,8 +2,9 @@
 
 from .errors import DocumentError
 from .formats import from_dict, from_docred, from_linked, to_docred, to_linked
-from .io import check_unique_keys, iter_documents, read_documents, read_raw_documents, write_documents
+from .io import check_unique_keys, iter_documents, read_document_file, read_raw_documents, write_documents
 from .relations import DOCRED_RELATIONS, NO_RELATION, RelationSchema, RelationType, docred_schema
+from .sources import read_documents
 from .schema import ENTITY_TYPES, Document, Entity, Mention, Relation, Substitution
 from .validation import QuirkCounts, Quirks, count_quirks, document_quirks, validate_document, validate_documents
 
@@ -46,6 +47,7 @@ __all__ = [
     "from_docred",
     "from_linked",
     "iter_documents",
+    "read_document_file",
     "read_documents",
     "read_raw_documents",
     "to_docred",

@@ -13,8 +13,8 @@ import os
 import re
 from pathlib import Path
 
-from .hf import dataset_to_documents, document_from_row
-from .io import check_unique_keys, read_documents
+from .hf import document_from_row
+from .io import check_unique_keys, read_document_file
 from .schema import Document
 
 #: ``statistics.json``: the construction statistics of every split (its ``data_files`` name the split's shards).
@@ -51,7 +51,7 @@ def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Documen
     """
     path = Path(path)
     if not path.is_dir():
-        return read_documents(path)
+        return read_document_file(path)
     pending = pending_commits(path)
     if pending:
         raise BuildFolderError(
@@ -77,16 +77,3 @@ def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Documen
     if not every:  # one split: one key per document (splits may share source documents)
         check_unique_keys(docs, path)
     return docs
-
-
-def read_any(path: str | os.PathLike) -> list[Document]:
-    """Documents of a JSON/JSONL file, an ``envre build`` folder (all its splits) or a ``save_to_disk`` folder."""
-    path = Path(path)
-    if path.is_dir() and (path / "data").is_dir():
-        return read_benchmark(path, split="*")  # "*": every split's parquet shards
-    if path.is_dir():
-        from datasets import load_from_disk  # only save_to_disk folders need it here
-
-        return dataset_to_documents(load_from_disk(str(path)))
-    return read_documents(path)
-

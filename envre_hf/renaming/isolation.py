@@ -16,8 +16,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..documents import Document
-from ..documents.build_folder import read_any
+from ..documents import Document, read_documents
 
 #: The file of new names an ``envre build`` folder keeps per split, and its format tag.
 NAMES_FILE = "names_used.json"
@@ -71,7 +70,7 @@ def load_excluded_names(sources: str | os.PathLike | Iterable[str | os.PathLike]
         if listed is not None:
             names.update(listed)
             continue
-        docs = read_any(path)
+        docs = read_documents(path)
         renamed = any(doc.substitutions for doc in docs)
         names.update(used_names(docs) if renamed else document_names(docs))
     return frozenset(names)

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..documents import Document
+from ..documents import Document, read_documents
 from ..models.registry import HEAD_TYPES
 from ..renaming.driver import RenamingDriver
 from .arguments import EVRTTrainingArguments
-from ..documents.build_folder import read_any
 from ..models import DocREConfig, DocREModel
 from .presets import get_preset
 from ..kb.corpus import CorpusKB
@@ -92,7 +91,7 @@ class DataArguments:
 def load_documents(path: str | os.PathLike, limit: int | None = None) -> list[Document]:
     """Documents of a JSON/JSONL file or a ``save_to_disk`` dataset directory, the first ``limit`` ones."""
 
-    docs = read_any(path)
+    docs = read_documents(path)
     return docs[:limit] if limit is not None else docs
 
 

@@ -25,13 +25,13 @@ from .docre_f1_scorer import (
     TrainFacts,
     document_from_row,
     from_dict,
-    read_documents,
+    read_document_file,
     score_predictions,
     to_docred,
 )
 
 try:  # envre-hf installed: the same code, but its classes (isinstance checks and except clauses agree)
-    from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_documents, to_docred
+    from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_document_file, to_docred
     from envre_hf.metrics import PredictionError, TrainFacts, score_predictions
 except ImportError:
     pass
@@ -134,7 +134,7 @@ def _train_facts(train: Any) -> TrainFacts | None:
     if train is None or isinstance(train, TrainFacts):
         return train
     if isinstance(train, (str, os.PathLike)):
-        return TrainFacts.from_documents(read_documents(train))
+        return TrainFacts.from_documents(read_document_file(train))
     docs = []
     for i, doc in enumerate(train):
         if isinstance(doc, str):

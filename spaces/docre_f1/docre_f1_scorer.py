@@ -925,8 +925,9 @@ def located_in_file(err: DocumentError, path: Path) -> DocumentError:
     )
 
 
-def read_documents(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> list[Document]:
-    """Read every document of ``path`` (see :func:`iter_documents` for ``on_error``)."""
+def read_document_file(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> list[Document]:
+    """Read every document of the file ``path`` (see :func:`iter_documents` for ``on_error``); any other source
+    (a build folder, a ``datasets`` dataset, a Hub id) goes through :func:`envre_hf.documents.read_documents`."""
     return list(iter_documents(path, validate=validate, on_error=on_error))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envre_hf.documents import DocumentError, read_documents
-from envre_hf.documents.build_folder import BuildFolderError, read_any, read_benchmark
+from envre_hf.documents.build_folder import BuildFolderError, read_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,10 @@ def two_split_folder(tmp_path, redocred_dev):
 def test_read_benchmark_reads_exactly_one_split_and_names_the_others(two_split_folder):
     assert len(read_benchmark(two_split_folder, "test")) == 2  # test_hard shards are not test's
     assert len(read_benchmark(two_split_folder, "test_hard")) == 2
-    assert len(read_any(two_split_folder)) == 4
+    assert len(read_documents(two_split_folder)) == 4
+    assert [d.key for d in read_documents(two_split_folder, split="test")] == [
+        d.key for d in read_benchmark(two_split_folder, "test")
+    ]
     with pytest.raises(FileNotFoundError, match=r"no data/validation-\*\.parquet files \(splits there: test, test_hard"):
         read_benchmark(two_split_folder, "validation")
 
@@ -94,3 +97,37 @@ def test_the_commands_read_build_folders_with_the_library_reader():
     for name in ("analyze", "evaluate", "icl"):
         text = (REPO / "envre_hf" / "cli" / f"{name}.py").read_text(encoding="utf-8")
         assert "def read_benchmark" not in text and "from .analyze import read_benchmark" not in text
+
+
+def test_read_documents_takes_every_kind_of_source(tmp_path, redocred_dev, monkeypatch):
+    import gzip
+
+    import datasets
+
+    from envre_hf.documents import documents_to_dataset, to_docred, write_documents
+
+    docs = redocred_dev[:3]
+    keys = [d.key for d in docs]
+    write_documents(docs, tmp_path / "docs.jsonl")
+    with gzip.open(tmp_path / "docs.json.gz", "wt", encoding="utf-8") as fh:
+        json.dump([to_docred(d) for d in docs], fh)
+    for name in ("docs.jsonl", "docs.json.gz"):
+        assert [d.key for d in read_documents(tmp_path / name)] == keys
+    both = datasets.DatasetDict({"validation": documents_to_dataset(docs[:1]), "test": documents_to_dataset(docs[1:])})
+    assert [d.key for d in read_documents(both)] == keys
+    assert [d.key for d in read_documents(both, split="test")] == keys[1:]
+    assert [d.key for d in read_documents(both["validation"])] == keys[:1]
+    both.save_to_disk(str(tmp_path / "saved"))
+    assert [d.key for d in read_documents(tmp_path / "saved", split="validation")] == keys[:1]
+    with pytest.raises(KeyError, match="splits there: validation, test"):
+        read_documents(both, split="train")
+    # a Hub id goes to datasets.load_dataset with the split; a missing file stays a missing file
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, split=None: calls.append((name, split)) or both)
+    assert [d.key for d in read_documents("envre/env_redocred")] == keys and calls == [("envre/env_redocred", None)]
+    with pytest.raises(FileNotFoundError):
+        read_documents("missing/dev_revised.json")
+    with pytest.raises(ValueError, match="has no splits"):
+        read_documents(tmp_path / "docs.jsonl", split="test")
+    with pytest.raises(TypeError, match="cannot read documents from a int"):
+        read_documents(3)

@@ -1,0 +1,80 @@
+"""One reader for every source of documents: ``read_documents(source, *, split=None, on_error=...)``.
+
+Every stage and command reads documents through it, whatever the user gives:
+
+* a DocRED / Re-DocRED / Linked-DocRED file: JSON list, JSON Lines, either gzipped (``.gz``);
+* a folder written by ``envre build`` (one split, or every split when ``split`` is None);
+* a folder written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``;
+* a ``datasets.Dataset`` or ``DatasetDict`` in the document schema;
+* a Hub dataset id (``"envre/env_redocred"``), read with ``datasets.load_dataset``.
+
+``datasets`` and ``pyarrow`` are imported only for the sources that need them, so reading a JSON file stays
+light (``envre evaluate --predictions`` never imports them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .io import OnError, read_document_file
+from .schema import Document
+
+#: File names read as document files even when they do not exist (a clear "no such file", not a Hub lookup).
+_FILE_SUFFIXES = (".json", ".jsonl", ".gz")
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def read_documents(
+    source: str | os.PathLike | Any,
+    *,
+    split: str | None = None,
+    validate: bool = True,
+    on_error: OnError = "fail",
+) -> list[Document]:
+    """The documents of ``source`` (see the module doc for what it may be).
+
+    ``split`` picks one split of a build folder, a ``DatasetDict`` (saved or not) or a Hub dataset; None reads
+    every split, in order. ``validate`` and ``on_error`` apply to document files (see
+    :func:`~envre_hf.documents.io.iter_documents`); the other sources hold documents already validated when
+    they were written.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if path.is_dir():
+            return _read_folder(path, split)
+        name = str(source)
+        if path.exists() or name.endswith(_FILE_SUFFIXES) or not _HUB_ID.fullmatch(name):
+            if split is not None:
+                raise ValueError(f"{path}: a document file has no splits (split={split!r})")
+            return read_document_file(path, validate=validate, on_error=on_error)
+        from datasets import load_dataset  # lazy: datasets only for a Hub id
+
+        return _from_dataset(load_dataset(name, split=split), split)
+    if hasattr(source, "column_names"):  # a datasets Dataset or DatasetDict
+        return _from_dataset(source, split)
+    raise TypeError(f"cannot read documents from a {type(source).__name__}; give a path, a dataset or a Hub id")
+
+
+def _read_folder(path: Path, split: str | None) -> list[Document]:
+    if (path / "data").is_dir():
+        from .build_folder import read_benchmark  # lazy: pyarrow only for build folders
+
+        return read_benchmark(path, split="*" if split is None else split)
+    from datasets import load_from_disk  # lazy: datasets only for save_to_disk folders
+
+    return _from_dataset(load_from_disk(str(path)), split)
+
+
+def _from_dataset(data: Any, split: str | None) -> list[Document]:
+    from .hf import dataset_to_documents  # lazy: the datasets bridge on first use
+
+    if isinstance(data.column_names, dict):  # a DatasetDict: one split, or all of them in order
+        if split is not None:
+            if split not in data:
+                raise KeyError(f"no split {split!r} (splits there: {', '.join(data)})")
+            return dataset_to_documents(data[split])
+        return [doc for name in data for doc in dataset_to_documents(data[name])]
+    return dataset_to_documents(data)
