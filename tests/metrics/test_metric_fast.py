@@ -102,7 +102,7 @@ def _docred_dicts(docs, tmp_path):
         (lambda d: d["vertexSet"][0][0].update(sent_id="2"), "sent_id"),
         (lambda d: d.pop("title"), "title"),
         (lambda d: d["labels"][0].update(r=None), "r"),
-        (lambda d: d["labels"][0].update(h="1"), "h"),
+        (lambda d: [label.update(h=str(label["h"])) for label in d["labels"]], "h"),  # every label: no int h left
         (lambda d: d["vertexSet"][0][0].update(name=7), "name"),
     ],
 )
