@@ -144,6 +144,15 @@ def test_ign_ignores_correct_facts_seen_in_training():
     assert score_predictions(preds, [alpha()], from_set).ign_f1 == scores.ign_f1
 
 
+def test_train_facts_keep_a_prebuilt_relation_index():
+    """from_documents / from_records hand over the index they built, so the (large) fact set is not grouped twice."""
+    facts = frozenset({("Ay", "B", "P17"), ("C", "D", "P131")})
+    by_relation = {"P17": frozenset({("Ay", "B")}), "P131": frozenset({("C", "D")})}
+    assert TrainFacts(facts, 1, by_relation).by_relation is by_relation
+    assert TrainFacts(facts).by_relation == by_relation  # built from the facts when not given
+    assert TrainFacts(frozenset()).by_relation == {}
+
+
 def test_intra_and_inter_by_hand():
     preds = [pred("Alpha", 0, 1, "P17"), pred("Alpha", 1, 3, "P17"), pred("Alpha", 0, 2, "P131"), pred("Alpha", 1, 2, "P6")]
     scores = score_predictions(preds, [alpha()])
@@ -204,7 +213,29 @@ def test_bad_predictions_name_index_document_and_field(bad, field, message):
     with pytest.raises(PredictionError, match=message) as info:
         score_predictions([pred("Alpha", 0, 1, "P17"), bad], [alpha()])
     assert info.value.index == 1 and info.value.field == field
-    assert "prediction 1" in str(info.value) and isinstance(info.value, ValueError)
+    assert info.value.doc == (bad.get("doc_id") or bad.get("title"))  # the document as the prediction names it
+    message = str(info.value)
+    assert message.startswith("prediction 1") and f"field {field!r}" in message and isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("bad", [3, "Alpha", [0, 1, "P17"], None])
+def test_a_prediction_that_is_not_an_object_is_named_by_its_index(bad):
+    with pytest.raises(PredictionError, match="expected an object") as info:
+        score_predictions([pred("Alpha", 0, 1, "P17"), bad], [alpha()])
+    assert info.value.index == 1 and info.value.doc is None and info.value.field is None
+    assert str(info.value).startswith("prediction 1: ") and "field" not in str(info.value)  # no field to name
+
+
+def test_bad_evidence_items_name_the_document_by_doc_id_first():
+    """Evidence lists are type-checked in bulk after the loop; the culprit is then named as in the loop."""
+    preds = [
+        {"doc_id": "Alpha#0", "title": "Alpha", "h_idx": 0, "t_idx": 1, "r": "P17", "evidence": [0]},
+        {"doc_id": "Alpha#1", "title": "Alpha", "h_idx": 0, "t_idx": 2, "r": "P131", "evidence": [0, 1.0]},
+    ]
+    with pytest.raises(PredictionError, match="sentence ids") as info:
+        score_predictions(preds, [alpha("Alpha#0"), alpha("Alpha#1")])
+    assert (info.value.index, info.value.doc, info.value.field) == (1, "Alpha#1", "evidence")
+    assert "(document 'Alpha#1')" in str(info.value)
 
 
 def test_unknown_documents_can_count_as_wrong():

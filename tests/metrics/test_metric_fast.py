@@ -102,6 +102,8 @@ def _docred_dicts(docs, tmp_path):
         (lambda d: d["vertexSet"][0][0].update(sent_id="2"), "sent_id"),
         (lambda d: d.pop("title"), "title"),
         (lambda d: d["labels"][0].update(r=None), "r"),
+        (lambda d: [label.update(h=str(label["h"])) for label in d["labels"]], "h"),  # every label: no int h left
+        (lambda d: d["vertexSet"][0][0].update(name=7), "name"),
     ],
 )
 def test_bad_gold_records_raise_named_document_errors(redocred_test, tmp_path, breakage, field):
@@ -110,6 +112,40 @@ def test_bad_gold_records_raise_named_document_errors(redocred_test, tmp_path, b
     with pytest.raises(DocumentError) as err:
         GoldIndex.from_records(records)
     assert err.value.doc_index == 1 and err.value.field == field
+    with pytest.raises(DocumentError) as err:  # the training facts read the same records with the same checks
+        TrainFacts.from_records(records)
+    assert err.value.doc_index == 1 and err.value.field == field
+    if field == "h/t":  # found by the fast path, which names the document as the typed reader does
+        assert err.value.title == records[1]["title"] and err.value.label == 0
+
+
+def test_plain_records_are_read_without_typed_documents(redocred_test, tmp_path, monkeypatch):
+    """The fast path's point: plain DocRED dicts (with or without doc_id) never go through the typed reader;
+    Linked-DocRED ones do, and both readers give the same index and facts."""
+    from envre_hf.metrics import docre
+
+    docs = [replace(d, doc_id=f"{d.title}#{k}" if k % 2 else None) for k, d in enumerate(redocred_test[:6])]
+    write_documents(docs[:2], tmp_path / "linked.json", dialect="linked")
+    linked = json.loads((tmp_path / "linked.json").read_text())
+    records = linked + _docred_dicts(docs[2:], tmp_path)
+    assert any("doc_id" in r for r in records[2:]) and any("doc_id" not in r for r in records[2:])
+    typed_reads = []
+    real = docre.from_dict
+
+    def spy(obj, index=None):
+        typed_reads.append(index)
+        return real(obj, index)
+
+    monkeypatch.setattr(docre, "from_dict", spy)
+    index = GoldIndex.from_records(records)
+    assert typed_reads == [0, 1]
+    facts = TrainFacts.from_records(records)
+    assert typed_reads == [0, 1, 0, 1]
+    typed = GoldIndex(docs)
+    for name in ("num_entities", "entity_sents", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+        assert getattr(index, name) == getattr(typed, name), name
+    assert all(index.names(key) == typed.names(key) for key in typed.docs)
+    assert facts == TrainFacts.from_documents(docs) and facts.num_documents == 6
 
 
 def test_bad_files_raise_named_errors(tmp_path):
