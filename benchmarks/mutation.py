@@ -104,7 +104,7 @@ TARGETS: dict[str, Target] = {
     ),
     "pairing": Target(
         "envre_hf/training/pairing.py",
-        ("tests/training/test_training_pairing.py", "tests/training/test_training_losses.py", P + "test_prop_models.py::test_on_the_fly_twins_are_always_aligned"),
+        ("tests/training/test_pairing_units.py", "tests/training/test_training_pairing.py", "tests/training/test_training_losses.py", P + "test_prop_models.py::test_on_the_fly_twins_are_always_aligned"),
         ("tests/training/test_training_run.py", "tests/training/test_training_models.py"),
     ),
     "worklog": Target(
