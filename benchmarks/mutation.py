@@ -140,6 +140,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("worklog", "if self._fh is not None and self._since_sync:", "'and' -> 'or'"): (
         "_since_sync > 0 implies an open file: close() syncs (resetting the count) before it drops the handle"
     ),
+    ("pairing", "hts = hts.tolist()", "statement -> pass"): (
+        "iterating a 2-D tensor yields its rows, and int() of their 0-d elements equals int() of tolist()'s numbers"
+    ),
+    ("pairing", "if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[1] > 0:", "'0' -> '1'"): (
+        "a mask one column wide has nothing to trim: the trimmed length is its width either way"
+    ),
 }
 
 # --------------------------------------------------------------------------- mutants

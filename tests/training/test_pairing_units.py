@@ -9,7 +9,6 @@ the base collator makes of that half alone.
 from __future__ import annotations
 
 import functools
-import random
 
 import pytest
 import torch
@@ -24,7 +23,7 @@ from envre_hf.training import (
     TwinSource,
     split_pair_batch,
 )
-from envre_hf.training.pairing import assert_aligned
+from envre_hf.training.pairing import assert_aligned, starved_twin_types
 
 LONG = (["Bartholomew", "Wolfeschlegelstein"], ["Maximilian", "Oberhauser"], ["Constantinople"])
 SHORT = (["Al"], ["Bo"], ["Rome"])
@@ -117,6 +116,18 @@ def test_prebuilt_twins_are_ordered_by_seed_with_an_unseeded_twin_first():
     # the file's order does not matter: every epoch draws the same twin
     reordered = PrebuiltTwins([doc], renamed[::-1])
     assert [twins.twin(doc, e).seed for e in range(10)] == [reordered.twin(doc, e).seed for e in range(10)]
+
+
+def test_two_prebuilt_twins_are_both_drawn_across_epochs():
+    doc = _doc("Doc A")
+    twins = PrebuiltTwins([doc], [_twin(doc, 0), _twin(doc, 1)])
+    assert {twins.twin(doc, epoch).seed for epoch in range(20)} == {0, 1}
+
+
+def test_starved_twin_types_are_the_checked_types_below_the_minimum():
+    rates = {"PER": {"rate": 0.5}, "LOC": {"rate": 0.95}, "NUM": {"rate": 0.2}, "MISC": {"rate": 0.1}}
+    assert starved_twin_types(rates) == {"PER": 0.5, "NUM": 0.2}  # MISC is not checked
+    assert starved_twin_types(rates, minimum=0.3) == {"NUM": 0.2}
 
 
 def test_only_prebuilt_twins_are_cacheable():
