@@ -106,7 +106,7 @@ TARGETS: dict[str, Target] = {
     ),
     "pairing": Target(
         "envre_hf/training/pairing.py",
-        ("tests/training/test_training_pairing.py", "tests/training/test_training_losses.py", P + "test_prop_models.py::test_on_the_fly_twins_are_always_aligned"),
+        ("tests/training/test_pairing_units.py", "tests/training/test_training_pairing.py", "tests/training/test_training_losses.py", P + "test_prop_models.py::test_on_the_fly_twins_are_always_aligned"),
         ("tests/training/test_training_run.py", "tests/training/test_training_models.py"),
     ),
     "worklog": Target(
@@ -141,6 +141,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ): "the margins are 2-D (pairs x relations): dim=+1 and dim=-1 are the same axis",
     ("worklog", "if self._fh is not None and self._since_sync:", "'and' -> 'or'"): (
         "_since_sync > 0 implies an open file: close() syncs (resetting the count) before it drops the handle"
+    ),
+    ("pairing", "hts = hts.tolist()", "statement -> pass"): (
+        "iterating a 2-D tensor yields its rows, and int() of their 0-d elements equals int() of tolist()'s numbers"
+    ),
+    ("pairing", "if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[1] > 0:", "'0' -> '1'"): (
+        "a mask one column wide has nothing to trim: the trimmed length is its width either way"
     ),
 }
 
