@@ -166,7 +166,7 @@ class PrebuiltTwins(TwinSource):
         for twin in renamed:
             by_key.setdefault(original_key(twin), []).append(twin)
         for twins in by_key.values():
-            twins.sort(key=lambda d: (d.seed if d.seed is not None else -1, d.key))
+            twins.sort(key=lambda d: (d.seed is not None, d.seed or 0, d.key))  # unseeded first, then by seed
         missing = [doc.key for doc in originals if doc.key not in by_key]
         if missing:
             raise DocumentError(

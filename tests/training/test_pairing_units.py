@@ -110,9 +110,9 @@ def test_a_single_prebuilt_twin_serves_every_epoch():
 
 def test_prebuilt_twins_are_ordered_by_seed_with_an_unseeded_twin_first():
     doc = _doc("Doc A")
-    renamed = [_twin(doc, 1), _twin(doc, None), _twin(doc, 0)]
+    renamed = [_twin(doc, 1), _twin(doc, -1), _twin(doc, None), _twin(doc, 0)]
     twins = PrebuiltTwins([doc], renamed)
-    assert [t.seed for t in twins.all_twins()] == [None, 0, 1]
+    assert [t.seed for t in twins.all_twins()] == [None, -1, 0, 1]  # a negative seed still sorts as a seed
     # the file's order does not matter: every epoch draws the same twin
     reordered = PrebuiltTwins([doc], renamed[::-1])
     assert [twins.twin(doc, e).seed for e in range(10)] == [reordered.twin(doc, e).seed for e in range(10)]
