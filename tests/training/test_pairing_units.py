@@ -216,3 +216,19 @@ def test_a_batch_without_attention_mask_is_split_untrimmed(tokenizer):
     half_o, half_t = split_pair_batch(batch)
     assert "attention_mask" not in half_o and "attention_mask" not in half_t
     assert torch.equal(torch.cat([half_o["input_ids"], half_t["input_ids"]]), batch["input_ids"])
+
+
+def test_a_twin_source_that_breaks_entity_alignment_is_refused(tokenizer):
+    """A twin source (here a buggy one that drops an entity) never reaches training: the item is refused."""
+
+    class DropsAnEntity(TwinSource):
+        def twin(self, doc, epoch):
+            twin = _twin(doc, epoch)
+            twin.entities = twin.entities[:2]
+            twin.relations = []
+            return twin
+
+    featurize = functools.partial(featurize_document, tokenizer=tokenizer)
+    dataset = EVRTPairDataset([_doc("Doc A")], featurize, DropsAnEntity())
+    with pytest.raises(ValueError, match="has 2 entities, the original 3"):
+        dataset[0]
