@@ -86,3 +86,13 @@ def test_a_work_folder_is_resumed_replaced_or_refused(tmp_path):
     assert prepare_work_folder(tmp_path, "test", _manifest("b"), resume=True, overwrite=True) == work
     assert not (work / "records.jsonl").exists()
     assert json.loads((work / "manifest.json").read_text(encoding="utf-8"))["fingerprint"] == "b"
+
+
+def test_an_appended_record_is_on_disk_before_the_next_one(tmp_path, monkeypatch):
+    """A process killed right after an append must not lose that record: it is flushed at once."""
+    monkeypatch.setattr(worklog_module.os, "fsync", lambda fd: None)
+    log = WorkLog(tmp_path, fsync_every=100)
+    log.append(_record(0))
+    on_disk = (tmp_path / "records.jsonl").read_text(encoding="utf-8")
+    assert [json.loads(line)["doc"] for line in on_disk.splitlines()] == [0]
+    log.close()
