@@ -314,3 +314,83 @@ def test_leading_article_is_not_doubled():
     del kb.items["Q96"]
     out2 = RenamingPipeline(kb).rename(doc2, seed=0)
     assert out2.entities[0].mentions[0].name == "The Gambia"
+
+
+def test_report_records_every_entitys_outcome():
+    kb = _kb()
+    kb.items["Q18094"] = ([], ["Honolulu"])
+    del kb.items["Q99"]
+    _, report = RenamingPipeline(kb).rename_with_report(_doc(), seed=0)
+    assert report.outcomes == {
+        0: "exact", 1: "unchanged:untyped", 2: "unchanged:no-candidate", 3: "exact", 4: "rule", 5: "unchanged:unlinked",
+    }  # fmt: skip
+
+
+def test_articles_agree_and_a_count_of_one_pluralises_the_noun_that_ends_the_sentence():
+    # "an Ohio senator" -> "a Kansas senator"; "one year" at the very end of the sentence -> "<n> years"
+    sents = ["He was an Ohio senator for one year".split()]
+    doc = Document(title="Senator", sents=sents, entities=[Entity([_m("Ohio", 0, 3, 4, "LOC")]),
+                                                         Entity([_m("one", 0, 6, 7, "NUM")])])  # fmt: skip
+    kb = FakeKB(items={"Q1": (["state"], ["Ohio"]), "Q2": (["state"], ["Kansas"])}, links={"Ohio": "Q1"})
+    for seed in range(3):
+        out, report = RenamingPipeline(kb).rename_with_report(doc, seed)
+        assert out.sents[0][:5] == ["He", "was", "a", "Kansas", "senator"]
+        assert out.sents[0][6] not in ("one", "1") and out.sents[0][7] == "years"
+        assert (report.articles_fixed, report.nouns_pluralized) == (1, 1)
+        validate_document(out)
+
+
+def test_a_leading_article_and_a_plural_are_preferred_among_names_of_the_same_form():
+    # "The Beatles" (article, plural) gets the candidate's "The Monkees" although "Rolling Band" comes first
+    sents = ["The Beatles played .".split(), "Fab Four fans cheered .".split(), "The Beatles split .".split()]
+    doc = Document(title="Band", sents=sents, entities=[Entity([
+        _m("The Beatles", 0, 0, 2, "ORG"), _m("Fab Four", 1, 0, 2, "ORG"), _m("The Beatles", 2, 0, 2, "ORG")])])  # fmt: skip
+    kb = FakeKB(
+        items={"Q1": (["band"], ["The Beatles", "Fab Four"]), "Q2": (["band"], ["Rolling Band", "The Monkees"])},
+        links={"The Beatles": "Q1"},
+    )
+    out = RenamingPipeline(kb).rename(doc, seed=0)
+    assert [(s.original_name, s.new_name) for s in out.substitutions] == [
+        ("The Beatles", "The Monkees"), ("Fab Four", "Rolling Band"),
+    ]  # fmt: skip
+
+
+def _agency_doc() -> Document:
+    sents = ["The National Aeronautics and Space Administration ( NASA ) launched it ; NASA said so .".split()]
+    mentions = [_m("National Aeronautics and Space Administration", 0, 1, 6, "ORG"), _m("NASA", 0, 7, 8, "ORG"),
+                _m("NASA", 0, 12, 13, "ORG")]  # fmt: skip
+    return Document(title="Launch", sents=sents, entities=[Entity(mentions)])
+
+
+def test_an_acronym_needs_a_candidate_with_an_acronym_and_one_is_enough():
+    items = {
+        "Q23548": (["agency"], ["National Aeronautics and Space Administration", "NASA"]),
+        "Q1": (["agency"], ["Space Agency Two", "Second Space Agency"]),  # no acronym: cannot serve "NASA"
+        "Q2": (["agency"], ["European Space Agency", "ESA"]),  # exactly one acronym, as many as needed
+    }
+    kb = FakeKB(items=items, links={"National Aeronautics and Space Administration": "Q23548"})
+    for seed in range(4):
+        out, report = RenamingPipeline(kb).rename_with_report(_agency_doc(), seed)
+        assert report.outcomes[0] == "exact"
+        assert [m.name for m in out.entities[0].mentions] == ["European Space Agency", "ESA", "ESA"]
+    del items["Q2"]  # candidates exist, but none has an acronym: the reason says so
+    out, report = RenamingPipeline(kb).rename_with_report(_agency_doc(), 0)
+    assert report.outcomes[0] == "unchanged:no-form-match" and out.sents == _agency_doc().sents
+
+
+def test_a_new_number_never_equals_a_name_already_in_the_document():
+    # the bands "Three", "Four" and "Five" stay (unlinked): "two" may become "six".."nine", never one of them
+    sents = ["Three , Four and Five played two songs .".split()]
+    entities = [Entity([_m(n, 0, i, i + 1, "ORG")]) for n, i in (("Three", 0), ("Four", 2), ("Five", 4))]
+    doc = Document(title="Gig", sents=sents, entities=entities + [Entity([_m("two", 0, 6, 7, "NUM")])])
+    new = []
+    for seed in range(12):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        if report.outcomes[3] == "rule":
+            new.append(out.entities[3].mentions[0].name)
+    assert len(new) >= 10 and not {n.casefold() for n in new} & {"three", "four", "five", "one", "two"}
+
+
+def test_rename_dataset_refuses_an_empty_seed_list():
+    with pytest.raises(ValueError, match="at least one seed"):
+        rename_dataset(documents_to_dataset([_doc()]), RenamingPipeline(_kb()), seeds=[])
