@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -261,18 +262,37 @@ def test_malformed_input_raises_document_error():
         RenamingPipeline(_kb()).rename(doc, seed=0)
 
 
-def test_rename_dataset_matches_single_documents():
+class _PidKB(FakeKB):
+    """A FakeKB that appends the id of the process that links an entity to a file."""
+
+    def __init__(self, items, links, log):
+        super().__init__(items, links)
+        self.log = str(log)
+
+    def link(self, doc, entity_index):
+        with open(self.log, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return super().link(doc, entity_index)
+
+
+def test_rename_dataset_matches_single_documents(tmp_path):
     docs = []
     for i in range(4):
         doc = _doc()
         doc.title = f"doc {i}"
         docs.append(doc)
-    pipeline = RenamingPipeline(_kb())
+    kb = _kb()
+    pipeline = RenamingPipeline(kb)
     dataset = documents_to_dataset(docs)
     expected = [pipeline.rename(doc, seed) for seed in (0, 1) for doc in docs]
     for num_proc in (1, 2):
-        got = dataset_to_documents(rename_dataset(dataset, pipeline, seeds=[0, 1], num_proc=num_proc))
+        log = tmp_path / f"pids-{num_proc}.txt"
+        worker_pipeline = RenamingPipeline(_PidKB(kb.items, kb.links, log))
+        got = dataset_to_documents(rename_dataset(dataset, worker_pipeline, seeds=[0, 1], num_proc=num_proc))
         assert [json.dumps(to_docred(d)) for d in got] == [json.dumps(to_docred(d)) for d in expected]
+        pids = {int(line) for line in log.read_text().split()}
+        # num_proc=1 renames in this process; num_proc=2 only in worker processes
+        assert (pids == {os.getpid()}) if num_proc == 1 else (os.getpid() not in pids)
 
 
 def test_config_fingerprint():
