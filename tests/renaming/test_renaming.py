@@ -414,3 +414,20 @@ def test_a_new_number_never_equals_a_name_already_in_the_document():
 def test_rename_dataset_refuses_an_empty_seed_list():
     with pytest.raises(ValueError, match="at least one seed"):
         rename_dataset(documents_to_dataset([_doc()]), RenamingPipeline(_kb()), seeds=[])
+
+
+def test_percentages_stay_within_100_whether_the_percent_word_is_inside_the_mention_or_after_it():
+    # DocRED often leaves "%" / "percent" out of the mention; a 3-digit share cannot go below 101 in its format,
+    # so it may only stay as it is, while "45" (two digits) always has room
+    text = "Turnout rose 150 % , then 250 percent , 350 pct and 450 percent ; 45 % voted .".split()
+    spans = [(2, 3), (5, 6), (8, 9), (11, 13), (15, 16)]  # "450 percent" is a whole mention
+    doc = Document(title="Vote", sents=[text],
+                   entities=[Entity([_m(" ".join(text[a:b]), 0, a, b, "NUM")]) for a, b in spans])  # fmt: skip
+    renamed_45 = 0
+    for seed in range(6):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        for e, entity in enumerate(out.entities):
+            if report.outcomes[e] == "rule":
+                assert float(entity.mentions[0].name.split()[0]) <= 100, (seed, entity.mentions[0].name)
+        renamed_45 += report.outcomes[4] == "rule"
+    assert renamed_45 == 6
