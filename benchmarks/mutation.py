@@ -140,6 +140,20 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("worklog", "if self._fh is not None and self._since_sync:", "'and' -> 'or'"): (
         "_since_sync > 0 implies an open file: close() syncs (resetting the count) before it drops the handle"
     ),
+    ("pipeline", "self.acronyms += 1", "statement -> pass"): (
+        "_may_serve is a prefilter: a candidate with too few acronym names fails _usable_names all the same"
+    ),
+    ("pipeline", "self.demonyms += 1", "statement -> pass"): (
+        "_may_serve is a prefilter: a candidate with too few demonym names fails _usable_names all the same"
+    ),
+    (
+        "pipeline",
+        "self.uniform = not self.possessives and all(f == forms[0] for f in forms)",
+        "'==' -> '!='",
+    ): "the uniform fast path picks what the general path picks (the first unused names of exactly that form)",
+    ("pipeline", "break  # 6 is the top score: no later name can beat it", "'break' -> 'continue'"): (
+        "a later name needs a score above the best to replace it, and none scores above 6"
+    ),
 }
 
 # --------------------------------------------------------------------------- mutants

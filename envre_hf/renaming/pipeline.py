@@ -511,7 +511,7 @@ class RenamingPipeline:
                 if score > best_score:
                     best, best_score = j, score
                     if score == 6:
-                        break
+                        break  # 6 is the top score: no later name can beat it
             if best < 0:
                 return None
             used.add(best)
