@@ -431,3 +431,17 @@ def test_percentages_stay_within_100_whether_the_percent_word_is_inside_the_ment
                 assert float(entity.mentions[0].name.split()[0]) <= 100, (seed, entity.mentions[0].name)
         renamed_45 += report.outcomes[4] == "rule"
     assert renamed_45 == 6
+
+
+def test_a_demonym_mention_gets_the_candidates_demonym_past_its_plain_names():
+    # entity "United States" named "American" twice and "United States" once: Spain's plain name "Spain" comes first
+    # in KB order but cannot serve the demonym, so "American" -> "Spanish" and "United States" -> "Spain"
+    sents = ["American troops left United States soil .".split(), "American officials agreed .".split()]
+    mentions = [_m("American", 0, 0, 1, "LOC"), _m("United States", 0, 3, 5, "LOC"), _m("American", 1, 0, 1, "LOC")]
+    doc = Document(title="Troops", sents=sents, entities=[Entity(mentions)])
+    kb = FakeKB(items={"Q30": (["country"], ["United States", "American"]), "Q29": (["country"], ["Spain", "Spanish"])},
+                links={"American": "Q30"})  # fmt: skip
+    out, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert report.outcomes[0] == "exact"
+    assert [(s.original_name, s.new_name) for s in out.substitutions] == [("American", "Spanish"), ("United States", "Spain")]
+    assert out.sents[0][:4] == ["Spanish", "troops", "left", "Spain"]
