@@ -154,6 +154,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("pipeline", "break  # 6 is the top score: no later name can beat it", "'break' -> 'continue'"): (
         "a later name needs a score above the best to replace it, and none scores above 6"
     ),
+    (
+        "pipeline",
+        "digest.update(json.dumps([key, value], ensure_ascii=False).encode())",
+        "'False' -> 'True'",
+    ): "JSON with or without \\u escapes encodes options one-to-one: fingerprints stay stable and distinct",
 }
 
 # --------------------------------------------------------------------------- mutants
