@@ -445,3 +445,97 @@ def test_a_demonym_mention_gets_the_candidates_demonym_past_its_plain_names():
     assert report.outcomes[0] == "exact"
     assert [(s.original_name, s.new_name) for s in out.substitutions] == [("American", "Spanish"), ("United States", "Spain")]
     assert out.sents[0][:4] == ["Spanish", "troops", "left", "Spain"]
+
+
+class _ExcludingKB(FakeKB):
+    """A FakeKB that honours ``exclude`` (so an entity's own item is never offered) and has demonyms."""
+
+    def __init__(self, items, links, demonyms=None):
+        super().__init__(items, links)
+        self.demonym_lists = demonyms or {}
+
+    def candidates(self, type_id, min_names, exclude=frozenset()):
+        return [c for c in super().candidates(type_id, min_names, exclude) if c.item_id not in exclude]
+
+    def demonyms(self, item_id):
+        return list(self.demonym_lists.get(item_id, []))
+
+
+def test_a_possessive_names_stem_is_served_first():
+    # "Smith 's" is the most frequent name, but the bare "Smith" takes the label and the possessive the next name
+    sents = ["Smith 's car broke .".split(), "Smith 's wife drove .".split(), "Smith said so .".split()]
+    doc = Document(title="Car", sents=sents, entities=[Entity([
+        _m("Smith 's", 0, 0, 2, "PER"), _m("Smith 's", 1, 0, 2, "PER"), _m("Smith", 2, 0, 1, "PER")])])  # fmt: skip
+    kb = FakeKB(items={"Q1": (["human"], ["Smith"]), "Q2": (["human"], ["Jones", "Bob Jones"])}, links={"Smith 's": "Q1"})
+    out = RenamingPipeline(kb).rename(doc, seed=0)
+    assert [m.name for m in out.entities[0].mentions] == ["Bob Jones 's", "Bob Jones 's", "Jones"]
+
+
+def test_a_new_name_loses_its_article_after_a_the_that_starts_the_sentence():
+    doc = Document(title="T", sents=["The United States won .".split()],
+                   entities=[Entity([_m("United States", 0, 1, 3, "LOC")])], relations=[])  # fmt: skip
+    kb = FakeKB(items={"Q30": (["country"], ["United States"]), "Q77": (["country"], ["The Gambia"])},
+                links={"United States": "Q30"})  # fmt: skip
+    out = RenamingPipeline(kb).rename(doc, seed=0)
+    assert out.sents[0] == ["The", "Gambia", "won", "."]
+
+
+def test_demonyms_of_the_kb_serve_demonym_mentions_and_no_candidate_is_told_from_no_form():
+    doc = Document(title="Band", sents=["An American band played .".split()],
+                   entities=[Entity([_m("American", 0, 1, 2, "LOC")])])  # fmt: skip
+    items = {"Q30": (["country"], ["United States"]), "Q29": (["country"], ["Spain"])}
+    kb = _ExcludingKB(items, {"American": "Q30"}, demonyms={"Q30": ["American"], "Q29": ["Spanish"]})
+    out, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert out.sents[0] == ["A", "Spanish", "band", "played", "."]  # the demonym comes from kb.demonyms
+    assert report.outcomes[0] == "exact" and report.articles_fixed == 1
+    del items["Q29"]  # no other country at all: no candidate, not a form mismatch
+    _, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert report.outcomes[0] == "unchanged:no-candidate"
+
+
+def test_a_plain_name_takes_an_acronym_when_no_plain_name_is_left():
+    sents = ["Guardian Media Group owns The Guardian .".split(), "Guardian Media Group grew .".split()]
+    doc = Document(title="Press", sents=sents, entities=[Entity([
+        _m("Guardian Media Group", 0, 0, 3, "ORG"), _m("The Guardian", 0, 4, 6, "ORG"),
+        _m("Guardian Media Group", 1, 0, 3, "ORG")])])  # fmt: skip
+    kb = FakeKB(items={"Q1": (["company"], ["Guardian Media Group", "The Guardian"]),
+                       "Q2": (["company"], ["Daily Mail Trust", "DMGT"])}, links={"Guardian Media Group": "Q1"})  # fmt: skip
+    out, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert report.outcomes[0] == "exact"
+    assert [m.name for m in out.entities[0].mentions] == ["Daily Mail Trust", "DMGT", "Daily Mail Trust"]
+
+
+def test_excluded_names_veto_values_only_with_exclude_values():
+    # every word the count "two" could become is excluded: allowed by default (numbers are in any training
+    # split), refused with exclude_values (the entity stays, and the reason is a collision, not a missing rule)
+    words = frozenset({"three", "four", "five", "six", "seven", "eight", "nine"})
+    doc = Document(title="Songs", sents=["They played two songs and dozens of encores .".split()],
+                   entities=[Entity([_m("two", 0, 2, 3, "NUM")]), Entity([_m("dozens", 0, 5, 6, "NUM")])])  # fmt: skip
+    for seed in range(3):
+        out, report = RenamingPipeline(_kb(), RenamingConfig(exclude_names=words)).rename_with_report(doc, seed)
+        assert report.outcomes == {0: "rule", 1: "unchanged:no-rule"} and out.entities[0].mentions[0].name in words
+        config = RenamingConfig(exclude_names=words, exclude_values=True)
+        out, report = RenamingPipeline(_kb(), config).rename_with_report(doc, seed)
+        assert report.outcomes == {0: "unchanged:value-collision", 1: "unchanged:no-rule"} and out.sents == doc.sents
+
+
+def test_a_shifted_year_equal_to_a_name_left_in_the_text_leaves_the_year_unchanged():
+    # every year 2007 could move to (1977-2020) is the name of an entity that stays (unlinked)
+    years = [str(y) for y in range(1977, 2021) if y != 2007]
+    text = ["Lists"] + years + [";", "in", "2007", "."]
+    entities = [Entity([_m(y, 0, i + 1, i + 2, "MISC")]) for i, y in enumerate(years)]
+    entities.append(Entity([_m("2007", 0, len(years) + 3, len(years) + 4, "TIME")]))
+    doc = Document(title="Years", sents=[text], entities=entities)
+    for seed in range(3):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        assert report.year_shift is not None and report.outcomes[len(years)] == "unchanged:value-collision"
+        assert out.sents == doc.sents
+
+
+def test_a_count_of_one_is_checked_in_every_mention():
+    # the first mention ends its sentence; the second is followed by the noun it counts
+    sents = ["Goals : one .".split(), "He scored one goal .".split()]
+    doc = Document(title="Goals", sents=sents, entities=[Entity([_m("one", 0, 2, 3, "NUM"), _m("one", 1, 2, 3, "NUM")])])
+    for seed in range(3):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        assert out.sents[1][3] == "goals" and report.nouns_pluralized == 1
