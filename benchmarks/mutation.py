@@ -159,6 +159,20 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "digest.update(json.dumps([key, value], ensure_ascii=False).encode())",
         "'False' -> 'True'",
     ): "JSON with or without \\u escapes encodes options one-to-one: fingerprints stay stable and distinct",
+    ("pipeline", "counts[mention.name] = counts.get(mention.name, 0) + 1", "'1' -> '2'"): (
+        "doubling every count keeps the most-frequent-first order of the names"
+    ),
+    (
+        "pipeline",
+        "free = rename_values(coarse, names, random.Random(0), None, attempts=1, year_shift=shift, percent=percent)",
+        "'0' -> '1'",
+    ): "the unvetoed draw only tells no-rule from a collision: a rule gives a value from any seed",
+    ("pipeline", "acronyms = sum(1 for _, _, form in out if form.hard == ACRONYM)", "'1' -> '2'"): (
+        "_may_serve is a prefilter: a candidate with too few acronym names fails _usable_names all the same"
+    ),
+    ("pipeline", "demonyms = sum(1 for _, _, form in out if form.hard == DEMONYM)", "'1' -> '2'"): (
+        "_may_serve is a prefilter: a candidate with too few demonym names fails _usable_names all the same"
+    ),
 }
 
 # --------------------------------------------------------------------------- mutants
