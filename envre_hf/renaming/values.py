@@ -65,7 +65,6 @@ _PIECE = re.compile(
     r"|(?P<number>\d+(?:[,.]\d+)*)"
     r"|(?P<word>[A-Za-z]+)"
 )
-_DECADE = re.compile(r"^(?P<digits>\d*0)s$")
 
 
 _YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)")
