@@ -122,7 +122,7 @@ def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random,
         if not shift:
             continue
         if top is not None and top + shift > 2020:
-            continue
+            continue  # shifts only grow: every later one passes 2020 too
         if low is not None and low + shift < 1000:
             continue
         if feb29 and any(not _leap(y + shift) for y in feb29 if _leap(y)):

@@ -282,3 +282,10 @@ def test_a_new_name_never_equals_another_original_name_of_the_entity():
     assert rename_values("TIME", names, random.Random(0), year_shift=1) is None
     result = rename_values("TIME", names, random.Random(0), year_shift=2)
     assert result is not None and result.tokens == {"2007": ["2009"], "2008": ["2010"]}
+
+
+def test_an_ordinal_is_a_day_only_next_to_a_month_and_a_century_only_before_century():
+    # "30th" alone (an anniversary, a season) is no day: it may grow past 28; "19th -" ends the name: no century
+    assert max(int(_one("TIME", "30th", seed)[:-2]) for seed in range(40)) > 31
+    result = rename_values("TIME", [("19th -", ["19th", "-"])], random.Random(0))
+    assert result is not None and result.fine_type != "TIME:century"
