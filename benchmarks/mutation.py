@@ -187,6 +187,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "step = 10 * round(pieces.year_shift / 10) or (10 if pieces.year_shift > 0 else -10)",
         "'>' -> '>='",
     ): "a zero year shift is refused at the top of rename_values: > 0 and >= 0 agree on every shift that gets here",
+    ("values", 'continue  # a day ordinal is its whole token ("31st")', "'continue' -> 'break'"): (
+        "DocRED tokens hold one day ordinal each, so no piece is left after it for the loop to rewrite"
+    ),
+    ("values", "for _ in range(20):", "'20' -> '21'"): (
+        "a retry bound: one more draw after 20 refusals still has to obey every rule (the caller redraws anyway)"
+    ),
 }
 
 # --------------------------------------------------------------------------- mutants

@@ -307,7 +307,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
             kind = "day" if day else "ordinal"
             if day and pieces.keep_month_day:
                 out.append(text)
-                continue
+                continue  # a day ordinal is its whole token ("31st")
             new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))
             new = None if new_value is None else new_value + _ordinal_suffix(int(new_value))
         elif m.group("number"):
