@@ -148,6 +148,59 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("pairing", "if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[1] > 0:", "'0' -> '1'"): (
         "a mask one column wide has nothing to trim: the trimmed length is its width either way"
     ),
+    ("pipeline", "self.acronyms += 1", "statement -> pass"): (
+        "_may_serve is a prefilter: a candidate with too few acronym names fails _usable_names all the same"
+    ),
+    ("pipeline", "self.demonyms += 1", "statement -> pass"): (
+        "_may_serve is a prefilter: a candidate with too few demonym names fails _usable_names all the same"
+    ),
+    (
+        "pipeline",
+        "self.uniform = not self.possessives and all(f == forms[0] for f in forms)",
+        "'==' -> '!='",
+    ): "the uniform fast path picks what the general path picks (the first unused names of exactly that form)",
+    ("pipeline", "break  # 6 is the top score: no later name can beat it", "'break' -> 'continue'"): (
+        "a later name needs a score above the best to replace it, and none scores above 6"
+    ),
+    (
+        "pipeline",
+        "digest.update(json.dumps([key, value], ensure_ascii=False).encode())",
+        "'False' -> 'True'",
+    ): "JSON with or without \\u escapes encodes options one-to-one: fingerprints stay stable and distinct",
+    ("pipeline", "counts[mention.name] = counts.get(mention.name, 0) + 1", "'1' -> '2'"): (
+        "doubling every count keeps the most-frequent-first order of the names"
+    ),
+    (
+        "pipeline",
+        "free = rename_values(coarse, names, random.Random(0), None, attempts=1, year_shift=shift, percent=percent)",
+        "'0' -> '1'",
+    ): "the unvetoed draw only tells no-rule from a collision: a rule gives a value from any seed",
+    ("pipeline", "acronyms = sum(1 for _, _, form in out if form.hard == ACRONYM)", "'1' -> '2'"): (
+        "_may_serve is a prefilter: a candidate with too few acronym names fails _usable_names all the same"
+    ),
+    ("pipeline", "demonyms = sum(1 for _, _, form in out if form.hard == DEMONYM)", "'1' -> '2'"): (
+        "_may_serve is a prefilter: a candidate with too few demonym names fails _usable_names all the same"
+    ),
+    ("values", "if not t[:1].isdigit():", "'1' -> '2'"): (
+        "a fast skip: a token whose second character is no digit is neither a year nor a year range anyway"
+    ),
+    ("values", "if template.isupper() and len(template) > 1:", "'>' -> '>='"): (
+        "the only templates are number words (3+ letters): no one-letter template reaches it"
+    ),
+    ("values", "continue  # shifts only grow: every later one passes 2020 too", "'continue' -> 'break'"): (
+        "shifts are tried in increasing order, so once top + shift passes 2020 every later shift does"
+    ),
+    (
+        "values",
+        "step = 10 * round(pieces.year_shift / 10) or (10 if pieces.year_shift > 0 else -10)",
+        "'>' -> '>='",
+    ): "a zero year shift is refused at the top of rename_values: > 0 and >= 0 agree on every shift that gets here",
+    ("values", 'continue  # a day ordinal is its whole token ("31st")', "'continue' -> 'break'"): (
+        "DocRED tokens hold one day ordinal each, so no piece is left after it for the loop to rewrite"
+    ),
+    ("values", "for _ in range(20):", "'20' -> '21'"): (
+        "a retry bound: one more draw after 20 refusals still has to obey every rule (the caller redraws anyway)"
+    ),
 }
 
 # --------------------------------------------------------------------------- mutants

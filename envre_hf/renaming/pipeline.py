@@ -381,13 +381,11 @@ class RenamingPipeline:
         seed: int,
         names: list[tuple[str, list[str]]],
         taken: set[str],
-        given: set[str] | None = None,
-        year_shift: int | None = None,
-        coarse: str | None = None,
+        given: set[str],
+        year_shift: int | None,
+        coarse: str,
     ) -> _Choice:
         rng = entity_rng(seed, doc.key, e)
-        if coarse is None:
-            coarse = doc.entities[e].type
         if coarse in self.config.value_types:
             return self._choose_value(doc, e, names, rng, taken, given, year_shift)
         item = self.kb.link(doc, e)
@@ -416,7 +414,7 @@ class RenamingPipeline:
         names: list[tuple[str, list[str]]],
         rng: random.Random,
         taken: set[str],
-        given: set[str] | None,
+        given: set[str],
         year_shift: int | None,
     ) -> _Choice:
         """Rule-made values (``values``); TIME moves by the document's year offset (see the module docstring)."""
@@ -427,7 +425,7 @@ class RenamingPipeline:
         check_excluded = self.config.exclude_values and bool(self._excluded)
         shift = year_shift if coarse == "TIME" else None
         # shifted years may take another entity's *original* year (it moves on too), never a new name
-        blocked = given if shift is not None and given is not None else taken
+        blocked = given if shift is not None else taken
 
         def accept(joined: str) -> bool:
             key = name_key(joined)  # the key ``taken`` holds: "3 \xa0 km" and "3 km" are one name
@@ -511,7 +509,7 @@ class RenamingPipeline:
                 if score > best_score:
                     best, best_score = j, score
                     if score == 6:
-                        break
+                        break  # 6 is the top score: no later name can beat it
             if best < 0:
                 return None
             used.add(best)

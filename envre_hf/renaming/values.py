@@ -65,7 +65,6 @@ _PIECE = re.compile(
     r"|(?P<number>\d+(?:[,.]\d+)*)"
     r"|(?P<word>[A-Za-z]+)"
 )
-_DECADE = re.compile(r"^(?P<digits>\d*0)s$")
 
 
 _YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)")
@@ -123,7 +122,7 @@ def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random,
         if not shift:
             continue
         if top is not None and top + shift > 2020:
-            continue
+            continue  # shifts only grow: every later one passes 2020 too
         if low is not None and low + shift < 1000:
             continue
         if feb29 and any(not _leap(y + shift) for y in feb29 if _leap(y)):
@@ -308,7 +307,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
             kind = "day" if day else "ordinal"
             if day and pieces.keep_month_day:
                 out.append(text)
-                continue
+                continue  # a day ordinal is its whole token ("31st")
             new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))
             new = None if new_value is None else new_value + _ordinal_suffix(int(new_value))
         elif m.group("number"):

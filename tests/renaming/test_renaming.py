@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -261,18 +262,37 @@ def test_malformed_input_raises_document_error():
         RenamingPipeline(_kb()).rename(doc, seed=0)
 
 
-def test_rename_dataset_matches_single_documents():
+class _PidKB(FakeKB):
+    """A FakeKB that appends the id of the process that links an entity to a file."""
+
+    def __init__(self, items, links, log):
+        super().__init__(items, links)
+        self.log = str(log)
+
+    def link(self, doc, entity_index):
+        with open(self.log, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return super().link(doc, entity_index)
+
+
+def test_rename_dataset_matches_single_documents(tmp_path):
     docs = []
     for i in range(4):
         doc = _doc()
         doc.title = f"doc {i}"
         docs.append(doc)
-    pipeline = RenamingPipeline(_kb())
+    kb = _kb()
+    pipeline = RenamingPipeline(kb)
     dataset = documents_to_dataset(docs)
     expected = [pipeline.rename(doc, seed) for seed in (0, 1) for doc in docs]
     for num_proc in (1, 2):
-        got = dataset_to_documents(rename_dataset(dataset, pipeline, seeds=[0, 1], num_proc=num_proc))
+        log = tmp_path / f"pids-{num_proc}.txt"
+        worker_pipeline = RenamingPipeline(_PidKB(kb.items, kb.links, log))
+        got = dataset_to_documents(rename_dataset(dataset, worker_pipeline, seeds=[0, 1], num_proc=num_proc))
         assert [json.dumps(to_docred(d)) for d in got] == [json.dumps(to_docred(d)) for d in expected]
+        pids = {int(line) for line in log.read_text().split()}
+        # num_proc=1 renames in this process; num_proc=2 only in worker processes
+        assert (pids == {os.getpid()}) if num_proc == 1 else (os.getpid() not in pids)
 
 
 def test_config_fingerprint():
@@ -314,3 +334,208 @@ def test_leading_article_is_not_doubled():
     del kb.items["Q96"]
     out2 = RenamingPipeline(kb).rename(doc2, seed=0)
     assert out2.entities[0].mentions[0].name == "The Gambia"
+
+
+def test_report_records_every_entitys_outcome():
+    kb = _kb()
+    kb.items["Q18094"] = ([], ["Honolulu"])
+    del kb.items["Q99"]
+    _, report = RenamingPipeline(kb).rename_with_report(_doc(), seed=0)
+    assert report.outcomes == {
+        0: "exact", 1: "unchanged:untyped", 2: "unchanged:no-candidate", 3: "exact", 4: "rule", 5: "unchanged:unlinked",
+    }  # fmt: skip
+
+
+def test_articles_agree_and_a_count_of_one_pluralises_the_noun_that_ends_the_sentence():
+    # "an Ohio senator" -> "a Kansas senator"; "one year" at the very end of the sentence -> "<n> years"
+    sents = ["He was an Ohio senator for one year".split()]
+    doc = Document(title="Senator", sents=sents, entities=[Entity([_m("Ohio", 0, 3, 4, "LOC")]),
+                                                         Entity([_m("one", 0, 6, 7, "NUM")])])  # fmt: skip
+    kb = FakeKB(items={"Q1": (["state"], ["Ohio"]), "Q2": (["state"], ["Kansas"])}, links={"Ohio": "Q1"})
+    for seed in range(3):
+        out, report = RenamingPipeline(kb).rename_with_report(doc, seed)
+        assert out.sents[0][:5] == ["He", "was", "a", "Kansas", "senator"]
+        assert out.sents[0][6] not in ("one", "1") and out.sents[0][7] == "years"
+        assert (report.articles_fixed, report.nouns_pluralized) == (1, 1)
+        validate_document(out)
+
+
+def test_a_leading_article_and_a_plural_are_preferred_among_names_of_the_same_form():
+    # "The Beatles" (article, plural) gets the candidate's "The Monkees" although "Rolling Band" comes first
+    sents = ["The Beatles played .".split(), "Fab Four fans cheered .".split(), "The Beatles split .".split()]
+    doc = Document(title="Band", sents=sents, entities=[Entity([
+        _m("The Beatles", 0, 0, 2, "ORG"), _m("Fab Four", 1, 0, 2, "ORG"), _m("The Beatles", 2, 0, 2, "ORG")])])  # fmt: skip
+    kb = FakeKB(
+        items={"Q1": (["band"], ["The Beatles", "Fab Four"]), "Q2": (["band"], ["Rolling Band", "The Monkees"])},
+        links={"The Beatles": "Q1"},
+    )
+    out = RenamingPipeline(kb).rename(doc, seed=0)
+    assert [(s.original_name, s.new_name) for s in out.substitutions] == [
+        ("The Beatles", "The Monkees"), ("Fab Four", "Rolling Band"),
+    ]  # fmt: skip
+
+
+def _agency_doc() -> Document:
+    sents = ["The National Aeronautics and Space Administration ( NASA ) launched it ; NASA said so .".split()]
+    mentions = [_m("National Aeronautics and Space Administration", 0, 1, 6, "ORG"), _m("NASA", 0, 7, 8, "ORG"),
+                _m("NASA", 0, 12, 13, "ORG")]  # fmt: skip
+    return Document(title="Launch", sents=sents, entities=[Entity(mentions)])
+
+
+def test_an_acronym_needs_a_candidate_with_an_acronym_and_one_is_enough():
+    items = {
+        "Q23548": (["agency"], ["National Aeronautics and Space Administration", "NASA"]),
+        "Q1": (["agency"], ["Space Agency Two", "Second Space Agency"]),  # no acronym: cannot serve "NASA"
+        "Q2": (["agency"], ["European Space Agency", "ESA"]),  # exactly one acronym, as many as needed
+    }
+    kb = FakeKB(items=items, links={"National Aeronautics and Space Administration": "Q23548"})
+    for seed in range(4):
+        out, report = RenamingPipeline(kb).rename_with_report(_agency_doc(), seed)
+        assert report.outcomes[0] == "exact"
+        assert [m.name for m in out.entities[0].mentions] == ["European Space Agency", "ESA", "ESA"]
+    del items["Q2"]  # candidates exist, but none has an acronym: the reason says so
+    out, report = RenamingPipeline(kb).rename_with_report(_agency_doc(), 0)
+    assert report.outcomes[0] == "unchanged:no-form-match" and out.sents == _agency_doc().sents
+
+
+def test_a_new_number_never_equals_a_name_already_in_the_document():
+    # the bands "Three", "Four" and "Five" stay (unlinked): "two" may become "six".."nine", never one of them
+    sents = ["Three , Four and Five played two songs .".split()]
+    entities = [Entity([_m(n, 0, i, i + 1, "ORG")]) for n, i in (("Three", 0), ("Four", 2), ("Five", 4))]
+    doc = Document(title="Gig", sents=sents, entities=entities + [Entity([_m("two", 0, 6, 7, "NUM")])])
+    new = []
+    for seed in range(12):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        if report.outcomes[3] == "rule":
+            new.append(out.entities[3].mentions[0].name)
+    assert len(new) >= 10 and not {n.casefold() for n in new} & {"three", "four", "five", "one", "two"}
+
+
+def test_rename_dataset_refuses_an_empty_seed_list():
+    with pytest.raises(ValueError, match="at least one seed"):
+        rename_dataset(documents_to_dataset([_doc()]), RenamingPipeline(_kb()), seeds=[])
+
+
+def test_percentages_stay_within_100_whether_the_percent_word_is_inside_the_mention_or_after_it():
+    # DocRED often leaves "%" / "percent" out of the mention; a 3-digit share cannot go below 101 in its format,
+    # so it may only stay as it is, while "45" (two digits) always has room
+    text = "Turnout rose 150 % , then 250 percent , 350 pct and 450 percent ; 45 % voted .".split()
+    spans = [(2, 3), (5, 6), (8, 9), (11, 13), (15, 16)]  # "450 percent" is a whole mention
+    doc = Document(title="Vote", sents=[text],
+                   entities=[Entity([_m(" ".join(text[a:b]), 0, a, b, "NUM")]) for a, b in spans])  # fmt: skip
+    renamed_45 = 0
+    for seed in range(6):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        for e, entity in enumerate(out.entities):
+            if report.outcomes[e] == "rule":
+                assert float(entity.mentions[0].name.split()[0]) <= 100, (seed, entity.mentions[0].name)
+        renamed_45 += report.outcomes[4] == "rule"
+    assert renamed_45 == 6
+
+
+def test_a_demonym_mention_gets_the_candidates_demonym_past_its_plain_names():
+    # entity "United States" named "American" twice and "United States" once: Spain's plain name "Spain" comes first
+    # in KB order but cannot serve the demonym, so "American" -> "Spanish" and "United States" -> "Spain"
+    sents = ["American troops left United States soil .".split(), "American officials agreed .".split()]
+    mentions = [_m("American", 0, 0, 1, "LOC"), _m("United States", 0, 3, 5, "LOC"), _m("American", 1, 0, 1, "LOC")]
+    doc = Document(title="Troops", sents=sents, entities=[Entity(mentions)])
+    kb = FakeKB(items={"Q30": (["country"], ["United States", "American"]), "Q29": (["country"], ["Spain", "Spanish"])},
+                links={"American": "Q30"})  # fmt: skip
+    out, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert report.outcomes[0] == "exact"
+    assert [(s.original_name, s.new_name) for s in out.substitutions] == [("American", "Spanish"), ("United States", "Spain")]
+    assert out.sents[0][:4] == ["Spanish", "troops", "left", "Spain"]
+
+
+class _ExcludingKB(FakeKB):
+    """A FakeKB that honours ``exclude`` (so an entity's own item is never offered) and has demonyms."""
+
+    def __init__(self, items, links, demonyms=None):
+        super().__init__(items, links)
+        self.demonym_lists = demonyms or {}
+
+    def candidates(self, type_id, min_names, exclude=frozenset()):
+        return [c for c in super().candidates(type_id, min_names, exclude) if c.item_id not in exclude]
+
+    def demonyms(self, item_id):
+        return list(self.demonym_lists.get(item_id, []))
+
+
+def test_a_possessive_names_stem_is_served_first():
+    # "Smith 's" is the most frequent name, but the bare "Smith" takes the label and the possessive the next name
+    sents = ["Smith 's car broke .".split(), "Smith 's wife drove .".split(), "Smith said so .".split()]
+    doc = Document(title="Car", sents=sents, entities=[Entity([
+        _m("Smith 's", 0, 0, 2, "PER"), _m("Smith 's", 1, 0, 2, "PER"), _m("Smith", 2, 0, 1, "PER")])])  # fmt: skip
+    kb = FakeKB(items={"Q1": (["human"], ["Smith"]), "Q2": (["human"], ["Jones", "Bob Jones"])}, links={"Smith 's": "Q1"})
+    out = RenamingPipeline(kb).rename(doc, seed=0)
+    assert [m.name for m in out.entities[0].mentions] == ["Bob Jones 's", "Bob Jones 's", "Jones"]
+
+
+def test_a_new_name_loses_its_article_after_a_the_that_starts_the_sentence():
+    doc = Document(title="T", sents=["The United States won .".split()],
+                   entities=[Entity([_m("United States", 0, 1, 3, "LOC")])], relations=[])  # fmt: skip
+    kb = FakeKB(items={"Q30": (["country"], ["United States"]), "Q77": (["country"], ["The Gambia"])},
+                links={"United States": "Q30"})  # fmt: skip
+    out = RenamingPipeline(kb).rename(doc, seed=0)
+    assert out.sents[0] == ["The", "Gambia", "won", "."]
+
+
+def test_demonyms_of_the_kb_serve_demonym_mentions_and_no_candidate_is_told_from_no_form():
+    doc = Document(title="Band", sents=["An American band played .".split()],
+                   entities=[Entity([_m("American", 0, 1, 2, "LOC")])])  # fmt: skip
+    items = {"Q30": (["country"], ["United States"]), "Q29": (["country"], ["Spain"])}
+    kb = _ExcludingKB(items, {"American": "Q30"}, demonyms={"Q30": ["American"], "Q29": ["Spanish"]})
+    out, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert out.sents[0] == ["A", "Spanish", "band", "played", "."]  # the demonym comes from kb.demonyms
+    assert report.outcomes[0] == "exact" and report.articles_fixed == 1
+    del items["Q29"]  # no other country at all: no candidate, not a form mismatch
+    _, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert report.outcomes[0] == "unchanged:no-candidate"
+
+
+def test_a_plain_name_takes_an_acronym_when_no_plain_name_is_left():
+    sents = ["Guardian Media Group owns The Guardian .".split(), "Guardian Media Group grew .".split()]
+    doc = Document(title="Press", sents=sents, entities=[Entity([
+        _m("Guardian Media Group", 0, 0, 3, "ORG"), _m("The Guardian", 0, 4, 6, "ORG"),
+        _m("Guardian Media Group", 1, 0, 3, "ORG")])])  # fmt: skip
+    kb = FakeKB(items={"Q1": (["company"], ["Guardian Media Group", "The Guardian"]),
+                       "Q2": (["company"], ["Daily Mail Trust", "DMGT"])}, links={"Guardian Media Group": "Q1"})  # fmt: skip
+    out, report = RenamingPipeline(kb).rename_with_report(doc, seed=0)
+    assert report.outcomes[0] == "exact"
+    assert [m.name for m in out.entities[0].mentions] == ["Daily Mail Trust", "DMGT", "Daily Mail Trust"]
+
+
+def test_excluded_names_veto_values_only_with_exclude_values():
+    # every word the count "two" could become is excluded: allowed by default (numbers are in any training
+    # split), refused with exclude_values (the entity stays, and the reason is a collision, not a missing rule)
+    words = frozenset({"three", "four", "five", "six", "seven", "eight", "nine"})
+    doc = Document(title="Songs", sents=["They played two songs and dozens of encores .".split()],
+                   entities=[Entity([_m("two", 0, 2, 3, "NUM")]), Entity([_m("dozens", 0, 5, 6, "NUM")])])  # fmt: skip
+    for seed in range(3):
+        out, report = RenamingPipeline(_kb(), RenamingConfig(exclude_names=words)).rename_with_report(doc, seed)
+        assert report.outcomes == {0: "rule", 1: "unchanged:no-rule"} and out.entities[0].mentions[0].name in words
+        config = RenamingConfig(exclude_names=words, exclude_values=True)
+        out, report = RenamingPipeline(_kb(), config).rename_with_report(doc, seed)
+        assert report.outcomes == {0: "unchanged:value-collision", 1: "unchanged:no-rule"} and out.sents == doc.sents
+
+
+def test_a_shifted_year_equal_to_a_name_left_in_the_text_leaves_the_year_unchanged():
+    # every year 2007 could move to (1977-2020) is the name of an entity that stays (unlinked)
+    years = [str(y) for y in range(1977, 2021) if y != 2007]
+    text = ["Lists"] + years + [";", "in", "2007", "."]
+    entities = [Entity([_m(y, 0, i + 1, i + 2, "MISC")]) for i, y in enumerate(years)]
+    entities.append(Entity([_m("2007", 0, len(years) + 3, len(years) + 4, "TIME")]))
+    doc = Document(title="Years", sents=[text], entities=entities)
+    for seed in range(3):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        assert report.year_shift is not None and report.outcomes[len(years)] == "unchanged:value-collision"
+        assert out.sents == doc.sents
+
+
+def test_a_count_of_one_is_checked_in_every_mention():
+    # the first mention ends its sentence; the second is followed by the noun it counts
+    sents = ["Goals : one .".split(), "He scored one goal .".split()]
+    doc = Document(title="Goals", sents=sents, entities=[Entity([_m("one", 0, 2, 3, "NUM"), _m("one", 1, 2, 3, "NUM")])])
+    for seed in range(3):
+        out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
+        assert out.sents[1][3] == "goals" and report.nouns_pluralized == 1
