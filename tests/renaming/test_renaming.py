@@ -539,3 +539,19 @@ def test_a_count_of_one_is_checked_in_every_mention():
     for seed in range(3):
         out, report = RenamingPipeline(_kb()).rename_with_report(doc, seed)
         assert out.sents[1][3] == "goals" and report.nouns_pluralized == 1
+
+
+def test_a_fresh_rename_report_counts_nothing():
+    """The public report's counters start at zero (and are dataclass fields, so asdict() carries them)."""
+    import dataclasses
+
+    from envre_hf.renaming import RenameReport
+
+    assert dataclasses.asdict(RenameReport()) == {
+        "outcomes": {},
+        "leaks_found": 0,
+        "leaks_fixed": 0,
+        "articles_fixed": 0,
+        "nouns_pluralized": 0,
+        "year_shift": None,
+    }
