@@ -77,6 +77,11 @@ def test_shift_caps_at_2020_and_reaches_it():
     assert max(shifts) == 20 and min(shifts) == -30
 
 
+def test_shift_never_moves_a_year_below_1000():
+    shifts = _shifts([["1010"]])
+    assert min(shifts) == -10 and max(shifts) == 30
+
+
 def test_fallback_shift_stays_within_max_shift():
     """1000 and 2020 in one document leave no allowed shift: the fallback is still within max_shift."""
     shifts = _shifts([["1000"], ["2020"]], n=400)
@@ -143,6 +148,29 @@ def test_year_after_a_kept_day_in_one_token_still_moves():
     """Under a document shift the day is kept, but a year later in the same token still moves."""
     result = rename_values("TIME", [("May 5th/1990", ["May", "5th/1990"])], random.Random(0), year_shift=5)
     assert result is not None and result.tokens["May 5th/1990"] == ["May", "5th/1995"]
+
+
+def test_ordinal_suffixes_agree_with_the_new_number():
+    """``2nd``, ``12th``, ``22nd``, ``13th``: the suffix follows the drawn number, never the original's."""
+
+    def suffix(n: int) -> str:
+        if n % 100 in (11, 12, 13):
+            return "th"
+        return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+    got = {t[0] for t in _draws("NUM", ["20th"])} | {t[0] for t in _draws("NUM", ["5th"], seeds=range(100))}
+    numbers = {int(re.match(r"\d+", g).group()) for g in got}
+    assert {1, 2, 3, 12, 13, 21, 22, 23} <= numbers
+    for g in got:
+        n = int(re.match(r"\d+", g).group())
+        assert g == f"{n}{suffix(n)}", g
+
+
+def test_number_words_keep_their_case():
+    for seed in range(30):
+        upper = _draws("NUM", ["TWO"], seeds=[seed])[0][0]
+        title = _draws("NUM", ["Two"], seeds=[seed])[0][0]
+        assert upper.isupper() and title[0].isupper() and title[1:].islower()
 
 
 # --- decades ----------------------------------------------------------------------------------------------
