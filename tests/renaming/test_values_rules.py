@@ -50,6 +50,7 @@ def test_a_name_without_year_still_changes_under_a_document_shift():
 def test_two_digit_range_end_is_in_the_start_century():
     assert years_in(["2016–17"]) == [2016, 2017]
     assert years_in(["1995–2003"]) == [1995, 2003]
+    assert years_in(["1000", "2099", "999", "2100", "5th"]) == [1000, 2099]
 
 
 def test_range_ending_2020_caps_the_document_shift():
@@ -100,6 +101,16 @@ def test_year_draw_within_30_both_sides():
 def test_year_draw_capped_at_2020():
     years = {int(t[0]) for t in _draws("TIME", ["2010"], seeds=range(1000))}
     assert max(years) == 2020 and min(years) == 1980
+
+
+def test_year_2020_draws_stay_at_or_below_2020():
+    years = {int(t[0]) for t in _draws("TIME", ["2020"], seeds=range(1000))}
+    assert max(years) == 2019 and min(years) == 1990
+
+
+def test_year_past_2020_may_move_30_years_either_way():
+    years = {int(t[0]) for t in _draws("TIME", ["2050"], seeds=range(1500))}
+    assert max(years) == 2080 and min(years) == 2020 and 2050 not in years
 
 
 def test_year_2099_is_a_year():
