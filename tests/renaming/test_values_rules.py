@@ -113,6 +113,21 @@ def test_year_past_2020_may_move_30_years_either_way():
     assert max(years) == 2080 and min(years) == 2020 and 2050 not in years
 
 
+def test_year_ranges_keep_their_span():
+    for name, span in (("2016–17", 1), ("1995–2003", 8), ("1998–99", 1)):
+        for seed in range(40):
+            new = _draws("TIME", [name], seeds=[seed])[0][0]
+            start, end = re.fullmatch(r"(\d{4})–(\d+)", new).groups()
+            if len(end) == 2:
+                end = start[:2] + end if end >= start[2:] else str(int(start[:2]) + 1) + end
+            assert int(end) - int(start) == span, (name, new)
+
+
+def test_year_1000_is_a_year():
+    result = rename_values("TIME", [("1000", ["1000"])], random.Random(0), year_shift=5)
+    assert result is not None and result.fine_type == "TIME:year" and result.tokens["1000"] == ["1005"]
+
+
 def test_year_2099_is_a_year():
     result = rename_values("TIME", [("2099", ["2099"])], random.Random(0), year_shift=-7)
     assert result is not None and result.fine_type == "TIME:year"
@@ -136,6 +151,21 @@ def test_ordinal_day_after_a_month_is_a_valid_day():
     assert all(r is not None and r.fine_type == "TIME:day-month" for r in results)
     days = {int(re.match(r"\d+", r.tokens["March 20th"][1]).group()) for r in results}
     assert max(days) == 28 and min(days) == 1
+
+
+def test_day_31_is_a_day():
+    results = [rename_values("TIME", [("May 31", ["May", "31"])], random.Random(s)) for s in range(200)]
+    assert all(r is not None and r.fine_type == "TIME:day-month" for r in results)
+    assert max(int(r.tokens["May 31"][1]) for r in results) <= 28
+
+
+def test_an_ordinal_before_a_final_hyphen_is_no_century():
+    """``19th - century`` is a century; a trailing hyphen with nothing after it does not make one."""
+    assert rename_values("TIME", [("19th - century", ["19th", "-", "century"])], random.Random(0)).fine_type == (
+        "TIME:century"
+    )
+    results = [rename_values("TIME", [("19th -", ["19th", "-"])], random.Random(s)) for s in range(100)]
+    assert all(r is not None and r.fine_type != "TIME:century" for r in results)
 
 
 def test_ordinal_next_to_a_month_in_a_num_is_an_ordinal():
@@ -170,8 +200,9 @@ def test_ordinal_suffixes_agree_with_the_new_number():
         return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
 
     got = {t[0] for t in _draws("NUM", ["20th"])} | {t[0] for t in _draws("NUM", ["5th"], seeds=range(100))}
+    got |= {t[0] for t in _draws("NUM", ["70th"], seeds=range(1000))}
     numbers = {int(re.match(r"\d+", g).group()) for g in got}
-    assert {1, 2, 3, 12, 13, 21, 22, 23} <= numbers
+    assert {1, 2, 3, 12, 13, 21, 22, 23, 111, 112, 113, 121, 122} <= numbers
     for g in got:
         n = int(re.match(r"\d+", g).group())
         assert g == f"{n}{suffix(n)}", g
@@ -192,6 +223,14 @@ def test_four_digit_decades_move_10_to_50_years_and_cap_at_2010s():
     assert got == {f"{d}s" for d in (1900, 1910, 1920, 1930, 1940, 1960, 1970, 1980)}
     got2000 = {t[0] for t in _draws("TIME", ["2000s"])}
     assert got2000 == {f"{d}s" for d in (1950, 1960, 1970, 1980, 1990, 2010)}
+    got2010 = {t[0] for t in _draws("TIME", ["2010s"])}
+    assert got2010 == {f"{d}s" for d in (1960, 1970, 1980, 1990, 2000)}
+
+
+def test_decades_follow_the_document_shift_rounded_to_ten():
+    for shift, new in ((23, "2010s"), (4, "2000s"), (-3, "1980s"), (-27, "1960s"), (15, "2010s")):
+        result = rename_values("TIME", [("1990s", ["1990s"])], random.Random(0), year_shift=shift)
+        assert result is not None and result.tokens["1990s"] == [new], shift
 
 
 def test_two_digit_decades_move_10_to_30_years():
