@@ -148,6 +148,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("pairing", "if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[1] > 0:", "'0' -> '1'"): (
         "a mask one column wide has nothing to trim: the trimmed length is its width either way"
     ),
+    ("values", "for _ in range(20):", "'20' -> '21'"): (
+        "a retry budget: 21 draws differ from 20 only after 20 refused draws, and either way the value is then"
+        " kept and refused by the caller, which redraws the entity"
+    ),
+    (
+        "values",
+        "step = 10 * round(pieces.year_shift / 10) or (10 if pieces.year_shift > 0 else -10)",
+        "'>' -> '>='",
+    ): "year_shift is never 0 here: rename_values raises ValueError on a zero shift before any piece is drawn",
 }
 
 # --------------------------------------------------------------------------- mutants
