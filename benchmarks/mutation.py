@@ -181,26 +181,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("pipeline", "demonyms = sum(1 for _, _, form in out if form.hard == DEMONYM)", "'1' -> '2'"): (
         "_may_serve is a prefilter: a candidate with too few demonym names fails _usable_names all the same"
     ),
-    ("values", "if not t[:1].isdigit():", "'1' -> '2'"): (
-        "a fast skip: a token whose second character is no digit is neither a year nor a year range anyway"
-    ),
-    ("values", "if template.isupper() and len(template) > 1:", "'>' -> '>='"): (
-        "the only templates are number words (3+ letters): no one-letter template reaches it"
-    ),
-    ("values", "continue  # shifts only grow: every later one passes 2020 too", "'continue' -> 'break'"): (
-        "shifts are tried in increasing order, so once top + shift passes 2020 every later shift does"
+    ("values", "for _ in range(20):", "'20' -> '21'"): (
+        "a retry budget: 21 draws differ from 20 only after 20 refused draws, and either way the value is then"
+        " kept and refused by the caller, which redraws the entity"
     ),
     (
         "values",
         "step = 10 * round(pieces.year_shift / 10) or (10 if pieces.year_shift > 0 else -10)",
         "'>' -> '>='",
-    ): "a zero year shift is refused at the top of rename_values: > 0 and >= 0 agree on every shift that gets here",
-    ("values", 'continue  # a day ordinal is its whole token ("31st")', "'continue' -> 'break'"): (
-        "DocRED tokens hold one day ordinal each, so no piece is left after it for the loop to rewrite"
-    ),
-    ("values", "for _ in range(20):", "'20' -> '21'"): (
-        "a retry bound: one more draw after 20 refusals still has to obey every rule (the caller redraws anyway)"
-    ),
+    ): "year_shift is never 0 here: rename_values raises ValueError on a zero shift before any piece is drawn",
 }
 
 # --------------------------------------------------------------------------- mutants

@@ -81,8 +81,6 @@ def years_in(tokens: Sequence[str]) -> list[int]:
     """The four-digit years (1000-2099) of a TIME name, range ends included."""
     out = []
     for t in tokens:
-        if not t[:1].isdigit():
-            continue
         m = _YEAR_RANGE.fullmatch(t)
         if m:
             start = int(m.group(1))
@@ -117,13 +115,11 @@ def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random,
     feb29 = [y for tokens in time_names if _feb29(tokens) for y in years_in(tokens)]
     top = max((y for y in years if y <= 2020), default=None)
     low = min(years, default=None)
+    lo = -max_shift if low is None else max(-max_shift, 1000 - low)
+    hi = max_shift if top is None else min(max_shift, 2020 - top)
     choices = []
-    for shift in range(-max_shift, max_shift + 1):
+    for shift in range(lo, hi + 1):
         if not shift:
-            continue
-        if top is not None and top + shift > 2020:
-            continue  # shifts only grow: every later one passes 2020 too
-        if low is not None and low + shift < 1000:
             continue
         if feb29 and any(not _leap(y + shift) for y in feb29 if _leap(y)):
             continue
@@ -138,7 +134,7 @@ def _ordinal_suffix(n: int) -> str:
 
 
 def _match_case(template: str, word: str) -> str:
-    if template.isupper() and len(template) > 1:
+    if template.isupper():  # templates are number words: never a lone capital
         return word.upper()
     if template[:1].isupper():
         return word[:1].upper() + word[1:]
