@@ -181,6 +181,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("pipeline", "demonyms = sum(1 for _, _, form in out if form.hard == DEMONYM)", "'1' -> '2'"): (
         "_may_serve is a prefilter: a candidate with too few demonym names fails _usable_names all the same"
     ),
+    ("values", "if 10 <= n % 100 <= 20:", "'10' -> '11'"): (
+        "10 ends in 0, which takes 'th' outside the teens as well"
+    ),
+    ("values", "if 10 <= n % 100 <= 20:", "'<=' -> '<'"): (
+        "20 ends in 0, which takes 'th' outside the teens as well"
+    ),
+    ("values", "new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))", "'1' -> '2'"): (
+        "hi >= lo + 2 on every branch (century 12..21 or 1..21, day 1..28, ordinal 1..max(9, 2v)), so max() is hi"
+    ),
     ("values", "for _ in range(20):", "'20' -> '21'"): (
         "a retry budget: 21 draws differ from 20 only after 20 refused draws, and either way the value is then"
         " kept and refused by the caller, which redraws the entity"

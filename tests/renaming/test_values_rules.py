@@ -249,3 +249,14 @@ def test_count_of_one_pluralises_its_noun():
             assert result is not None
             new = result.tokens[name]
             assert new[1] == "years" and new[2:] == tokens[2:], (tokens, new)
+
+
+def test_a_decade_past_the_2010s_is_not_pulled_back_to_them():
+    """The 2010s cap applies to decades at or before it; the 2020s may move either way without it."""
+    got = {t[0] for t in _draws("TIME", ["2020s"])}
+    assert "2030s" in got and "2050s" in got and got <= {f"{d}s" for d in (1970, 1980, 1990, 2000, 2010, 2030, 2040, 2050)}
+
+
+def test_a_plain_ordinal_is_drawn_up_to_twice_its_value():
+    got = {int(re.match(r"\d+", t[0]).group()) for t in _draws("NUM", ["7th"])}
+    assert max(got) == 14 and min(got) == 1 and 7 not in got
