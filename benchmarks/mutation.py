@@ -190,6 +190,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("values", "new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))", "'1' -> '2'"): (
         "hi >= lo + 2 on every branch (century 12..21 or 1..21, day 1..28, ordinal 1..max(9, 2v)), so max() is hi"
     ),
+    (
+        "values",
+        "span = int(end) - int(start[-len(end) :]) if len(end) == 2 else int(end) - int(start)",
+        "'==' -> '!='",
+    ): "the two spans differ by a multiple of 100 and a two-digit end is printed modulo 100; four-digit ends agree",
+    ("values", "if width == 4 and base <= 2010:", "'2010' -> '2011'"): (
+        "a decade's base is a multiple of ten: none lies between 2010 and 2011"
+    ),
     ("values", "for _ in range(20):", "'20' -> '21'"): (
         "a retry budget: 21 draws differ from 20 only after 20 refused draws, and either way the value is then"
         " kept and refused by the caller, which redraws the entity"

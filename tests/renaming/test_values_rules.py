@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
+
 from envre_hf.renaming import rename_values
 from envre_hf.renaming.values import document_year_shift, has_year, years_in
 
@@ -260,3 +262,31 @@ def test_a_decade_past_the_2010s_is_not_pulled_back_to_them():
 def test_a_plain_ordinal_is_drawn_up_to_twice_its_value():
     got = {int(re.match(r"\d+", t[0]).group()) for t in _draws("NUM", ["7th"])}
     assert max(got) == 14 and min(got) == 1 and 7 not in got
+
+
+def test_an_upper_case_number_word_stays_upper_case():
+    got = {t[0] for t in _draws("NUM", ["THREE"])}
+    assert got and all(word.isupper() and word.isalpha() for word in got) and "THREE" not in got
+
+
+def test_inner_digits_may_become_zero_but_the_first_and_last_never_do():
+    got = [t[0] for t in _draws("NUM", ["3051"])]
+    assert all(len(v) == 4 and v[0] != "0" and v[-1] != "0" for v in got)
+    assert any(v[1] == "0" for v in got) and any(v[2] == "0" for v in got)
+
+
+def test_an_ordinal_two_tokens_after_a_month_is_a_day():
+    days = [int(t[2][:-2]) for t in _draws("TIME", ["March", "the", "25th"], year_shift=None)]
+    assert max(days) <= 28 and min(days) >= 1
+
+
+def test_an_ordinal_above_31_beside_a_month_is_no_day():
+    got = [int(t[0][:-2]) for t in _draws("TIME", ["32nd", "March"])]
+    assert max(got) > 28  # an ordinal draws up to twice its value; a day would stop at 28
+
+
+@pytest.mark.parametrize("tokens", [["25th", "of", "March"], ["25", "of", "March"], ["March", "the", "25"]])
+def test_a_day_two_tokens_from_its_month_stays_a_valid_day(tokens):
+    at = 0 if tokens[0].startswith("25") else 2
+    days = [int(re.match(r"\d+", t[at]).group()) for t in _draws("TIME", tokens)]
+    assert 1 <= min(days) and max(days) <= 28
