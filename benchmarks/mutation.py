@@ -79,7 +79,7 @@ TARGETS: dict[str, Target] = {
     ),
     "values": Target(
         "envre_hf/renaming/values.py",
-        ("tests/renaming/test_renaming_values.py", P + "test_prop_values.py"),
+        ("tests/renaming/test_values_rules.py", "tests/renaming/test_renaming_values.py", P + "test_prop_values.py"),
         ("tests/renaming/test_renaming_redocred.py",),
     ),
     "leaks": Target(
