@@ -290,3 +290,10 @@ def test_a_day_two_tokens_from_its_month_stays_a_valid_day(tokens):
     at = 0 if tokens[0].startswith("25") else 2
     days = [int(re.match(r"\d+", t[at]).group()) for t in _draws("TIME", tokens)]
     assert 1 <= min(days) and max(days) <= 28
+
+
+def test_an_unpadded_day_is_never_given_a_leading_zero():
+    days = [t[0] for t in _draws("TIME", ["5", "March"])]
+    assert all(not d.startswith("0") for d in days) and any(len(d) == 1 for d in days)
+    padded = [t[0] for t in _draws("TIME", ["05", "March"])]
+    assert all(len(d) == 2 for d in padded)
