@@ -447,6 +447,22 @@ class Sandbox:
             failed = f"exit status {rc}"
         return status, failed, seconds
 
+    def try_mutant(
+        self, tests: list[str], wider: list[str], path: str, source: str, timeout: float
+    ) -> tuple[str, str | None, float]:
+        """(status, what killed it, seconds) of one mutant: ``tests`` first (none: it survives them, since no
+        targeted test executes its line), then ``wider`` when it survived."""
+        if tests:
+            status, killed_by, seconds = self.run(tests, path, source, timeout)
+        else:
+            status, killed_by, seconds = "survived", "no targeted test executes this line", 0.0
+        if status == "survived" and wider:
+            wider_status, failed, secs = self.run(wider, path, source, timeout=600)
+            seconds += secs
+            if wider_status != "survived":
+                status, killed_by = wider_status, f"wider: {failed}"
+        return status, killed_by, seconds
+
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -536,17 +552,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             if m.key() in EQUIVALENT:
                 m.status = "equivalent"
                 continue
-            ids = covering.get(m.line)
-            if not ids:  # no targeted test runs the line: only the wider tests (--confirm) can catch it
-                m.status, m.killed_by = "survived", "no targeted test executes this line"
-            else:
-                selected = tests if "" in ids else ids
-                m.status, m.killed_by, m.seconds = box.run(selected, m.path, _source_with(m, box.root), timeout)
-            if m.status == "survived" and args.confirm and target.wider:
-                status, failed, secs = box.run(list(target.wider), m.path, _source_with(m, box.root), timeout=600)
-                m.seconds += secs
-                if status != "survived":
-                    m.status, m.killed_by = status, f"wider: {failed}"
+            ids = covering.get(m.line) or []  # none: only the wider tests (--confirm) can catch it
+            selected = tests if "" in ids else ids
+            wider = list(target.wider) if args.confirm else []
+            m.status, m.killed_by, m.seconds = box.try_mutant(selected, wider, m.path, _source_with(m, box.root), timeout)
             print(f"[{n}/{len(chosen)}] {m.status:9s} {m.path}:{m.line} {m.how}  ({m.seconds:.1f} s)", flush=True)
             _write_run(args, target, base, chosen)  # after every mutant: a killed run keeps what it measured
     finally:
@@ -611,8 +620,19 @@ def _summary(parts: list[dict]) -> dict:
     return {"by_module": by_module, "total": total}
 
 
+def _read_part(path: str) -> dict:
+    """A chunk output of ``run`` (or ``recheck``); ValueError naming the file when it is not one."""
+    try:
+        part = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not JSON ({err})") from None
+    if not isinstance(part, dict) or part.get("module") not in TARGETS or not isinstance(part.get("mutants"), list):
+        raise ValueError(f"{path}: not an output of mutation.py run (module and mutants expected)")
+    return part
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
-    parts = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.parts]
+    parts = [_read_part(p) for p in args.parts]
     for part in parts:  # equivalence decisions made after the run apply to the merged output
         for m in part["mutants"]:
             if m["status"] == "survived" and (m["module"], m["original"].strip(), m["how"]) in EQUIVALENT:
@@ -645,7 +665,7 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     found again by its exact text (the nearest match to its old line number), and a line that no longer
     exists is reported as ``removed`` (left out of the score and listed).
     """
-    part = json.loads(Path(args.part).read_text(encoding="utf-8"))
+    part = _read_part(args.part)
     target = TARGETS[part["module"]]
     _preimport()
     box = Sandbox()
@@ -668,12 +688,7 @@ def cmd_recheck(args: argparse.Namespace) -> int:
             lines[index] = m["mutated"] + "\n"
             source = "".join(lines)
             m["path"], m["line"] = target.path, index + 1
-            m["status"], m["killed_by"], m["seconds"] = box.run(tests, target.path, source, timeout=600)
-            if m["status"] == "survived" and target.wider:
-                status, failed, secs = box.run(list(target.wider), target.path, source, timeout=600)
-                m["seconds"] += secs
-                if status != "survived":
-                    m["status"], m["killed_by"] = status, f"wider: {failed}"
+            m["status"], m["killed_by"], m["seconds"] = box.try_mutant(tests, list(target.wider), target.path, source, 600)
             print(f"[{n}/{len(todo)}] {m['status']:9s} {target.path}:{m['line']} {m['how']}", flush=True)
     finally:
         box.close()
@@ -808,7 +823,11 @@ def main(argv: list[str] | None = None) -> int:
     bugs.add_argument("--only", type=int, nargs="*", help="plant only these bugs (1-based); the others are kept from --out")
     args = parser.parse_args(argv)
     commands = {"run": cmd_run, "recheck": cmd_recheck, "merge": cmd_merge, "list": cmd_list, "bugs": cmd_bugs}
-    return commands[args.cmd](args)
+    try:
+        return commands[args.cmd](args)
+    except (OSError, ValueError) as err:  # a missing, unreadable or foreign result file: one line, status 2
+        print(f"mutation.py {args.cmd}: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -109,13 +109,8 @@ def stage_violations(edges: list[Edge]) -> list[str]:
     return out
 
 
-def cycles(edges: list[Edge]) -> list[list[str]]:
-    """Strongly connected groups of more than one subpackage (Tarjan), the facade left out."""
-    graph: dict[str, set[str]] = {}
-    for edge in edges:
-        if "<root>" not in (edge.source, edge.target):
-            graph.setdefault(edge.source, set()).add(edge.target)
-            graph.setdefault(edge.target, set())
+def strongly_connected_groups(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of more than one node that reach each other (Tarjan), each sorted, in a deterministic order."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -124,7 +119,7 @@ def cycles(edges: list[Edge]) -> list[list[str]]:
     def visit(node: str) -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
-        for nxt in graph[node]:
+        for nxt in sorted(graph[node]):
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
@@ -144,6 +139,16 @@ def cycles(edges: list[Edge]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def cycles(edges: list[Edge]) -> list[list[str]]:
+    """Strongly connected groups of more than one subpackage, the facade left out."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        if "<root>" not in (edge.source, edge.target):
+            graph.setdefault(edge.source, set()).add(edge.target)
+            graph.setdefault(edge.target, set())
+    return strongly_connected_groups(graph)
 
 
 def test_every_stage_imports_only_its_own_and_lower_stages():
@@ -208,34 +213,7 @@ def module_cycles(root: Path, package: str = "envre_hf") -> list[list[str]]:
             targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules] or [module]
             deps |= {t for t in targets if t in modules and t != name}
         graph[name] = deps
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in sorted(graph[node]):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+    return strongly_connected_groups(graph)
 
 
 def test_no_module_imports_itself_through_others():
