@@ -242,6 +242,28 @@ def attention_rows(
     return torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
 
 
+def _plain_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None,
+    dropout: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eager attention with dropout: ``(B, L, heads, d)`` output (the SDPA layout) and the probabilities
+    after dropout ``(B, heads, L, L)``; ``attention_mask`` boolean (True = attend), additive, or None."""
+    scaling = query.size(-1) ** -0.5 if scaling is None else scaling
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
+        else:
+            scores = scores + attention_mask
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    probs = torch.nn.functional.dropout(probs, p=dropout, training=True)
+    return torch.matmul(probs, value).transpose(1, 2).contiguous(), probs
+
+
 def _fast_attention(
     module: nn.Module,
     query: torch.Tensor,
@@ -261,8 +283,16 @@ def _fast_attention(
 
     if _ATTENTION_CALLS is not None:
         _ATTENTION_CALLS.append(module)
-    out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     request = kwargs.get("envre_row_request")
+    if dropout and module.training and query.device.type == "cpu":
+        # CPU SDPA has no fused kernel with dropout: its math fallback is slower than plain attention
+        # (safe-softmax passes over every L x L score); plain attention also hands the requested rows over
+        # with the very dropout mask the layer used, as eager attention returns its probabilities.
+        out, probs = _plain_attention(query, key, value, attention_mask, scaling, dropout)
+        if request is not None and request.module is module:
+            request.rows = probs[request.doc, :, request.pos]
+        return out, None
+    out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     if request is not None and request.module is module:
         rows = attention_rows(query, key, attention_mask, request.doc, request.pos, scaling)
         request.rows = torch.nn.functional.dropout(rows, p=dropout, training=module.training) if dropout else rows
@@ -302,10 +332,16 @@ class DocREPreTrainedModel(PreTrainedModel):
     encoders (DeBERTa) run as they are and only the last layer's attention is kept. Set
     ``attention_path = "eager"`` (or use :meth:`eager_attention`) for the reference path: eager
     attention with every layer's full attention returned, as the released ATLOP code does.
+
+    On CPU a padded batch is encoded one document at a time, each at its own length (``unpadded``):
+    padding costs CPU time in proportion (and attention in its square), while a CPU gains nothing from
+    batching beyond one sequence. GPUs keep padded batches.
     """
 
     #: ``"fast"`` (default) or ``"eager"`` (the reference path the fast one is tested against).
     attention_path: str = "fast"
+    #: Encode padded batches document by document: True, False, or None (default: on CPU only).
+    unpadded: bool | None = None
 
     config_class = DocREConfig
     base_model_prefix = "docre"
@@ -440,6 +476,9 @@ class DocREPreTrainedModel(PreTrainedModel):
         """
         if entity_pos is None or self.attention_path == "eager":
             return self._encode_full(input_ids, attention_mask)
+        lengths = self._padded_lengths(attention_mask)
+        if lengths is not None:
+            return self._encode_each(input_ids, attention_mask, entity_pos, lengths)
         idx = mention_index(entity_pos, input_ids.device)
         window = int(self.config.window)
         batch, length = input_ids.shape
@@ -480,6 +519,34 @@ class DocREPreTrainedModel(PreTrainedModel):
         rows = win_rows.new_zeros((idx.pos.numel(), heads, length + 1)).index_add(0, t(req_mention), placed)
         rows = rows[..., :length]
         return sequence_output, rows / (rows.sum(-1, keepdim=True) + 1e-10)
+
+    def _padded_lengths(self, attention_mask: torch.Tensor) -> list[int] | None:
+        """The documents' lengths when the batch should be encoded one document at a time (:attr:`unpadded`):
+        more than one document, some padding, and right padding only (a prefix mask); else None."""
+        unpadded = self.unpadded if self.unpadded is not None else attention_mask.device.type == "cpu"
+        batch, length = attention_mask.shape
+        if not unpadded or batch < 2:
+            return None
+        counts = attention_mask.sum(1)
+        if bool((counts == length).all()):
+            return None
+        prefix = torch.arange(length, device=attention_mask.device) < counts.unsqueeze(1)
+        if not torch.equal(prefix, attention_mask.bool()):
+            return None
+        return [int(n) for n in counts.tolist()]
+
+    def _encode_each(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos], lengths: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`encode` of each document at its own length, put back in batch shape: hidden states
+        zero at padding, attention rows (in :func:`mention_index` order, document after document) zero there."""
+        length = input_ids.size(1)
+        hidden, rows = [], []
+        for b, n in enumerate(lengths):
+            h, r = self.encode(input_ids[b : b + 1, :n], attention_mask[b : b + 1, :n], entity_pos[b : b + 1])
+            hidden.append(torch.nn.functional.pad(h, (0, 0, 0, length - n)))
+            rows.append(torch.nn.functional.pad(r, (0, length - n)))
+        return torch.cat(hidden), torch.cat(rows)
 
     def _encoder_rows(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, doc: torch.Tensor, pos: torch.Tensor
@@ -539,12 +606,15 @@ class DocREPreTrainedModel(PreTrainedModel):
             calls: list[nn.Module] = []
             device = next(self.encoder.parameters()).device
             _ATTENTION_CALLS = calls
+            training = self.encoder.training
+            self.encoder.eval()  # no dropout: the dry run draws no random numbers
             try:
                 with torch.no_grad():
                     ids = torch.zeros((1, 2), dtype=torch.long, device=device)
                     self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
             finally:
                 _ATTENTION_CALLS = None
+                self.encoder.train(training)
             if not calls:
                 raise RuntimeError(f"{type(self.encoder).__name__} never called its attention function")
             names = {id(m): n for n, m in self.encoder.named_modules()}

@@ -61,8 +61,10 @@ STYLES = ["bert", "roberta", "deberta"]
 
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("positions", [64, 512], ids=["windowed", "one-pass"])
-def test_fast_logits_equal_eager(tokenizer, batch, style, positions):
+@pytest.mark.parametrize("unpadded", [True, False], ids=["unpadded", "padded"])
+def test_fast_logits_equal_eager(tokenizer, batch, style, positions, unpadded):
     model = _model(style, tokenizer.vocab_size, positions).eval()
+    model.unpadded = unpadded
     windowed = batch["input_ids"].shape[1] > model.config.window
     assert windowed == (positions == 64)
     with torch.no_grad():
@@ -81,7 +83,10 @@ def test_fast_logits_equal_eager(tokenizer, batch, style, positions):
     idx = mention_index(batch["entity_pos"])
     assert rows.dim() == 3 and rows.shape[0] == idx.pos.numel()  # only the mention rows, never L x L
     assert full.dim() == 4
-    assert torch.allclose(seq, eager_seq, atol=1e-5)
+    real = batch["attention_mask"].bool()  # the hidden states of padding are never read
+    assert torch.allclose(seq[real], eager_seq[real], atol=1e-5)
+    if unpadded:
+        assert seq[~real].abs().max() == 0 and (~real).any()
     assert torch.allclose(rows, full[idx.doc, :, idx.pos], atol=1e-6)
     assert torch.allclose(fast, eager, atol=1e-5, rtol=1e-4)
     assert fast.abs().max() > 0  # a meaningful comparison
@@ -92,9 +97,47 @@ def test_fast_path_other_families(tokenizer, batch, head_type):
     model = _model("bert", tokenizer.vocab_size, 64, head_type).eval()
     with torch.no_grad():
         fast = model(**batch).logits
+        model.unpadded = False
+        padded = model(**batch).logits
         with model.eager_attention():
             eager = model(**batch).logits
     assert torch.allclose(fast, eager, atol=1e-5, rtol=1e-4)
+    assert torch.allclose(padded, eager, atol=1e-5, rtol=1e-4)
+
+
+def test_unpadded_only_for_right_padded_cpu_batches(tokenizer, batch):
+    model = _model("bert", tokenizer.vocab_size, 512)
+    mask = batch["attention_mask"]
+    assert model._padded_lengths(mask) == mask.sum(1).tolist()
+    assert model._padded_lengths(mask[:1]) is None  # one document
+    assert model._padded_lengths(torch.ones_like(mask)) is None  # no padding
+    assert model._padded_lengths(mask.flip(1)) is None  # left padding: encoded as a padded batch
+    model.unpadded = False
+    assert model._padded_lengths(mask) is None
+
+
+def test_training_attention_dropout_is_eager_attention(tokenizer, batch):
+    """With attention dropout in training, each document's hidden states and last-layer rows are those of
+    transformers' own eager attention under the same random draws (dropout masks included)."""
+    torch.manual_seed(0)
+    encoder = _encoder("bert", tokenizer.vocab_size, 512)
+    encoder.attention_probs_dropout_prob = encoder.hidden_dropout_prob = 0.3
+    model = DocREModel(DocREConfig(encoder=encoder, head_type="atlop", emb_size=32, block_size=8)).train()
+    lengths = batch["attention_mask"].sum(1).tolist()
+    torch.manual_seed(7)
+    seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+    torch.manual_seed(7)
+    offset = 0
+    with model._eager_encoder():
+        for b, n in enumerate(lengths):
+            out = model.encoder(input_ids=batch["input_ids"][b : b + 1, :n], output_attentions=True)
+            idx = mention_index(batch["entity_pos"][b : b + 1])
+            assert torch.allclose(seq[b, :n], out.last_hidden_state[0], atol=1e-5)
+            expected = out.attentions[-1][idx.doc, :, idx.pos]
+            assert torch.allclose(rows[offset : offset + len(idx.pos), :, :n], expected, atol=1e-6)
+            assert (expected == 0).any()  # dropout was applied to the rows too
+            offset += len(idx.pos)
+    assert offset == rows.shape[0]
 
 
 @pytest.mark.parametrize("style", ["bert", "deberta"])
