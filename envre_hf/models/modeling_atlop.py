@@ -22,6 +22,7 @@ from .modeling_docre import (
     DocREModelOutput,
     DocREPreTrainedModel,
     group_bilinear,
+    group_bilinear_logits,
     hts_index,
     localized_context,
     pool_entities,
@@ -39,10 +40,6 @@ class ATLOPModel(DocREPreTrainedModel):
         self.tail_extractor = nn.Linear(2 * hidden, config.emb_size)
         self.bilinear = nn.Linear(config.emb_size * config.block_size, config.num_labels)
         self.post_init()
-
-    def group_bilinear(self, zh: torch.Tensor, zt: torch.Tensor) -> torch.Tensor:
-        """Outer products within each of the emb_size / block_size groups, flattened (pairs x emb*block)."""
-        return group_bilinear(zh, zt, self.config.block_size)
 
     @staticmethod
     def _extract(linear: nn.Linear, entities: torch.Tensor, index: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
@@ -65,6 +62,7 @@ class ATLOPModel(DocREPreTrainedModel):
         entity_pos: Sequence[Any],
         hts: Sequence[Any],
         labels: torch.Tensor | None = None,
+        output_pair_representations: bool = True,
         **unused: Any,
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
@@ -75,8 +73,11 @@ class ATLOPModel(DocREPreTrainedModel):
         context = localized_context(sequence_output, entity_att[h_idx], entity_att[t_idx], pair_doc)
         zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx, context))
         zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx, context))
-        features = self.group_bilinear(zh, zt)
-        logits = self.bilinear(features)
+        if output_pair_representations:
+            features = group_bilinear(zh, zt, self.config.block_size)  # ATLOP's group bilinear
+            logits = self.bilinear(features)
+        else:
+            features, logits = None, group_bilinear_logits(zh, zt, self.config.block_size, self.bilinear)
         loss = None
         if labels is not None:
             loss = self.loss_function(logits, labels.to(logits.device))

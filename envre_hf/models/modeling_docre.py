@@ -39,7 +39,8 @@ class DocREModelOutput(ModelOutput):
 
     ``loss`` (when labels are given), ``logits`` (sum_pairs x num_labels; class 0 is the
     no-relation / threshold class) and ``pair_representations`` (sum_pairs x D: the features the
-    family's classifier consumes; see each family for what D is). ``bilinear_factors``
+    family's classifier consumes; see each family for what D is; None when the forward was called
+    with ``output_pair_representations=False``, as prediction does). ``bilinear_factors``
     (``(zh, zt)``, each sum_pairs x emb_size) is set by the families whose pair representation is
     the group-bilinear product of ``zh`` and ``zt`` (ATLOP/NCRL, DocuNet): EVRT's L_rcr is then
     computed from them in closed form, without a pass over the emb_size x block_size features.
@@ -182,6 +183,19 @@ def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch
     if zh.shape != zt.shape or zh.size(-1) % block_size:
         raise ValueError(f"group_bilinear: shapes {tuple(zh.shape)}, {tuple(zt.shape)} with block size {block_size}")
     return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), zh.size(-1) // block_size, block_size)
+
+
+def group_bilinear_logits(
+    zh: torch.Tensor, zt: torch.Tensor, block_size: int, linear: nn.Linear, chunk: int = 256
+) -> torch.Tensor:
+    """``linear(group_bilinear(zh, zt, block_size))`` computed ``chunk`` pairs at a time, never holding the
+    pairs x (emb * block) features of the whole batch: for inference, where nobody reads them (each chunk's
+    features are still in cache when the linear layer reads them back)."""
+    if zh.size(0) <= chunk:
+        return linear(group_bilinear(zh, zt, block_size))
+    return torch.cat(
+        [linear(group_bilinear(h, t, block_size)) for h, t in zip(zh.split(chunk), zt.split(chunk))]
+    )
 
 
 # ---------------------------------------------------------------------- fast last-layer attention rows
@@ -333,14 +347,15 @@ class DocREPreTrainedModel(PreTrainedModel):
     ``attention_path = "eager"`` (or use :meth:`eager_attention`) for the reference path: eager
     attention with every layer's full attention returned, as the released ATLOP code does.
 
-    On CPU a padded batch is encoded one document at a time, each at its own length (``unpadded``):
-    padding costs CPU time in proportion (and attention in its square), while a CPU gains nothing from
-    batching beyond one sequence. GPUs keep padded batches.
+    In training on CPU a padded batch is encoded one document at a time, each at its own length
+    (``unpadded``): padding costs CPU time in proportion, and attention with dropout (plain attention on
+    CPU, see :func:`_fast_attention`) in its square. Prediction keeps padded batches (sorted by length,
+    they carry little padding, and bf16 matmuls run faster on larger blocks), and so do GPUs.
     """
 
     #: ``"fast"`` (default) or ``"eager"`` (the reference path the fast one is tested against).
     attention_path: str = "fast"
-    #: Encode padded batches document by document: True, False, or None (default: on CPU only).
+    #: Encode padded batches document by document: True, False, or None (default: in training on CPU).
     unpadded: bool | None = None
 
     config_class = DocREConfig
@@ -523,7 +538,9 @@ class DocREPreTrainedModel(PreTrainedModel):
     def _padded_lengths(self, attention_mask: torch.Tensor) -> list[int] | None:
         """The documents' lengths when the batch should be encoded one document at a time (:attr:`unpadded`):
         more than one document, some padding, and right padding only (a prefix mask); else None."""
-        unpadded = self.unpadded if self.unpadded is not None else attention_mask.device.type == "cpu"
+        unpadded = self.unpadded
+        if unpadded is None:
+            unpadded = self.training and attention_mask.device.type == "cpu"
         batch, length = attention_mask.shape
         if not unpadded or batch < 2:
             return None

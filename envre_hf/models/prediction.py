@@ -64,6 +64,7 @@ def iter_logits(
                     attention_mask=batch["attention_mask"].to(device),
                     entity_pos=batch["entity_pos"],
                     hts=batch["hts"],
+                    output_pair_representations=False,
                 ).logits.float().cpu()
                 for i, chunk in zip(idx, logits.split([len(features[i]["hts"]) for i in idx])):
                     yield i, chunk

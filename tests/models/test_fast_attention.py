@@ -112,8 +112,25 @@ def test_unpadded_only_for_right_padded_cpu_batches(tokenizer, batch):
     assert model._padded_lengths(mask[:1]) is None  # one document
     assert model._padded_lengths(torch.ones_like(mask)) is None  # no padding
     assert model._padded_lengths(mask.flip(1)) is None  # left padding: encoded as a padded batch
+    model.unpadded = None  # the default: training on CPU only
+    model.eval()
+    assert model._padded_lengths(mask) is None
+    model.train()
+    assert model._padded_lengths(mask) == mask.sum(1).tolist()
     model.unpadded = False
     assert model._padded_lengths(mask) is None
+
+
+@pytest.mark.parametrize("head_type", ["atlop", "docunet"])
+def test_prediction_logits_without_pair_representations(tokenizer, batch, head_type):
+    """Prediction's forward computes the group-bilinear logits chunk by chunk, never holding the features."""
+    model = _model("bert", tokenizer.vocab_size, 512, head_type).eval()
+    with torch.no_grad():
+        full = model(**batch)
+        chunked = model(**batch, output_pair_representations=False)
+    assert full.logits.shape[0] > 256  # more pairs than one chunk
+    assert full.pair_representations is not None and chunked.pair_representations is None
+    assert torch.allclose(chunked.logits, full.logits, atol=1e-6)
 
 
 def test_training_attention_dropout_is_eager_attention(tokenizer, batch):
