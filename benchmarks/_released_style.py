@@ -39,7 +39,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-FAMILIES = ("atlop", "ncrl")
+
+def released_families() -> tuple[str, ...]:
+    """The registered head types built on the released architecture (``ATLOPModel``: ATLOP, NCRL)."""
+    from envre_hf.models.registry import families
+
+    return tuple(f.head_type for f in families() if f.class_name == "ATLOPModel")
 
 
 @dataclass
@@ -86,8 +91,8 @@ class ReleasedStyleATLOP:
 
     def __init__(self, model: Any, cls_id: int, sep_id: int):
         head_type = model.config.head_type
-        if head_type not in FAMILIES:
-            raise ValueError(f"the released-code restatement covers {FAMILIES}, not head_type {head_type!r}")
+        if head_type not in released_families():
+            raise ValueError(f"the released-code restatement covers {released_families()}, not head_type {head_type!r}")
         self.model = model
         self.window = int(model.config.window)
         self.cls_id, self.sep_id = int(cls_id), int(sep_id)

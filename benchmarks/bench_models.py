@@ -41,12 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_common import DEV, encoder_config, machine, minilm_path, peak_memory_mb, run_child, timed, write_json  # noqa: E402
+from _released_style import released_families  # noqa: E402
 
 from envre_hf.models.registry import HEAD_TYPES  # noqa: E402
 
 PATHS = ("released", "replaced", "new", "new-bf16")
-#: The families the released code implements (the released path is skipped for the others).
-RELEASED_FAMILIES = ("atlop", "ncrl")
 
 
 def build_model(family: str, args: argparse.Namespace, vocab_size: int):
@@ -335,7 +334,7 @@ def main() -> None:
     for family in families:
         runs = {}
         for path in PATHS:
-            if path not in args.paths or (path == "released" and family not in RELEASED_FAMILIES):
+            if path not in args.paths or (path == "released" and family not in released_families()):
                 continue
             if path == "new-bf16" and args.dtype == "bf16":
                 continue
