@@ -1,11 +1,19 @@
 """Training step time, inference documents/s and peak memory of every DocRE family: the current code
-path ("new") against the path it replaces ("replaced"), in the same run, with their ratios.
+path ("new") against the path it replaces ("replaced") and against the authors' released code
+("released"), in the same run, with their ratios.
 
+* released (ATLOP / NCRL only): ``_released_style.py``, a clean-room restatement of the forward computation
+  of Env-DocRE's ``evrt/model.py`` + ``long_seq.py`` run on our model's modules and weights (eager attention
+  with every layer's attentions, two-window long inputs, per-document / per-entity Python loops, batches in
+  input order padded to the longest); its logits are checked against ours in the same run (max |difference|
+  printed);
 * replaced: the encoder in eager attention returning every layer's full attention (the last layer's
   kept whole, as the released ATLOP code does), batches in input order;
 * new: SDPA in every layer and only the last layer's attention rows at mention starts
   (``DocREPreTrainedModel.encode``), training batches from ``LengthGroupedSampler``, prediction batches
-  sorted by length (``iter_logits``).
+  sorted by length (``iter_logits``);
+* new-bf16: the new path under bf16 autocast (training and inference), printed as a separate figure
+  against the fp32 released baseline (skipped with ``--dtype bf16``, where every path runs in bf16).
 
 On CPU the times are CPU seconds of one torch thread (robust to other load on a shared machine);
 on GPU they are wall-clock seconds. Every (family, path) runs in a fresh child process, so its peak memory (max RSS on CPU,
@@ -33,10 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_common import DEV, encoder_config, machine, minilm_path, peak_memory_mb, run_child, timed, write_json  # noqa: E402
+from _released_style import released_families  # noqa: E402
 
 from envre_hf.models.registry import HEAD_TYPES  # noqa: E402
 
-PATHS = ("replaced", "new")
+PATHS = ("released", "replaced", "new", "new-bf16")
 
 
 def build_model(family: str, args: argparse.Namespace, vocab_size: int):
@@ -68,7 +77,8 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
     train_feats, infer_feats = feats[: args.docs], feats[: args.infer_docs]
     model = build_model(family, args, tokenizer.vocab_size).to(device)
     model.attention_path = "eager" if path == "replaced" else "fast"
-    autocast = "bf16" if args.dtype == "bf16" else None
+    autocast = "bf16" if args.dtype == "bf16" or path == "new-bf16" else None
+    fast = path in ("new", "new-bf16")
 
     def amp():
         if autocast is None:
@@ -76,18 +86,35 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
     lengths = [len(f["input_ids"]) for f in train_feats]
-    if path == "new":
+    if fast:
         order = LengthGroupedSampler(lengths, args.batch_size, seed=0).order()
     else:
         order = list(range(len(train_feats)))
     collate = DocRECollator(tokenizer)
-    batches = [collate([train_feats[i] for i in order[k : k + args.batch_size]]) for k in range(0, len(order), args.batch_size)]
-    batches = [{k: v.to(device) if torch.is_tensor(v) else v for k, v in b.items()} for b in batches]
+
+    def to_device(batch: dict) -> dict:
+        return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
+
+    if path == "released":
+        from _released_style import ReleasedStyleATLOP, released_batches
+
+        released = ReleasedStyleATLOP(model, tokenizer.cls_token_id, tokenizer.sep_token_id)
+        batches = [b.to(device) for b in released_batches(train_feats, args.batch_size)]
+
+        def loss_of(batch):
+            return released(batch)[0]
+    else:
+        batches = [collate([train_feats[i] for i in order[k : k + args.batch_size]]) for k in range(0, len(order), args.batch_size)]
+        batches = [to_device(b) for b in batches]
+
+        def loss_of(batch):
+            return model(**batch).loss
+
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
 
     def step(batch):
         with amp():
-            loss = model(**batch).loss
+            loss = loss_of(batch)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -115,14 +142,30 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
     model.eval()
     pad = tokenizer.pad_token_id
 
-    def infer(options=autocast):
-        return dict(
-            iter_logits(
-                model, infer_feats, pad, args.infer_batch_size, False, autocast=options, sort_by_length=path == "new"
-            )
-        )
+    if path == "released":
 
-    list(iter_logits(model, infer_feats[: args.infer_batch_size], pad, args.infer_batch_size, False, autocast=autocast))
+        unlabelled = [{**f, "labels": None} for f in infer_feats]
+
+        def infer(options=autocast):
+            """The released evaluation loop: input-order batches, no labels, no_grad, decoded labels to numpy."""
+            out = []
+            with torch.no_grad(), amp():
+                for batch in released_batches(unlabelled, args.infer_batch_size):
+                    decoded, logits = released(batch.to(device))[:2]
+                    decoded.cpu().numpy()
+                    out += logits.float().cpu().split([len(h) for h in batch.hts])
+            return dict(enumerate(out))
+
+        with torch.no_grad(), amp():
+            released(released_batches(unlabelled[: args.infer_batch_size], args.infer_batch_size)[0].to(device))
+    else:
+
+        def infer(options=autocast):
+            return dict(
+                iter_logits(model, infer_feats, pad, args.infer_batch_size, False, autocast=options, sort_by_length=fast)
+            )
+
+        list(iter_logits(model, infer_feats[: args.infer_batch_size], pad, args.infer_batch_size, False, autocast=autocast))
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     infer_s, logits = timed(infer, device)
@@ -133,12 +176,30 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         peak_mb=round(peak_memory_mb(device)),
         device=device,
         torch_threads=torch.get_num_threads(),
-        dtype=args.dtype,
+        dtype="bf16" if autocast else args.dtype,
         encoder=args.model or args.encoder,
     )
     if path == "new" and args.inference_options and device == "cpu":
         result["inference_options"] = inference_options(model, docs[: args.infer_docs], infer_feats, logits, infer, infer_s)
+    if path == "released":  # after the timings: the same batch through our model's (new) forward
+        result.update(released_check(model, released, infer_feats[: args.batch_size], collate, to_device, amp))
     return result
+
+
+def released_check(model, released, feats, collate, to_device, amp) -> dict:
+    """Max |logit difference| (and loss difference) of the released restatement against our model, one batch."""
+    import torch
+
+    from _released_style import released_collate
+
+    with torch.no_grad(), amp():
+        loss, _, theirs, _ = released(released_collate(feats).to(next(model.parameters()).device))
+        ours = model(**to_device(collate(feats)))
+    return {
+        "released_vs_new_max_abs_logit_diff": float((theirs.float() - ours.logits.float()).abs().max()),
+        "released_vs_new_loss_diff": abs(float(loss) - float(ours.loss)),
+        "released_check_pairs": int(theirs.size(0)),
+    }
 
 
 def head_share(model, batch, device, amp) -> dict:
@@ -207,6 +268,16 @@ def inference_options(model, docs, feats, float_logits, infer, float_s) -> dict:
     return out
 
 
+def compare(new: dict, old: dict) -> dict:
+    """Speed-ups of ``new`` over ``old`` (above 1: new is faster) and the training peak memory ratio."""
+    return {
+        "train_step_speedup": round(old["train_step_s"] / new["train_step_s"], 2),
+        "train_epoch_speedup": round(old["train_epoch_s"] / new["train_epoch_s"], 2),
+        "inference_speedup": round(new["inference_docs_per_s"] / old["inference_docs_per_s"], 2),
+        "train_peak_memory_ratio": round(new["train_peak_mb"] / old["train_peak_mb"], 2),
+    }
+
+
 def child_argv(args: argparse.Namespace) -> list[str]:
     argv = ["--data", str(args.data), "--docs", str(args.docs), "--batch-size", str(args.batch_size)]
     argv += ["--epochs", str(args.epochs), "--infer-docs", str(args.infer_docs), "--infer-batch-size", str(args.infer_batch_size)]
@@ -235,6 +306,8 @@ def main() -> None:
     parser.add_argument("--encoder", choices=["minilm", "bert-base", "tiny"], default="minilm",
                         help="minilm: the real MiniLM-L6; bert-base / tiny: random weights, nothing downloaded")
     parser.add_argument("--model", help="a trained DocRE model folder instead of --encoder (--families then ignored)")
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
+                        help="code paths to measure (default: all; released only for atlop / ncrl; new-bf16 not with --dtype bf16)")
     parser.add_argument("--inference-options", action="store_true", help="also bf16 autocast and int8 (CPU)")
     parser.add_argument("--no-head-share", dest="head_share", action="store_false")
     parser.add_argument("--json-out", type=Path, help="write every figure (and this command) to this JSON file")
@@ -261,6 +334,10 @@ def main() -> None:
     for family in families:
         runs = {}
         for path in PATHS:
+            if path not in args.paths or (path == "released" and family not in released_families()):
+                continue
+            if path == "new-bf16" and args.dtype == "bf16":
+                continue
             try:
                 runs[path] = run_child(__file__, ["--child", family, path, *child_argv(args)])
             except RuntimeError as err:
@@ -268,20 +345,15 @@ def main() -> None:
         results += runs.values()
         for path, r in runs.items():
             print(
-                f"{family:9s} {path:8s}: train step {r['train_step_s']:.3f} s (epoch {r['train_epoch_s']:.3f} s), "
+                f"{family:9s} {path:9s}: train step {r['train_step_s']:.3f} s (epoch {r['train_epoch_s']:.3f} s), "
                 f"inference {r['inference_docs_per_s']:.2f} docs/s, peak {'CUDA' if r['device'].startswith('cuda') else 'RSS'} "
                 f"{r['peak_mb']} MB (training {r['train_peak_mb']} MB)",
                 flush=True,
             )
-        if len(runs) == 2:
+        if "replaced" in runs and "new" in runs:
             old, new = runs["replaced"], runs["new"]
-            ratios = {
-                "train_step_speedup": round(old["train_step_s"] / new["train_step_s"], 2),
-                "train_epoch_speedup": round(old["train_epoch_s"] / new["train_epoch_s"], 2),
-                "inference_speedup": round(new["inference_docs_per_s"] / old["inference_docs_per_s"], 2),
-                "train_peak_memory_ratio": round(new["train_peak_mb"] / old["train_peak_mb"], 2),
-            }
-            summary[family] = ratios
+            ratios = compare(new, old)
+            summary.setdefault(family, {}).update(ratios)  # the new-vs-replaced ratios stay top-level keys
             print(
                 f"{family:9s} new vs replaced: training step x{ratios['train_step_speedup']} faster "
                 f"(epoch x{ratios['train_epoch_speedup']}), inference x{ratios['inference_speedup']} faster, "
@@ -298,6 +370,27 @@ def main() -> None:
                     + (f" (change {opt['gold_f1_change']:+})" if "gold_f1_change" in opt else ""),
                     flush=True,
                 )
+        if "released" in runs:
+            rel = runs["released"]
+            print(
+                f"{family:9s} released restatement vs our model, same batch ({rel['released_check_pairs']} pairs): "
+                f"max |logit difference| {rel['released_vs_new_max_abs_logit_diff']:.2e}, "
+                f"|loss difference| {rel['released_vs_new_loss_diff']:.2e}",
+                flush=True,
+            )
+            for path, key, label in (
+                ("new", "vs_released", f"new vs released ({args.dtype})"),
+                ("new-bf16", "bf16_vs_released_fp32", "new bf16 vs released fp32"),
+            ):
+                if path in runs:
+                    ratios = compare(runs[path], rel)
+                    summary.setdefault(family, {})[key] = ratios
+                    print(
+                        f"{family:9s} {label}: training step x{ratios['train_step_speedup']} faster "
+                        f"(epoch x{ratios['train_epoch_speedup']}), inference x{ratios['inference_speedup']} faster, "
+                        f"training peak memory x{ratios['train_peak_memory_ratio']}",
+                        flush=True,
+                    )
         save()
     if results:
         r = results[0]

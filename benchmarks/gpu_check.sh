@@ -34,7 +34,7 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 start=$(date +%s)
 
-MODELS_CMD=(python benchmarks/bench_models.py --encoder "$ENCODER" --device "$DEVICE" --dtype bf16
+MODELS_CMD=(python benchmarks/bench_models.py --encoder "$ENCODER" --device "$DEVICE" --dtype bf16 --paths replaced new
   --docs "$DOCS" --batch-size "$BATCH" --epochs "$EPOCHS" --infer-docs "$INFER_DOCS" --infer-batch-size "$INFER_BATCH"
   --threads "$THREADS" --json-out "$TMP/models.json" "${FAMILIES[@]}")
 echo "== ${MODELS_CMD[*]}"
