@@ -110,7 +110,10 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         def loss_of(batch):
             return model(**batch).loss
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    # The Trainer's default optimizer is the fused AdamW (transformers' ``adamw_torch_fused``); the released
+    # and replaced paths keep the multi-tensor one they used.
+    fused = path.startswith("new")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=fused or None)
 
     def step(batch):
         with amp():
