@@ -25,6 +25,7 @@ from .modeling_docre import (
     group_bilinear_logits,
     hts_index,
     localized_context,
+    pair_attention,
     pool_entities,
 )
 
@@ -70,7 +71,8 @@ class ATLOPModel(DocREPreTrainedModel):
         sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
         entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
         h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
-        context = localized_context(sequence_output, entity_att[h_idx], entity_att[t_idx], pair_doc)
+        ht = pair_attention(entity_att, h_idx, t_idx, pair_doc, per_doc)
+        context = localized_context(sequence_output, ht, pair_doc)
         zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx, context))
         zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx, context))
         if output_pair_representations:

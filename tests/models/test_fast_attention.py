@@ -214,3 +214,25 @@ def test_attention_rows_by_hand():
         expected = full if mask is not None else torch.softmax(q @ k.transpose(-1, -2) * 0.5, -1)
         assert torch.allclose(rows, expected[doc, :, pos], atol=1e-6)
     assert attention_rows(q, k, keep, doc[:0], pos[:0]).shape == (0, 3, 7)
+
+
+def test_pair_attention_equals_the_gathered_product():
+    """Per-document products over tokens give the gathered ``(att[h] * att[t]).mean(heads)`` for pairs in
+    any order, documents without pairs or entities included, with gradients."""
+    from envre_hf.models.modeling_docre import pair_attention
+
+    torch.manual_seed(3)
+    per_doc = [3, 0, 4, 2]
+    att = torch.rand(sum(per_doc), 5, 11, dtype=torch.float64, requires_grad=True)
+    pairs = [(2, 0), (0, 1), (1, 2), (6, 3), (3, 6), (5, 4), (4, 4)]  # global indices; doc 3 has no pair
+    h_idx, t_idx = torch.tensor([p[0] for p in pairs]), torch.tensor([p[1] for p in pairs])
+    pair_doc = torch.tensor([0, 0, 0, 2, 2, 2, 2])
+    fast = pair_attention(att, h_idx, t_idx, pair_doc, per_doc)
+    gathered = (att[h_idx] * att[t_idx]).mean(1)
+    assert torch.allclose(fast, gathered, atol=1e-12)
+    assert not torch.allclose(fast[0], fast[1])  # distinct pairs, distinct rows
+    weights = torch.rand_like(gathered)
+    (grad_fast,) = torch.autograd.grad((fast * weights).sum(), att)
+    (grad_gathered,) = torch.autograd.grad((gathered * weights).sum(), att)
+    assert torch.allclose(grad_fast, grad_gathered, atol=1e-12)
+    assert pair_attention(att, h_idx[:0], t_idx[:0], pair_doc[:0], per_doc).shape == (0, 11)
