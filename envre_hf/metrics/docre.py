@@ -32,8 +32,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import chain, product
-from operator import itemgetter
+from itertools import chain, compress, product, repeat
+from operator import getitem, is_not, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +239,7 @@ class GoldIndex:
         self.labels: dict[tuple[str, int, int, str], list[int]] = {}
         self.num_gold_evidence = 0
         self._names: dict[str, list[list[str]]] = {}
+        self._in_train: tuple[TrainFacts, frozenset[tuple[str, int, int, str]]] | None = None
         for i, doc in enumerate(gold):
             if not isinstance(doc, Document):
                 raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
@@ -313,6 +314,17 @@ class GoldIndex:
 
     def __len__(self) -> int:
         return len(self.docs)
+
+    def labels_in_train(self, facts: TrainFacts) -> frozenset[tuple[str, int, int, str]]:
+        """The gold labels that are "in train" for ``facts`` (:meth:`TrainFacts.any_in_train` of their
+        mention names); computed once per ``facts`` object, since a correct prediction is a gold label."""
+        if self._in_train is None or self._in_train[0] is not facts:
+            self._in_train = (facts, _labels_in_train(self, facts))
+        return self._in_train[1]
+
+    def remember_labels_in_train(self, facts: TrainFacts, labels: Iterable[tuple[str, int, int, str]]) -> None:
+        """Install :meth:`labels_in_train` for ``facts`` computed earlier (a cache of a gold / train pair)."""
+        self._in_train = (facts, frozenset(labels))
 
     def names(self, key: str) -> list[list[str]]:
         """Distinct mention names of every entity of a document (computed on first use)."""
@@ -414,6 +426,24 @@ def _evidence(value: Any, i: int, doc: Any) -> list[int]:
         raise PredictionError(f"expected a list of sentence ids, got {value!r}", index=i, doc=doc, field="evidence") from None
 
 
+@dataclass
+class _Tally:
+    """What one pass over the predictions counts; :func:`_scores` turns it into :class:`DocREScores`."""
+
+    kept: Iterable[tuple[str, int, int, str]]  # de-duplicated predictions of gold documents
+    num_kept: int
+    correct_keys: Iterable[tuple[str, int, int, str]]
+    num_correct: int
+    total: int = 0
+    num_unknown: int = 0
+    any_evidence: bool = False
+    correct_in_train: int = 0
+    correct_evidence: int = 0
+    predicted_evidence: int = 0
+    pred_intra: int = 0
+    correct_intra: int = 0
+
+
 @paused_gc()
 def score_predictions(
     predictions: Sequence[Mapping[str, Any]],
@@ -432,13 +462,26 @@ def score_predictions(
     behaviour) instead of raising :class:`PredictionError` (the default, since it usually means mismatched files).
     Relation ids are not checked against the DocRED inventory: an unknown id simply never matches.
     Raises :class:`PredictionError` naming the prediction index, document and field of a bad prediction.
+
+    Regular submissions (plain dicts, every document known, int indices in range, evidence lists of ints) are
+    counted column-wise with C-level operations (:func:`_tally_bulk`); anything else goes through the
+    per-prediction loop (:func:`_tally_loop`), which names the first bad prediction. Both count the same.
     """
     index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold)
     facts = train if isinstance(train, TrainFacts) or train is None else TrainFacts.from_documents(train)
-    num_entities = index.num_entities
+    preds = predictions if type(predictions) is list else list(predictions)
+    tally = _tally_bulk(preds, index, facts)
+    if tally is None:
+        tally = _tally_loop(preds, index, facts, allow_unknown_documents)
+    return _scores(tally, index, facts)
 
-    # One pass: validate, resolve, de-duplicate (the first occurrence wins, as after the official stable sort)
-    # and count each new fact at once.
+
+def _tally_loop(
+    predictions: Sequence[Any], index: GoldIndex, facts: TrainFacts | None, allow_unknown_documents: bool
+) -> _Tally:
+    """One pass: validate, resolve, de-duplicate (the first occurrence wins, as after the official stable sort)
+    and count each new fact at once; raises :class:`PredictionError` at the first bad prediction."""
+    num_entities = index.num_entities
     labels = index.labels
     ent_sents = index.entity_sents
     names_of = index._names
@@ -537,30 +580,140 @@ def score_predictions(
                     names = index.names(key)
                 if not pairs.isdisjoint(product(names[h], names[t])):
                     correct_in_train += 1
-    total = i + 1
     # plain evidence lists are type-checked in bulk (C-level); the slow path finds and names the culprit
     if evidence_lists and set(map(type, chain.from_iterable(evidence_lists))) - {int}:
         for i, pred in enumerate(predictions):
             if pred.get("evidence") is not None:
                 _evidence(pred["evidence"], i, pred.get("doc_id") or pred.get("title"))
+    return _Tally(
+        kept=kept,
+        num_kept=len(kept),
+        correct_keys=correct_keys,
+        num_correct=len(correct_keys),
+        total=i + 1,
+        num_unknown=len(unknown),
+        any_evidence=any_evidence,
+        correct_in_train=correct_in_train,
+        correct_evidence=correct_evidence,
+        predicted_evidence=predicted_evidence,
+        pred_intra=pred_intra,
+        correct_intra=correct_intra,
+    )
 
-    correct = len(correct_keys)
-    n_pred = len(kept) + len(unknown)
-    n_gold = len(labels)
+
+_NONE = type(None)
+
+
+def _bulk_rows(preds: list[Any], index: GoldIndex) -> tuple[list[tuple[str, int, int, str]], tuple, tuple, tuple, tuple] | None:
+    """``(key, h, t, r)`` of every prediction and its four columns, or None unless every prediction is an
+    object whose ``doc_id`` (or, without one, ``title``) names a gold document and whose fields are of
+    the right types (the loop then names the first bad prediction)."""
+    try:
+        rows = list(map(itemgetter("doc_id", "h_idx", "t_idx", "r"), preds))
+        keys, hs, ts, rs = zip(*rows)
+    except KeyError:  # a prediction without doc_id (or a missing field)
+        rows = None
+    except TypeError:  # not an object
+        return None
+    if rows is None or set(map(type, keys)) != {str} or not index.docs.keys() >= set(keys):
+        try:  # resolve doc_id / title pairs, once per distinct pair
+            hs, ts, rs = zip(*map(itemgetter("h_idx", "t_idx", "r"), preds))
+            refs = list(zip(map(dict.get, preds, repeat("doc_id")), map(dict.get, preds, repeat("title"))))
+            resolved = {ref: index.resolve(*ref) for ref in set(refs)}
+        except (KeyError, TypeError, PredictionError):  # missing fields, unhashable or ambiguous titles
+            return None
+        if None in resolved.values():  # an unknown document
+            return None
+        keys = tuple(map(resolved.__getitem__, refs))
+        rows = list(zip(keys, hs, ts, rs))
+    if set(map(type, hs)) != {int} or set(map(type, ts)) != {int} or set(map(type, rs)) != {str}:
+        return None
+    return rows, keys, hs, ts, rs
+
+
+def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) -> _Tally | None:
+    """:func:`_tally_loop`'s counts column-wise (C-level ``map`` / ``zip`` / set operations), or None when
+    the submission is not regular (then the loop validates it and names the first bad prediction)."""
+    n = len(preds)
+    columns = _bulk_rows(preds, index) if n else None
+    if columns is None:
+        return None
+    kept, keys, hs, ts, rs = columns
+    sizes = list(map(index.num_entities.__getitem__, keys))
+    if min(hs) < 0 or min(ts) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
+        return None
+    evs = list(map(dict.get, preds, repeat("evidence")))
+    if not set(map(type, evs)) <= {list, _NONE} or set(map(type, chain.from_iterable(filter(None, evs)))) - {int}:
+        return None
+
+    # de-duplicate: the first occurrence of each (key, h, t, r) wins, and with it its evidence
+    first = dict(zip(reversed(kept), range(n - 1, -1, -1)))
+    num_kept = len(first)
+    if num_kept < n:  # the columns of the kept rows, in the order of ``first``
+        rows = list(first.values())
+        keys, hs, ts, rs, evs = (list(map(col.__getitem__, rows)) for col in (keys, hs, ts, rs, evs))
+        kept = list(first)
+
+    ent_sents = list(map(index.entity_sents.__getitem__, keys))
+    inter = list(map(frozenset.isdisjoint, map(getitem, ent_sents, hs), map(getitem, ent_sents, ts)))
+    gold_evs = list(map(index.labels.get, kept))  # None: not a gold label
+    correct = list(map(is_not, gold_evs, repeat(None)))
+    num_correct = sum(correct)
+    correct_inter = sum(map(operator.and_, correct, inter))
+    correct_keys = list(compress(kept, correct))
+
+    # evidence: sentence ids as sets; absent evidence (None) and [] count nothing
+    any_evidence = evs.count(None) < num_kept
+    predicted_evidence = sum(map(len, map(set, filter(None, evs))))
+    scored = list(map(operator.and_, correct, map(bool, evs)))  # correct, with some predicted evidence
+    correct_evidence = sum(map(len, map(set.intersection, map(set, compress(evs, scored)), compress(gold_evs, scored))))
+
+    correct_in_train = 0
+    if facts is not None and len(facts) > 0:
+        correct_in_train = len(index.labels_in_train(facts).intersection(correct_keys))
+    return _Tally(
+        kept=kept,
+        num_kept=num_kept,
+        correct_keys=correct_keys,
+        num_correct=num_correct,
+        total=n,
+        any_evidence=any_evidence,
+        correct_in_train=correct_in_train,
+        correct_evidence=correct_evidence,
+        predicted_evidence=predicted_evidence,
+        pred_intra=num_kept - sum(inter),
+        correct_intra=num_correct - correct_inter,
+    )
+
+
+def _labels_in_train(index: GoldIndex, facts: TrainFacts) -> frozenset[tuple[str, int, int, str]]:
+    """The gold labels ``(key, h, t, r)`` of ``index`` that are "in train" (:meth:`TrainFacts.any_in_train`)."""
+    names, any_in_train = index.names, facts.any_in_train
+    return frozenset(k for k in index.labels if any_in_train((n := names(k[0]))[k[1]], n[k[2]], k[3]))
+
+
+def _scores(tally: _Tally, index: GoldIndex, facts: TrainFacts | None) -> DocREScores:
+    """The official expressions over the counts of one pass."""
+    num_entities = index.num_entities
+    correct = tally.num_correct
+    correct_in_train = tally.correct_in_train
+    n_pred = tally.num_kept + tally.num_unknown
+    n_gold = len(index.labels)
     p, rc, f1 = _prf(correct, n_pred, n_gold)
     if facts is not None:
         ign_p: float | None = 1.0 * (correct - correct_in_train) / (n_pred - correct_in_train + IGN_EPSILON)
         ign_f1: float | None = _f1(ign_p, rc)
     else:
         ign_p = ign_f1 = None
-    if any_evidence:
-        evi_p, evi_r, evi_f1 = _prf(correct_evidence, predicted_evidence, index.num_gold_evidence)
+    if tally.any_evidence:
+        evi_p, evi_r, evi_f1 = _prf(tally.correct_evidence, tally.predicted_evidence, index.num_gold_evidence)
     else:
         evi_p = evi_r = evi_f1 = None
-    intra = _prf(correct_intra, pred_intra, index.num_gold_intra)
-    inter = _prf(correct - correct_intra, len(kept) - pred_intra, n_gold - index.num_gold_intra)
+    intra = _prf(tally.correct_intra, tally.pred_intra, index.num_gold_intra)
+    inter = _prf(correct - tally.correct_intra, tally.num_kept - tally.pred_intra, n_gold - index.num_gold_intra)
 
     relation_of, doc_of = itemgetter(3), itemgetter(0)
+    kept, correct_keys = tally.kept, tally.correct_keys
     pred_by_relation = Counter(map(relation_of, kept))
     correct_by_relation = Counter(map(relation_of, correct_keys))
     pred_by_count = Counter(map(num_entities.__getitem__, map(doc_of, kept)))
@@ -604,13 +757,13 @@ def score_predictions(
         num_documents=len(index),
         num_gold=n_gold,
         num_predictions=n_pred,
-        num_duplicates=total - n_pred,
+        num_duplicates=tally.total - n_pred,
         num_correct=correct,
         num_correct_in_train=correct_in_train,
-        num_unknown_document_predictions=len(unknown),
+        num_unknown_document_predictions=tally.num_unknown,
         num_gold_evidence=index.num_gold_evidence,
-        num_predicted_evidence=predicted_evidence,
-        num_correct_evidence=correct_evidence,
+        num_predicted_evidence=tally.predicted_evidence,
+        num_correct_evidence=tally.correct_evidence,
     )
 
 
