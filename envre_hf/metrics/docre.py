@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import operator
 import os
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -128,6 +128,21 @@ class TrainFacts:
         facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
 
+    def to_columns(self) -> dict[str, Any]:
+        """The facts as JSON-ready columns (a scoring cache stores them; :meth:`from_columns` reads them back)."""
+        heads, tails, relations = (list(col) for col in zip(*self.facts)) if self.facts else ([], [], [])
+        return {"num_documents": self.num_documents, "heads": heads, "tails": tails, "relations": relations}
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Any]) -> "TrainFacts":
+        """:meth:`to_columns` read back; ValueError when the columns do not fit together."""
+        heads, tails, relations, n = columns["heads"], columns["tails"], columns["relations"], columns["num_documents"]
+        if type(n) is not int or not len(heads) == len(tails) == len(relations):
+            raise ValueError("training fact columns of different lengths")
+        if set(map(type, chain(heads, tails, relations))) - {str}:
+            raise ValueError("training facts hold non-strings")
+        return cls(frozenset(zip(heads, tails, relations)), n)
+
     def __len__(self) -> int:
         return len(self.facts)
 
@@ -214,7 +229,7 @@ def _typed_gold_record(doc: Document) -> tuple:
         doc.key,
         doc.title,
         doc.has_labels,
-        [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
+        [sum({1 << m.sent_id for m in e.mentions}) for e in doc.entities],
         [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
         doc,
     )
@@ -231,8 +246,9 @@ class GoldIndex:
         #: key -> its Document, or (fast path) its raw ``vertexSet``: where mention names are read from
         self.docs: dict[str, Any] = {}
         self.num_entities: dict[str, int] = {}
-        #: key -> per entity, the set of sentences its mentions occur in (intra = the sets meet)
-        self.entity_sents: dict[str, list[frozenset[int]]] = {}
+        #: key -> per entity, the sentences its mentions occur in as a bit mask (bit s: sentence s);
+        #: a pair is intra when the masks share a bit
+        self.sentence_masks: dict[str, list[int]] = {}
         #: title -> keys, to resolve predictions that carry only a title
         self.titles: dict[str, list[str]] = {}
         #: (key, h, t, r) -> gold evidence list; duplicate gold labels: the last one wins, as officially
@@ -265,13 +281,75 @@ class GoldIndex:
         index._finish()
         return index
 
+    def to_columns(self) -> dict[str, Any]:
+        """The index as JSON-ready columns (a scoring cache stores them; :meth:`from_columns` reads them back)."""
+        keys = list(self.docs)
+        position = {key: i for i, key in enumerate(keys)}
+        title_of = {key: title for title, group in self.titles.items() for key in group}
+        labels = list(self.labels)
+        return {
+            "keys": keys,
+            "titles": [title_of[key] for key in keys],
+            # JSON numbers hold 64 bits: the masks of documents with more sentences are written as strings
+            "sentence_masks": [
+                masks if max(masks, default=0) < _MAX_JSON_INT else list(map(str, masks))
+                for masks in map(self.sentence_masks.__getitem__, keys)
+            ],
+            "names": [self.names(key) for key in keys],
+            "label_doc": [position[key] for key in map(itemgetter(0), labels)],
+            "label_h": list(map(itemgetter(1), labels)),
+            "label_t": list(map(itemgetter(2), labels)),
+            "label_r": list(map(itemgetter(3), labels)),
+            "label_evidence": list(self.labels.values()),
+            "num_gold_evidence": self.num_gold_evidence,
+            "num_gold_intra": self.num_gold_intra,
+        }
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Any]) -> "GoldIndex":
+        """:meth:`to_columns` read back, checked for shape, types and ranges (ValueError when they do not fit)."""
+        keys, titles, masks, names = columns["keys"], columns["titles"], columns["sentence_masks"], columns["names"]
+        doc, hs, ts, rs, evidence = (columns[f"label_{c}"] for c in ("doc", "h", "t", "r", "evidence"))
+        n_ent = list(map(len, masks))
+        if not (len(keys) == len(titles) == len(masks) == len(names) == len(set(keys))) or n_ent != list(map(len, names)):
+            raise ValueError("document columns do not fit together")
+        if not len(doc) == len(hs) == len(ts) == len(rs) == len(evidence):
+            raise ValueError("label columns of different lengths")
+        if set(map(type, chain(keys, titles, rs, chain.from_iterable(chain.from_iterable(names))))) - {str}:
+            raise ValueError("keys, titles, relations or names that are not strings")
+        if set(map(type, chain(doc, hs, ts, chain.from_iterable(evidence)))) - {int}:
+            raise ValueError("indices that are not integers")
+        mask_types = set(map(type, chain.from_iterable(masks)))
+        if mask_types - {int, str}:
+            raise ValueError("sentence masks that are neither integers nor strings")
+        if str in mask_types:  # documents of 64 sentences and more (ValueError: not a number)
+            masks = [list(map(int, doc_masks)) if doc_masks and type(doc_masks[0]) is str else doc_masks for doc_masks in masks]
+        sizes = list(map(n_ent.__getitem__, doc))  # IndexError: a document that is not there
+        if min(chain(doc, hs, ts), default=0) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
+            raise ValueError("label indices out of range")
+        index = cls()
+        index.docs = dict(zip(keys, names))
+        index._names = dict(index.docs)
+        index.num_entities = dict(zip(keys, n_ent))
+        index.sentence_masks = dict(zip(keys, masks))
+        for key, title in zip(keys, titles):
+            index.titles.setdefault(title, []).append(key)
+        index.labels = dict(zip(zip(map(keys.__getitem__, doc), hs, ts, rs), evidence))
+        if len(index.labels) != len(doc):
+            raise ValueError("repeated labels")
+        index.num_gold_evidence, num_gold_intra = columns["num_gold_evidence"], columns["num_gold_intra"]
+        if type(index.num_gold_evidence) is not int or type(num_gold_intra) is not int:
+            raise ValueError("counts that are not integers")
+        index._finish(num_gold_intra)
+        return index
+
     def _add(
         self,
         i: int,
         key: str,
         title: str,
         has_labels: bool,
-        entity_sents: list[frozenset[int]],
+        sentence_masks: list[int],
         relations: Iterable[tuple[int, int, str, list[int]]],
         source: Any,
     ) -> None:
@@ -287,8 +365,8 @@ class GoldIndex:
                 "gold document has no labels (an unlabelled split)", doc_index=i, title=title, field="labels"
             )
         self.docs[key] = source
-        n_ent = self.num_entities[key] = len(entity_sents)
-        self.entity_sents[key] = entity_sents
+        n_ent = self.num_entities[key] = len(sentence_masks)
+        self.sentence_masks[key] = sentence_masks
         self.titles.setdefault(title, []).append(key)
         labels = self.labels
         for j, (h, t, r, evidence) in enumerate(relations):
@@ -299,18 +377,19 @@ class GoldIndex:
             labels[(key, h, t, r)] = evidence
             self.num_gold_evidence += len(evidence)
 
-    def _finish(self) -> None:
+    def _finish(self, num_gold_intra: int | None = None) -> None:
         labels = self.labels
         self.gold_by_relation: Counter[str] = Counter(map(itemgetter(3), labels))
         self.gold_by_count: Counter[int] = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
         self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
-        ent_sents = self.entity_sents
-        intra = 0
-        for key, h, t, _ in labels:
-            es = ent_sents[key]
-            if not es[h].isdisjoint(es[t]):
-                intra += 1
-        self.num_gold_intra = intra
+        if num_gold_intra is None:
+            masks = self.sentence_masks
+            num_gold_intra = 0
+            for key, h, t, _ in labels:
+                doc_masks = masks[key]
+                if doc_masks[h] & doc_masks[t]:
+                    num_gold_intra += 1
+        self.num_gold_intra = num_gold_intra
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -354,7 +433,13 @@ class GoldIndex:
         return keys[0]
 
 
-def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], list[tuple], list] | None:
+_BIT = (1).__lshift__  # sentence id -> its bit
+_SENT_ID, _NAME = itemgetter("sent_id"), itemgetter("name")
+#: Sentence masks from this size on are written as strings in JSON (which holds 64-bit integers).
+_MAX_JSON_INT = 1 << 63
+
+
+def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[int], list[tuple], list] | None:
     """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it."""
     if type(obj) is not dict or "vertexSet" not in obj:
         return None
@@ -363,13 +448,17 @@ def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], l
     if type(title) is not str or type(vertex_set) is not list or (doc_id is not None and type(doc_id) is not str):
         return None
     try:
-        entity_sents = [frozenset([m["sent_id"] for m in cluster]) for cluster in vertex_set]
-        if any(type(m) is not dict or type(m["name"]) is not str for cluster in vertex_set for m in cluster):
+        if set(map(type, vertex_set)) - {list}:
             return None
-    except (TypeError, KeyError):
+        mentions = list(chain.from_iterable(vertex_set))
+        if set(map(type, mentions)) - {dict} or set(map(type, map(_NAME, mentions))) - {str}:
+            return None
+        sent_ids = list(map(_SENT_ID, mentions))
+    except KeyError:
         return None
-    if set(map(type, chain.from_iterable(entity_sents))) - {int}:
+    if set(map(type, sent_ids)) - {int} or min(sent_ids, default=0) < 0:
         return None
+    sentence_masks = [sum(set(map(_BIT, map(_SENT_ID, cluster)))) for cluster in vertex_set]
     raw_labels = obj.get("labels")
     relations = []
     if raw_labels is not None:
@@ -385,7 +474,7 @@ def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], l
                 return None
             relations.append((h, t, r, evidence))
     key = doc_id if doc_id is not None else title
-    return key, title, "labels" in obj, entity_sents, relations, vertex_set
+    return key, title, "labels" in obj, sentence_masks, relations, vertex_set
 
 
 # --------------------------------------------------------------------------- scoring
@@ -483,7 +572,7 @@ def _tally_loop(
     and count each new fact at once; raises :class:`PredictionError` at the first bad prediction."""
     num_entities = index.num_entities
     labels = index.labels
-    ent_sents = index.entity_sents
+    sentence_masks = index.sentence_masks
     names_of = index._names
     train_pairs = facts.by_relation if facts is not None and len(facts) > 0 else None
     kept: set[tuple[str, int, int, str]] = set()
@@ -549,8 +638,8 @@ def _tally_loop(
         if k in kept:
             continue
         kept.add(k)
-        es = ent_sents[key]
-        intra = not es[h].isdisjoint(es[t])
+        masks = sentence_masks[key]
+        intra = (masks[h] & masks[t]) != 0
         if intra:
             pred_intra += 1
         if evi is not None:
@@ -638,32 +727,31 @@ def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) ->
     columns = _bulk_rows(preds, index) if n else None
     if columns is None:
         return None
-    kept, keys, hs, ts, rs = columns
-    sizes = list(map(index.num_entities.__getitem__, keys))
+    rows, keys, hs, ts, rs = columns
+    doc_masks = list(map(index.sentence_masks.__getitem__, keys))
+    sizes = list(map(len, doc_masks))
     if min(hs) < 0 or min(ts) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
         return None
     evs = list(map(dict.get, preds, repeat("evidence")))
     if not set(map(type, evs)) <= {list, _NONE} or set(map(type, chain.from_iterable(filter(None, evs)))) - {int}:
         return None
 
-    # de-duplicate: the first occurrence of each (key, h, t, r) wins, and with it its evidence
-    first = dict(zip(reversed(kept), range(n - 1, -1, -1)))
+    # de-duplicate: the first occurrence of each (key, h, t, r) is kept, and with it its evidence
+    first = dict(zip(reversed(rows), range(n - 1, -1, -1)))
     num_kept = len(first)
-    if num_kept < n:  # the columns of the kept rows, in the order of ``first``
-        rows = list(first.values())
-        keys, hs, ts, rs, evs = (list(map(col.__getitem__, rows)) for col in (keys, hs, ts, rs, evs))
-        kept = list(first)
+    if num_kept < n:
+        keep = [False] * n
+        deque(map(keep.__setitem__, first.values(), repeat(True)), maxlen=0)
+        rows, doc_masks, hs, ts, evs = (list(compress(col, keep)) for col in (rows, doc_masks, hs, ts, evs))
 
-    ent_sents = list(map(index.entity_sents.__getitem__, keys))
-    inter = list(map(frozenset.isdisjoint, map(getitem, ent_sents, hs), map(getitem, ent_sents, ts)))
-    gold_evs = list(map(index.labels.get, kept))  # None: not a gold label
+    shared = list(map(operator.and_, map(getitem, doc_masks, hs), map(getitem, doc_masks, ts)))  # 0: inter
+    gold_evs = list(map(index.labels.get, rows))  # None: not a gold label
     correct = list(map(is_not, gold_evs, repeat(None)))
-    num_correct = sum(correct)
-    correct_inter = sum(map(operator.and_, correct, inter))
-    correct_keys = list(compress(kept, correct))
+    num_correct = correct.count(True)
+    correct_inter = sum(map(operator.and_, correct, map(operator.not_, shared)))
+    correct_keys = list(compress(rows, correct))
 
     # evidence: sentence ids as sets; absent evidence (None) and [] count nothing
-    any_evidence = evs.count(None) < num_kept
     predicted_evidence = sum(map(len, map(set, filter(None, evs))))
     scored = list(map(operator.and_, correct, map(bool, evs)))  # correct, with some predicted evidence
     correct_evidence = sum(map(len, map(set.intersection, map(set, compress(evs, scored)), compress(gold_evs, scored))))
@@ -672,16 +760,16 @@ def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) ->
     if facts is not None and len(facts) > 0:
         correct_in_train = len(index.labels_in_train(facts).intersection(correct_keys))
     return _Tally(
-        kept=kept,
+        kept=rows,
         num_kept=num_kept,
         correct_keys=correct_keys,
         num_correct=num_correct,
         total=n,
-        any_evidence=any_evidence,
+        any_evidence=evs.count(None) < num_kept,
         correct_in_train=correct_in_train,
         correct_evidence=correct_evidence,
         predicted_evidence=predicted_evidence,
-        pred_intra=num_kept - sum(inter),
+        pred_intra=num_kept - shared.count(0),
         correct_intra=num_correct - correct_inter,
     )
 
@@ -716,8 +804,12 @@ def _scores(tally: _Tally, index: GoldIndex, facts: TrainFacts | None) -> DocRES
     kept, correct_keys = tally.kept, tally.correct_keys
     pred_by_relation = Counter(map(relation_of, kept))
     correct_by_relation = Counter(map(relation_of, correct_keys))
-    pred_by_count = Counter(map(num_entities.__getitem__, map(doc_of, kept)))
-    correct_by_count = Counter(map(num_entities.__getitem__, map(doc_of, correct_keys)))
+    pred_by_count: Counter[int] = Counter()
+    for key, count in Counter(map(doc_of, kept)).items():
+        pred_by_count[num_entities[key]] += count
+    correct_by_count: Counter[int] = Counter()
+    for key, count in Counter(map(doc_of, correct_keys)).items():
+        correct_by_count[num_entities[key]] += count
     order = {rid: i for i, rid in enumerate(docred_schema().ids())}
     per_relation = {}
     for r in sorted(index.gold_by_relation.keys() | pred_by_relation.keys(), key=lambda r: (order.get(r, len(order)), r)):

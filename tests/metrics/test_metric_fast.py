@@ -67,7 +67,7 @@ def test_fast_index_and_facts_equal_typed_ones_with_doc_ids_and_jsonl(redocred_t
     write_documents(copies, tmp_path / "gold.jsonl")
     fast = read_gold_index(tmp_path / "gold.jsonl")
     typed = GoldIndex(copies)
-    for name in ("num_entities", "entity_sents", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+    for name in ("num_entities", "sentence_masks", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
         assert getattr(fast, name) == getattr(typed, name), name
     assert all(fast.names(key) == typed.names(key) for key in typed.docs)
     records = [json.loads(line) for line in (tmp_path / "gold.jsonl").read_text().splitlines()]
@@ -86,7 +86,7 @@ def test_linked_records_go_through_the_typed_reader(redocred_test, tmp_path):
         json.loads(json.dumps(r)) for r in _docred_dicts(docs[2:], tmp_path)
     ]
     fast = GoldIndex.from_records(records)
-    assert fast.labels == GoldIndex(docs).labels and fast.entity_sents == GoldIndex(docs).entity_sents
+    assert fast.labels == GoldIndex(docs).labels and fast.sentence_masks == GoldIndex(docs).sentence_masks
 
 
 def _docred_dicts(docs, tmp_path):
@@ -142,7 +142,7 @@ def test_plain_records_are_read_without_typed_documents(redocred_test, tmp_path,
     facts = TrainFacts.from_records(records)
     assert typed_reads == [0, 1, 0, 1]
     typed = GoldIndex(docs)
-    for name in ("num_entities", "entity_sents", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+    for name in ("num_entities", "sentence_masks", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
         assert getattr(index, name) == getattr(typed, name), name
     assert all(index.names(key) == typed.names(key) for key in typed.docs)
     assert facts == TrainFacts.from_documents(docs) and facts.num_documents == 6
