@@ -2,7 +2,7 @@
 
 Scoring from files spends most of its time reading the gold file (parsing, validating, indexing) and
 the training file (Ign), which are the same for every checkpoint of a run. :class:`ScoringCache` keeps,
-under ``$ENVRE_CACHE/scoring`` (default ``~/.cache/envre/scoring``):
+under ``$ENVRE_SCORING_CACHE``, else ``$ENVRE_CACHE/scoring`` (default ``~/.cache/envre/scoring``):
 
 * ``gold-<digest>.json``: the :class:`~.docre.GoldIndex` of a gold file (:meth:`GoldIndex.to_columns`);
 * ``train-<digest>.json``: the :class:`~.docre.TrainFacts` of a training file;
@@ -35,7 +35,9 @@ PathLike = str | os.PathLike
 
 
 def default_cache_dir() -> Path:
-    """``$ENVRE_CACHE/scoring``, default ``~/.cache/envre/scoring``."""
+    """``$ENVRE_SCORING_CACHE`` if set, else ``$ENVRE_CACHE/scoring`` (default ``~/.cache/envre/scoring``)."""
+    if os.environ.get("ENVRE_SCORING_CACHE"):
+        return Path(os.environ["ENVRE_SCORING_CACHE"])
     return Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "scoring"
 
 

@@ -129,19 +129,26 @@ class TrainFacts:
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
 
     def to_columns(self) -> dict[str, Any]:
-        """The facts as JSON-ready columns (a scoring cache stores them; :meth:`from_columns` reads them back)."""
-        heads, tails, relations = (list(col) for col in zip(*self.facts)) if self.facts else ([], [], [])
-        return {"num_documents": self.num_documents, "heads": heads, "tails": tails, "relations": relations}
+        """The facts as JSON-ready columns, grouped by relation (a scoring cache stores them;
+        :meth:`from_columns` reads them back)."""
+        by_relation = {r: [list(col) for col in zip(*pairs)] for r, pairs in self.by_relation.items() if pairs}
+        return {"num_documents": self.num_documents, "by_relation": by_relation}
 
     @classmethod
     def from_columns(cls, columns: Mapping[str, Any]) -> "TrainFacts":
         """:meth:`to_columns` read back; ValueError when the columns do not fit together."""
-        heads, tails, relations, n = columns["heads"], columns["tails"], columns["relations"], columns["num_documents"]
-        if type(n) is not int or not len(heads) == len(tails) == len(relations):
-            raise ValueError("training fact columns of different lengths")
-        if set(map(type, chain(heads, tails, relations))) - {str}:
-            raise ValueError("training facts hold non-strings")
-        return cls(frozenset(zip(heads, tails, relations)), n)
+        n, grouped = columns["num_documents"], columns["by_relation"]
+        if type(n) is not int or type(grouped) is not dict:
+            raise ValueError("training facts: unexpected column types")
+        columns_of = list(grouped.values())  # per relation: [head names, tail names]
+        if set(map(type, columns_of)) - {list} or set(map(len, columns_of)) - {2}:
+            raise ValueError("training facts: a relation without its two name columns")
+        heads, tails = [h for h, _ in columns_of], [t for _, t in columns_of]
+        if list(map(len, heads)) != list(map(len, tails)) or set(map(type, chain(*heads, *tails))) - {str}:
+            raise ValueError("training fact columns of different lengths, or names that are not strings")
+        by_relation = {r: frozenset(zip(h, t)) for r, (h, t) in grouped.items()}
+        facts = frozenset(chain.from_iterable(zip(h, t, repeat(r)) for r, (h, t) in grouped.items()))
+        return cls(facts, n, by_relation)
 
     def __len__(self) -> int:
         return len(self.facts)
