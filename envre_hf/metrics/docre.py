@@ -704,13 +704,13 @@ def _bulk_rows(preds: list[Any], index: GoldIndex) -> tuple[list[tuple[str, int,
     """``(key, h, t, r)`` of every prediction and its four columns, or None unless every prediction is an
     object whose ``doc_id`` (or, without one, ``title``) names a gold document and whose fields are of
     the right types (the loop then names the first bad prediction)."""
+    if set(map(type, preds)) != {dict}:  # other mappings, or not objects at all
+        return None
     try:
         rows = list(map(itemgetter("doc_id", "h_idx", "t_idx", "r"), preds))
         keys, hs, ts, rs = zip(*rows)
     except KeyError:  # a prediction without doc_id (or a missing field)
         rows = None
-    except TypeError:  # not an object
-        return None
     if rows is None or set(map(type, keys)) != {str} or not index.docs.keys() >= set(keys):
         try:  # resolve doc_id / title pairs, once per distinct pair
             hs, ts, rs = zip(*map(itemgetter("h_idx", "t_idx", "r"), preds))

@@ -1,0 +1,189 @@
+"""The column-wise (bulk) tally of ``score_predictions`` counts exactly what the per-prediction loop counts,
+and irregular submissions still go through the loop, which names the bad prediction."""
+
+from __future__ import annotations
+
+import random
+from collections import UserDict
+from dataclasses import replace
+
+import pytest
+
+from envre_hf.documents import docred_schema
+from envre_hf.metrics import GoldIndex, PredictionError, TrainFacts, score_predictions
+from envre_hf.metrics import docre
+
+
+@pytest.fixture(scope="module")
+def gold(redocred_test):
+    """The test split twice, under distinct doc_ids (titles then name two documents each)."""
+    return [replace(d, doc_id=f"{d.title}#{k}") for k in range(2) for d in redocred_test]
+
+
+@pytest.fixture(scope="module")
+def facts(redocred_dev):
+    return TrainFacts.from_documents(redocred_dev)
+
+
+def perturbed(gold, seed=0, *, evidence=True):
+    """Gold facts with some dropped, some given another relation, some repeated (with other evidence),
+    spurious pairs, and evidence absent, None, empty, repeated or partly wrong."""
+    rng = random.Random(seed)
+    rels = docred_schema().ids()
+    preds = []
+    for doc in gold:
+        for rel in doc.relations:
+            u = rng.random()
+            if u < 0.1:
+                continue
+            pred = {"doc_id": doc.key, "h_idx": rel.h, "t_idx": rel.t, "r": rng.choice(rels) if u < 0.2 else rel.r}
+            v = rng.random()
+            if evidence and v < 0.6:
+                pred["evidence"] = list(rel.evidence) + ([0, 0] if v < 0.2 else [])
+            elif evidence and v < 0.7:
+                pred["evidence"] = None
+            elif evidence and v < 0.8:
+                pred["evidence"] = []
+            preds.append(pred)
+            if rng.random() < 0.05:  # a repeat: its evidence must not count
+                preds.append({**pred, "evidence": [1, 2, 3]})
+        n = doc.num_entities
+        for _ in range(2):
+            h, t = rng.sample(range(n), 2)
+            preds.append({"doc_id": doc.key, "h_idx": h, "t_idx": t, "r": rng.choice(rels), "evidence": [0]})
+    rng.shuffle(preds)
+    return preds
+
+
+def loop_only(monkeypatch):
+    """Make score_predictions take the per-prediction loop."""
+    monkeypatch.setattr(docre, "_tally_bulk", lambda *args: None)
+
+
+def bulk_only(monkeypatch):
+    """Fail the test if score_predictions falls back to the loop."""
+
+    def no_loop(*args):
+        raise AssertionError("the per-prediction loop ran")
+
+    monkeypatch.setattr(docre, "_tally_loop", no_loop)
+
+
+@pytest.mark.parametrize("with_train", [True, False])
+def test_bulk_and_loop_give_identical_scores_on_the_test_split(gold, facts, monkeypatch, with_train):
+    preds = perturbed(gold)
+    index = GoldIndex(gold)
+    train = facts if with_train else None
+    with monkeypatch.context() as m:
+        bulk_only(m)
+        bulk = score_predictions(preds, index, train)
+    with monkeypatch.context() as m:
+        loop_only(m)
+        loop = score_predictions(preds, GoldIndex(gold), train)
+    assert bulk.num_duplicates > 0 and bulk.evidence_f1 is not None and 0 < bulk.num_correct < bulk.num_predictions
+    assert not with_train or bulk.num_correct_in_train > 0
+    assert bulk.to_dict() == loop.to_dict()  # every float, per relation and per entity count included
+
+
+def test_bulk_and_loop_agree_on_titles_without_evidence_and_on_tiny_submissions(redocred_test, facts, monkeypatch):
+    gold = redocred_test[:200]  # titles are unique here: predictions may name documents by title alone
+    preds = [{k: v for k, v in p.items() if k not in ("doc_id", "evidence")} | {"title": p["doc_id"]} for p in perturbed(gold, 1)]
+    mixed = [p if i % 2 else {**p, "doc_id": p["title"]} for i, p in enumerate(preds)]
+    for submission in (preds, mixed, preds[:1], preds[:2] + preds[:1]):
+        with monkeypatch.context() as m:
+            bulk_only(m)
+            bulk = score_predictions(submission, gold, facts)
+        with monkeypatch.context() as m:
+            loop_only(m)
+            loop = score_predictions(submission, gold, facts)
+        assert bulk.evidence_f1 is None and bulk.to_dict() == loop.to_dict()
+
+
+class Index:
+    """An integer-like index that is not an int (numpy integers are such)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+@pytest.mark.parametrize(
+    "change, by_loop",
+    [
+        (lambda p: p.update(h_idx=Index(p["h_idx"])), True),
+        (lambda p: p.update(evidence=tuple(p.get("evidence") or [])), True),
+        (lambda p: p.update(title=p.pop("doc_id")), False),  # a title that is a gold key names that document
+    ],
+)
+def test_irregular_but_valid_predictions_give_the_same_scores(gold, facts, change, by_loop, monkeypatch):
+    preds = perturbed(gold[:300], 2)
+    odd = [dict(p) for p in preds]
+    change(odd[7])
+    calls = []
+    real = docre._tally_loop
+    monkeypatch.setattr(docre, "_tally_loop", lambda *a: calls.append(1) or real(*a))
+    regular = score_predictions(preds, gold[:300], facts)
+    assert calls == []  # the regular submission took the bulk path
+    irregular = score_predictions(odd, gold[:300], facts)
+    assert calls == ([1] if by_loop else [])
+    assert irregular.to_dict() == regular.to_dict()
+
+
+def test_mappings_that_are_not_dicts_and_unknown_documents_are_counted_by_the_loop(gold, monkeypatch):
+    preds = perturbed(gold[:50], 3)
+    as_mappings = [UserDict(p) for p in preds]
+    assert score_predictions(as_mappings, gold[:50]).to_dict() == score_predictions(preds, gold[:50]).to_dict()
+    unknown = preds + [{"doc_id": "nowhere", "h_idx": 0, "t_idx": 1, "r": "P17"}]
+    scores = score_predictions(unknown, gold[:50], allow_unknown_documents=True)
+    assert scores.num_unknown_document_predictions == 1
+    assert scores.num_predictions == score_predictions(preds, gold[:50]).num_predictions + 1
+
+
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        (lambda p: p.update(h_idx=True), "h_idx", "expected an integer"),
+        (lambda p: p.update(t_idx="3"), "t_idx", "expected an integer"),
+        (lambda p: p.update(t_idx=10_000), "t_idx", "out of range"),
+        (lambda p: p.update(h_idx=-1), "h_idx", "out of range"),
+        (lambda p: p.pop("r"), "r", "missing"),
+        (lambda p: p.update(r=17), "r", "relation id"),
+        (lambda p: p.update(doc_id="nowhere"), "doc_id", "no gold document"),
+        (lambda p: p.update(evidence="0 1"), "evidence", "sentence ids"),
+        (lambda p: p.update(evidence=[0, "1"]), "evidence", "sentence ids"),
+        (lambda p: p.update(evidence=[0, 1.0]), "evidence", "sentence ids"),
+        (lambda p: p.update(title=p["doc_id"].split("#")[0], doc_id=None), "title", "names 2 gold documents"),
+    ],
+)
+def test_irregular_predictions_raise_the_loops_named_errors(gold, change, field, message):
+    preds = perturbed(gold, 4)
+    bad = dict(preds[1234])
+    change(bad)
+    preds[1234] = bad
+    with pytest.raises(PredictionError, match=message) as info:
+        score_predictions(preds, gold)
+    assert info.value.index == 1234 and info.value.field == field
+    assert info.value.doc in (bad.get("doc_id"), bad.get("title"))
+
+
+def test_a_prediction_that_is_not_an_object_is_named_in_a_large_submission(gold):
+    preds = perturbed(gold, 5)
+    preds[999] = ["doc", 0, 1, "P17"]
+    with pytest.raises(PredictionError, match="expected an object") as info:
+        score_predictions(preds, gold)
+    assert info.value.index == 999
+
+
+def test_labels_in_train_are_computed_once_per_facts_object(gold, facts, redocred_dev):
+    index = GoldIndex(gold[:100])
+    found = index.labels_in_train(facts)
+    assert index.labels_in_train(facts) is found
+    names = index.names
+    assert found == {k for k in index.labels if facts.any_in_train(names(k[0])[k[1]], names(k[0])[k[2]], k[3])}
+    assert found and found < index.labels.keys()
+    other = TrainFacts.from_documents(redocred_dev[:10])
+    assert index.labels_in_train(other) == {
+        k for k in index.labels if other.any_in_train(names(k[0])[k[1]], names(k[0])[k[2]], k[3])
+    }
