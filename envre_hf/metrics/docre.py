@@ -113,7 +113,7 @@ class TrainFacts:
                 title = doc.title
             else:
                 title, vertex_set = fast[1], fast[5]
-                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in vertex_set]
+                names = [list(dict.fromkeys(map(_NAME, cluster))) for cluster in vertex_set]
                 relations = fast[4]
             n_ent = len(names)
             for j, (h, t, r, *_) in enumerate(relations):
@@ -420,7 +420,7 @@ class GoldIndex:
             if isinstance(source, Document):
                 names = [e.names for e in source.entities]
             else:  # a raw vertexSet (from_records): Entity.names' rule, distinct names in mention order
-                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in source]
+                names = [list(dict.fromkeys(map(_NAME, cluster))) for cluster in source]
             names = self._names[key] = names
         return names
 
@@ -783,8 +783,12 @@ def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) ->
 
 def _labels_in_train(index: GoldIndex, facts: TrainFacts) -> frozenset[tuple[str, int, int, str]]:
     """The gold labels ``(key, h, t, r)`` of ``index`` that are "in train" (:meth:`TrainFacts.any_in_train`)."""
-    names, any_in_train = index.names, facts.any_in_train
-    return frozenset(k for k in index.labels if any_in_train((n := names(k[0]))[k[1]], n[k[2]], k[3]))
+    by_relation, names = facts.by_relation, {key: index.names(key) for key in index.docs}
+    return frozenset(
+        k
+        for k in index.labels
+        if (pairs := by_relation.get(k[3])) is not None and not pairs.isdisjoint(product((n := names[k[0]])[k[1]], n[k[2]]))
+    )
 
 
 def _scores(tally: _Tally, index: GoldIndex, facts: TrainFacts | None) -> DocREScores:
