@@ -9,8 +9,8 @@ under ``$ENVRE_SCORING_CACHE``, else ``$ENVRE_CACHE/scoring`` (default ``~/.cach
 * ``in-train-<gold digest>-<train digest>.json``: which gold labels are "in train" (:meth:`GoldIndex.labels_in_train`).
 
 ``<digest>`` is the BLAKE2b hash of the file's bytes, so an edited file gets a new entry and a stale
-one is never read. Entries are JSON (no pickle): a header line (format, envre-hf version, kind, source
-digest, BLAKE2b of the payload) then the payload. An entry whose header or payload digest does not match,
+one is never read. Entries are JSON (no pickle): a header line (format, kind, source digest, BLAKE2b of
+the payload) then the payload. An entry whose header or payload digest does not match,
 or whose columns fail :meth:`GoldIndex.from_columns`' checks, is ignored and rebuilt; entries are written
 atomically (temporary file + ``os.replace``), and a cache that cannot be written is skipped silently.
 Entries are only written from files that passed the full validation, so a hit skips it safely.
@@ -26,9 +26,9 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
 
-#: Bumped whenever what an entry holds, or the rules that built it, change.
+#: Bumped whenever what an entry holds, or the rules that built it (validation, index fields), change:
+#: entries of another format are ignored.
 FORMAT = "envre-scoring-cache/1"
 
 PathLike = str | os.PathLike
@@ -72,7 +72,7 @@ class ScoringCache:
             data = self.path(kind, source).read_bytes()
             head, _, payload = data.partition(b"\n")
             header = orjson.loads(head)
-            expected = {"format": FORMAT, "version": __version__, "kind": kind, "source": source, "payload": digest(payload)}
+            expected = {"format": FORMAT, "kind": kind, "source": source, "payload": digest(payload)}
             if header != expected:
                 return None
             return orjson.loads(payload)
@@ -84,7 +84,7 @@ class ScoringCache:
         from ..atomic import atomic_open  # lazy: only a miss writes
 
         body = orjson.dumps(payload)
-        header = {"format": FORMAT, "version": __version__, "kind": kind, "source": source, "payload": digest(body)}
+        header = {"format": FORMAT, "kind": kind, "source": source, "payload": digest(body)}
         try:
             with atomic_open(self.path(kind, source), "wb", durable=False) as fh:
                 fh.write(orjson.dumps(header) + b"\n" + body)
