@@ -36,7 +36,7 @@ def _is_jsonl(path: Path) -> bool:
     return path.name.endswith(".jsonl")
 
 
-def read_json_records(path: PathLike, *, what: str = "documents", data: bytes | None = None) -> list[Any]:
+def read_json_records(path: PathLike, *, what: str = "documents") -> list[Any]:
     """The items of a JSON list file, a single-object JSON file, or a JSON Lines file (orjson).
 
     Raises :class:`DocumentError` (``what="documents"``) or :class:`PredictionError` (``"predictions"``)
@@ -44,8 +44,7 @@ def read_json_records(path: PathLike, *, what: str = "documents", data: bytes | 
     """
     path = Path(path)
     error = PredictionError if what == "predictions" else DocumentError
-    if data is None:
-        data = path.read_bytes()
+    data = path.read_bytes()
     if _is_jsonl(path):
         items = []
         for i, line in enumerate(data.splitlines()):
@@ -131,19 +130,20 @@ _RELATIONS: frozenset[str] | None = None
 _PLAIN_KEYS = frozenset({"title", "sents", "vertexSet", "labels", "doc_id"})
 
 
-def _checked_records(path: PathLike, data: bytes | None = None) -> list[Any]:
-    """Raw records of a document file (its bytes: ``data``), validated: the typed reader raises the precise
-    error on a bad one."""
+def _checked_records(path: PathLike) -> tuple[list[Any], bool]:
+    """Raw records of a document file, validated (the typed reader raises the precise error on a bad one),
+    and whether all of them are plain DocRED records that passed :func:`_plain_valid`."""
     path = Path(path)
     if path.name.endswith(".gz"):
-        return [to_record(doc) for doc in read_documents(path)]
-    records = read_json_records(path, data=data)
-    if not all(_plain_valid(rec) for rec in records):
+        return [to_record(doc) for doc in read_documents(path)], False
+    records = read_json_records(path)
+    plain = all(_plain_valid(rec) for rec in records)
+    if not plain:
         read_documents(path)  # raises DocumentError naming the file, document and field
     keys = [rec.get("doc_id") or rec.get("title") for rec in records if type(rec) is dict]
     if len(set(keys)) != len(keys):
         read_documents(path)  # duplicate keys: the typed reader names them
-    return records
+    return records, plain
 
 
 @paused_gc()
@@ -178,9 +178,9 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
     return built, source
 
 
-def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | TrainFacts:
-    records = _checked_records(path, data)
-    return GoldIndex.from_records(records) if kind == "gold" else TrainFacts.from_records(records)
+def _build(path: PathLike, kind: str) -> GoldIndex | TrainFacts:
+    records, plain = _checked_records(path)
+    return (GoldIndex if kind == "gold" else TrainFacts).from_records(records, checked=plain)
 
 
 @paused_gc()

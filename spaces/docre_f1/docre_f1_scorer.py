@@ -1034,14 +1034,15 @@ class TrainFacts:
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
 
     @classmethod
-    def from_records(cls, records: Iterable[Any]) -> "TrainFacts":
+    def from_records(cls, records: Iterable[Any], *, checked: bool = False) -> "TrainFacts":
         """:meth:`from_documents` of DocRED-format dicts (e.g. ``orjson.loads`` of the training file), without
-        building typed documents; a record that is not plain DocRED goes through the typed reader."""
+        building typed documents; a record that is not plain DocRED goes through the typed reader.
+        ``checked``: every record passed the full structural validation already (as in :func:`GoldIndex.from_records`)."""
 
         grouped: dict[str, set[tuple[str, str]]] = {}
         n = 0
         for n, obj in enumerate(records, 1):
-            fast = _fast_gold_record(obj)
+            fast = _fast_gold_record(obj, checked)
             if fast is None:
                 doc = from_dict(obj, n - 1)
                 names = [entity.names for entity in doc.entities]
@@ -1206,18 +1207,20 @@ class GoldIndex:
         self._finish()
 
     @classmethod
-    def from_records(cls, records: Iterable[Any]) -> "GoldIndex":
+    def from_records(cls, records: Iterable[Any], *, checked: bool = False) -> "GoldIndex":
         """The index of DocRED-format document dicts (e.g. ``orjson.loads`` of a gold file), same as
         ``GoldIndex([from_dict(r) for r in records])`` for valid files, without building typed documents.
 
         Only what scoring reads is checked here (title, doc_id, mention names and sentence ids, labels);
         a record that is not plain DocRED (Linked-DocRED) or fails a check is parsed by the typed reader,
-        which raises :class:`DocumentError` naming the document and field.
+        which raises :class:`DocumentError` naming the document and field. ``checked``: every record is
+        plain DocRED and passed the full structural validation already (scoring from files), so the fields
+        are only read, not checked again.
         """
 
         index = cls()
         for i, obj in enumerate(records):
-            fast = _fast_gold_record(obj)
+            fast = _fast_gold_record(obj, checked)
             if fast is None:
                 fast = _typed_gold_record(from_dict(obj, i))
             index._add(i, *fast)
@@ -1382,8 +1385,15 @@ _SENT_ID, _NAME = itemgetter("sent_id"), itemgetter("name")
 _MAX_JSON_INT = 1 << 63
 
 
-def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[int], list[tuple], list] | None:
-    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it."""
+def _fast_gold_record(obj: Any, checked: bool = False) -> tuple[str, str, bool, list[int], list[tuple], list] | None:
+    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it
+    (``checked``: the dict is known to be valid plain DocRED; its fields are read without checks)."""
+    if checked:
+        title, vertex_set, doc_id = obj["title"], obj["vertexSet"], obj.get("doc_id")
+        sentence_masks = [sum(set(map(_BIT, map(_SENT_ID, cluster)))) for cluster in vertex_set]
+        relations = [(raw["h"], raw["t"], raw["r"], raw.get("evidence", [])) for raw in obj.get("labels", ())]
+        key = doc_id if doc_id is not None else title
+        return key, title, "labels" in obj, sentence_masks, relations, vertex_set
     if type(obj) is not dict or "vertexSet" not in obj:
         return None
     title, vertex_set = obj.get("title"), obj["vertexSet"]

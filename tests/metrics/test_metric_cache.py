@@ -42,8 +42,8 @@ def test_warm_scores_equal_cold_scores_on_the_test_split(files, tmp_path, monkey
     first = score_files(preds, gold, train, cache=tmp_path)
     assert entries(tmp_path) == ["gold", "in", "train"]
     built = []
-    monkeypatch.setattr(GoldIndex, "from_records", classmethod(lambda cls, records: built.append(1)))
-    monkeypatch.setattr(TrainFacts, "from_records", classmethod(lambda cls, records: built.append(1)))
+    monkeypatch.setattr(GoldIndex, "from_records", classmethod(lambda cls, records, **options: built.append(1)))
+    monkeypatch.setattr(TrainFacts, "from_records", classmethod(lambda cls, records, **options: built.append(1)))
     warm = score_files(preds, gold, train, cache=tmp_path)
     assert built == []  # nothing was read from the gold or training file
     assert cold.num_correct_in_train > 0 and cold.evidence_f1 is not None

@@ -186,9 +186,9 @@ def test_scoring_from_files_pauses_the_garbage_collector_and_restores_it(tmp_pat
     states = []
     real = GoldIndex.from_records.__func__
 
-    def spy(cls, records):
+    def spy(cls, records, **options):
         states.append(gc.isenabled())
-        return real(cls, records)
+        return real(cls, records, **options)
 
     monkeypatch.setattr(GoldIndex, "from_records", classmethod(spy))
     sample = Path(fast_io.__file__).parents[1] / "samples"
@@ -206,3 +206,25 @@ def test_scoring_from_files_pauses_the_garbage_collector_and_restores_it(tmp_pat
     with pytest.raises(RuntimeError), fast_io.paused_gc():
         raise RuntimeError("inside")
     assert gc.isenabled()
+
+
+def test_records_known_to_be_valid_are_indexed_the_same_without_checks(redocred_test_path):
+    """read_gold_index / read_train_facts skip the per-field checks of records that passed the full validation."""
+    from envre_hf.metrics.fast_io import _checked_records
+
+    records, plain = _checked_records(redocred_test_path)
+    assert plain
+    checked, unchecked = GoldIndex.from_records(records, checked=True), GoldIndex.from_records(records)
+    for name in ("num_entities", "sentence_masks", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+        assert getattr(checked, name) == getattr(unchecked, name), name
+    assert all(checked.names(key) == unchecked.names(key) for key in unchecked.docs)
+    assert TrainFacts.from_records(records, checked=True) == TrainFacts.from_records(records)
+
+
+def test_linked_records_are_never_taken_as_checked(redocred_test, tmp_path):
+    write_documents(redocred_test[:3], tmp_path / "linked.json", dialect="linked")
+    from envre_hf.metrics.fast_io import _checked_records
+
+    records, plain = _checked_records(tmp_path / "linked.json")
+    assert not plain
+    assert read_gold_index(tmp_path / "linked.json").labels == GoldIndex(redocred_test[:3]).labels
