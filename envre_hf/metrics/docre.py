@@ -29,7 +29,7 @@ import gc
 import operator
 import os
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, compress, product, repeat
@@ -264,6 +264,7 @@ class GoldIndex:
         self.num_gold_evidence = 0
         self._names: dict[str, list[list[str]]] = {}
         self._in_train: tuple[TrainFacts, frozenset[tuple[str, int, int, str]]] | None = None
+        self._names_loader: Callable[[], list[list[list[str]]]] | None = None
         for i, doc in enumerate(gold):
             if not isinstance(doc, Document):
                 raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
@@ -316,17 +317,23 @@ class GoldIndex:
         }
 
     @classmethod
-    def from_columns(cls, columns: Mapping[str, Any]) -> "GoldIndex":
-        """:meth:`to_columns` read back, checked for shape, types and ranges (ValueError when they do not fit)."""
-        keys, titles, masks, names = columns["keys"], columns["titles"], columns["sentence_masks"], columns["names"]
+    def from_columns(
+        cls, columns: Mapping[str, Any], names_loader: Callable[[], list[list[list[str]]]] | None = None
+    ) -> "GoldIndex":
+        """:meth:`to_columns` read back, checked for shape, types and ranges (ValueError when they do not fit).
+
+        Without a ``names`` column the mention names are read on first use (only Ign needs them) from
+        ``names_loader()``: per document in key order, checked like the other columns (:meth:`names_fit`).
+        """
+        keys, titles, masks, names = columns["keys"], columns["titles"], columns["sentence_masks"], columns.get("names")
         doc, hs, ts, rs, evidence = (columns[f"label_{c}"] for c in ("doc", "h", "t", "r", "evidence"))
         n_ent = list(map(len, masks))
-        if not (len(keys) == len(titles) == len(masks) == len(names) == len(set(keys))) or n_ent != list(map(len, names)):
+        if not (len(keys) == len(titles) == len(masks) == len(set(keys))):
             raise ValueError("document columns do not fit together")
         if not len(doc) == len(hs) == len(ts) == len(rs) == len(evidence):
             raise ValueError("label columns of different lengths")
-        if set(map(type, chain(keys, titles, rs, chain.from_iterable(chain.from_iterable(names))))) - {str}:
-            raise ValueError("keys, titles, relations or names that are not strings")
+        if set(map(type, chain(keys, titles, rs))) - {str}:
+            raise ValueError("keys, titles or relations that are not strings")
         if set(map(type, chain(doc, hs, ts, chain.from_iterable(evidence)))) - {int}:
             raise ValueError("indices that are not integers")
         mask_types = set(map(type, chain.from_iterable(masks)))
@@ -338,9 +345,17 @@ class GoldIndex:
         if min(chain(doc, hs, ts), default=0) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
             raise ValueError("label indices out of range")
         index = cls()
-        index.docs = dict(zip(keys, names))
-        index._names = dict(index.docs)
         index.num_entities = dict(zip(keys, n_ent))
+        if names is not None:
+            if not index.names_fit(names, keys):
+                raise ValueError("the names column does not fit the documents")
+            index.docs = dict(zip(keys, names))
+            index._names = dict(index.docs)
+        elif names_loader is not None:
+            index.docs = dict.fromkeys(keys)
+            index._names_loader = names_loader
+        else:
+            raise ValueError("no names column and no names loader")
         index.sentence_masks = dict(zip(keys, masks))
         for key, title in zip(keys, titles):
             index.titles.setdefault(title, []).append(key)
@@ -415,11 +430,30 @@ class GoldIndex:
         """Install :meth:`labels_in_train` for ``facts`` computed earlier (a cache of a gold / train pair)."""
         self._in_train = (facts, frozenset(labels))
 
+    def names_fit(self, names: Any, keys: Sequence[str] | None = None) -> bool:
+        """Whether ``names`` (per document in key order, per entity a list of strings) fit the documents."""
+        keys = list(self.docs) if keys is None else keys
+        return (
+            type(names) is list
+            and len(names) == len(keys)
+            and not set(map(type, names)) - {list}
+            and list(map(len, names)) == list(map(self.num_entities.__getitem__, keys))
+            and not set(map(type, chain.from_iterable(names))) - {list}
+            and not set(map(type, chain.from_iterable(chain.from_iterable(names)))) - {str}
+        )
+
     def names(self, key: str) -> list[list[str]]:
         """Distinct mention names of every entity of a document (computed on first use)."""
         names = self._names.get(key)
         if names is None:
             source = self.docs[key]
+            if source is None and self._names_loader is not None:  # from_columns without names: all at once
+                loaded = self._names_loader()
+                if not self.names_fit(loaded):
+                    raise ValueError("the loaded mention names do not fit the documents")
+                self._names_loader = None
+                self._names = dict(zip(self.docs, loaded))
+                return self._names[key]
             if isinstance(source, Document):
                 names = [e.names for e in source.entities]
             else:  # a raw vertexSet (from_records): Entity.names' rule, distinct names in mention order

@@ -170,12 +170,30 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
     columns = cache.load(kind, source)
     if columns is not None:
         try:
-            return (GoldIndex if kind == "gold" else TrainFacts).from_columns(columns), source
+            if kind == "gold":
+                index = GoldIndex.from_columns(columns, names_loader=lambda: _cached_names(path, source, cache, index))
+                return index, source
+            return TrainFacts.from_columns(columns), source
         except (KeyError, IndexError, TypeError, ValueError):  # a damaged or foreign entry: rebuilt below
             pass
     built = _build(path, kind)
-    cache.store(kind, source, built.to_columns())
+    columns = built.to_columns()
+    if kind == "gold":  # mention names (only Ign needs them, once per training file) in an entry of their own
+        cache.store("names", source, columns.pop("names"))
+    cache.store(kind, source, columns)
     return built, source
+
+
+def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldIndex) -> list[list[list[str]]]:
+    """The mention names of a gold file whose ``index`` came from the cache: from their entry when they fit
+    the index, else from the file (and stored)."""
+    names = cache.load("names", source)
+    if index.names_fit(names):
+        return names
+    built = _build(path, "gold")
+    names = [built.names(key) for key in built.docs]
+    cache.store("names", source, names)
+    return names
 
 
 def _build(path: PathLike, kind: str) -> GoldIndex | TrainFacts:

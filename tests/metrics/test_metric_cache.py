@@ -40,7 +40,7 @@ def test_warm_scores_equal_cold_scores_on_the_test_split(files, tmp_path, monkey
     preds, gold, train = files
     cold = score_files(preds, gold, train)
     first = score_files(preds, gold, train, cache=tmp_path)
-    assert entries(tmp_path) == ["gold", "in", "train"]
+    assert entries(tmp_path) == ["gold", "in", "names", "train"]
     built = []
     monkeypatch.setattr(GoldIndex, "from_records", classmethod(lambda cls, records, **options: built.append(1)))
     monkeypatch.setattr(TrainFacts, "from_records", classmethod(lambda cls, records, **options: built.append(1)))
@@ -121,7 +121,7 @@ def _damages():
 
     def wrong_types(path):
         columns = orjson.loads(path.read_bytes().partition(b"\n")[2])
-        columns["names"][0][0] = [7]
+        columns["titles"][0] = [7]
         _rewrite(path, orjson.dumps(columns))
 
     return [truncate, flip_payload_byte, other_format, not_json, label_out_of_range, label_of_a_missing_document,
@@ -157,6 +157,25 @@ def test_damaged_train_and_in_train_entries_are_rebuilt(files, redocred_test, tm
                           ("in", b'{"num_labels": 3, "positions": [0]}')):  # fmt: skip
         _rewrite(_entry_path(store, kind), payload)
     assert score_files(preds, gold, train, cache=store, allow_unknown_documents=True).to_dict() == expected
+
+
+@pytest.mark.parametrize("names", [b'[["x"]]', b'"not a list"', None], ids=["foreign", "not-a-list", "missing"])
+def test_mention_names_are_read_from_their_entry_or_else_from_the_file(files, redocred_test, tmp_path, names):
+    """A warm gold index reads mention names only when Ign needs them (new training file)."""
+    preds, _, train = files
+    gold = tmp_path / "gold.json"
+    write_documents(redocred_test[:150], gold)
+    store = ScoringCache(tmp_path / "cache")
+    expected = score_files(preds, gold, train, allow_unknown_documents=True).to_dict()
+    score_files(preds, gold, cache=store, allow_unknown_documents=True)  # gold and names entries, no Ign
+    path = _entry_path(store, "names")
+    if names is None:
+        path.unlink()
+    else:
+        _rewrite(path, names)
+    assert score_files(preds, gold, train, cache=store, allow_unknown_documents=True).to_dict() == expected
+    index = read_gold_index(gold, cache=store)
+    assert all(index.names(d.key) == [e.names for e in d.entities] for d in redocred_test[:150])
 
 
 def test_an_unwritable_cache_is_skipped(files, redocred_test, tmp_path):
@@ -203,7 +222,7 @@ def test_the_cli_caches_by_default_and_not_with_no_cache(tmp_path, monkeypatch, 
     assert not (tmp_path / "none").exists()
     monkeypatch.setenv("ENVRE_SCORING_CACHE", str(tmp_path / "cache"))
     assert main(argv + [str(tmp_path / "cold.json")]) == 0
-    assert entries(tmp_path / "cache") == ["gold", "in", "train"]
+    assert entries(tmp_path / "cache") == ["gold", "in", "names", "train"]
     assert main(argv + [str(tmp_path / "warm.json")]) == 0
     capsys.readouterr()
     texts = {(tmp_path / f"{name}.json").read_text() for name in ("uncached", "cold", "warm")}
