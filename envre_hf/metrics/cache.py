@@ -5,6 +5,7 @@ the training file (Ign), which are the same for every checkpoint of a run. :clas
 under ``$ENVRE_SCORING_CACHE``, else ``$ENVRE_CACHE/scoring`` (default ``~/.cache/envre/scoring``):
 
 * ``gold-<digest>.json``: the :class:`~.docre.GoldIndex` of a gold file (:meth:`GoldIndex.to_columns`);
+* ``names-<digest>.json``: its mention names, read only when Ign needs them (a training file not seen with it);
 * ``train-<digest>.json``: the :class:`~.docre.TrainFacts` of a training file;
 * ``in-train-<gold digest>-<train digest>.json``: which gold labels are "in train" (:meth:`GoldIndex.labels_in_train`).
 

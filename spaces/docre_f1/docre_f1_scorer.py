@@ -1301,7 +1301,7 @@ class GoldIndex:
         index.num_gold_evidence, num_gold_intra = columns["num_gold_evidence"], columns["num_gold_intra"]
         if type(index.num_gold_evidence) is not int or type(num_gold_intra) is not int:
             raise ValueError("counts that are not integers")
-        index._finish(num_gold_intra)
+        index._finish(num_gold_intra, Counter(rs), Counter(map(n_ent.__getitem__, doc)))
         return index
 
     def _add(
@@ -1338,10 +1338,20 @@ class GoldIndex:
             labels[(key, h, t, r)] = evidence
             self.num_gold_evidence += len(evidence)
 
-    def _finish(self, num_gold_intra: int | None = None) -> None:
+    def _finish(
+        self,
+        num_gold_intra: int | None = None,
+        gold_by_relation: Counter[str] | None = None,
+        gold_by_count: Counter[int] | None = None,
+    ) -> None:
+        """The totals scoring divides by (those already counted from columns are passed in)."""
         labels = self.labels
-        self.gold_by_relation: Counter[str] = Counter(map(itemgetter(3), labels))
-        self.gold_by_count: Counter[int] = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
+        if gold_by_relation is None:
+            gold_by_relation = Counter(map(itemgetter(3), labels))
+        if gold_by_count is None:
+            gold_by_count = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
+        self.gold_by_relation: Counter[str] = gold_by_relation
+        self.gold_by_count: Counter[int] = gold_by_count
         self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
         if num_gold_intra is None:
             masks = self.sentence_masks
