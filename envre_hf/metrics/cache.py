@@ -84,12 +84,12 @@ class ScoringCache:
         """Write the entry atomically; False (and nothing written) when the folder is not writable."""
         from ..atomic import atomic_open  # lazy: only a miss writes
 
-        body = orjson.dumps(payload)
-        header = {"format": FORMAT, "kind": kind, "source": source, "payload": digest(body)}
         try:
+            body = orjson.dumps(payload)
+            header = {"format": FORMAT, "kind": kind, "source": source, "payload": digest(body)}
             with atomic_open(self.path(kind, source), "wb", durable=False) as fh:
                 fh.write(orjson.dumps(header) + b"\n" + body)
-        except OSError:
+        except (OSError, TypeError):  # an unwritable folder; a value JSON cannot hold (orjson: TypeError)
             return False
         return True
 

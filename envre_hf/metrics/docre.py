@@ -231,8 +231,14 @@ class DocREScores:
 # --------------------------------------------------------------------------- gold index
 
 
-def _typed_gold_record(doc: Document) -> tuple:
+def _typed_gold_record(doc: Document, i: int) -> tuple:
     """The fields :meth:`GoldIndex._add` takes, from a typed document (:func:`_fast_gold_record` reads them from a dict)."""
+    for e, entity in enumerate(doc.entities):
+        for m, mention in enumerate(entity.mentions):
+            if mention.sent_id < 0:  # no bit in a sentence mask (validate_document rejects it too)
+                raise DocumentError(
+                    f"sent_id {mention.sent_id} is out of range", doc_index=i, title=doc.title, entity=e, mention=m, field="sent_id"
+                )
     return (
         doc.key,
         doc.title,
@@ -268,7 +274,7 @@ class GoldIndex:
         for i, doc in enumerate(gold):
             if not isinstance(doc, Document):
                 raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
-            self._add(i, *_typed_gold_record(doc))
+            self._add(i, *_typed_gold_record(doc, i))
         self._finish()
 
     @classmethod
@@ -287,7 +293,7 @@ class GoldIndex:
         for i, obj in enumerate(records):
             fast = _fast_gold_record(obj, checked)
             if fast is None:
-                fast = _typed_gold_record(from_dict(obj, i))
+                fast = _typed_gold_record(from_dict(obj, i), i)
             index._add(i, *fast)
         index._finish()
         return index

@@ -228,3 +228,17 @@ def test_linked_records_are_never_taken_as_checked(redocred_test, tmp_path):
     records, plain = _checked_records(tmp_path / "linked.json")
     assert not plain
     assert read_gold_index(tmp_path / "linked.json").labels == GoldIndex(redocred_test[:3]).labels
+
+
+def test_negative_sentence_ids_are_named_errors(redocred_test, tmp_path):
+    """A sentence id has a bit in the entity's sentence mask only when it is not negative."""
+    records = _docred_dicts(redocred_test[:3], tmp_path)
+    records[2]["vertexSet"][1][0]["sent_id"] = -1
+    with pytest.raises(DocumentError) as err:
+        GoldIndex.from_records(records)
+    assert (err.value.doc_index, err.value.entity, err.value.mention, err.value.field) == (2, 1, 0, "sent_id")
+    doc = redocred_test[0]
+    mention = replace(doc.entities[0].mentions[0], sent_id=-2)
+    odd = replace(doc, entities=[replace(doc.entities[0], mentions=[mention])] + doc.entities[1:])
+    with pytest.raises(DocumentError, match="sent_id -2"):
+        GoldIndex([doc, odd])
