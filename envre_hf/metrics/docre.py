@@ -598,6 +598,8 @@ class _Tally:
     predicted_evidence: int = 0
     pred_intra: int = 0
     correct_intra: int = 0
+    #: the documents and relations of ``kept`` and ``correct_keys`` as columns, when the tally has them
+    columns: tuple[Sequence[str], Sequence[str], Iterable[str], Iterable[str]] | None = None
 
 
 @paused_gc()
@@ -809,7 +811,7 @@ def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) ->
     if num_kept < n:
         keep = [False] * n
         deque(map(keep.__setitem__, first.values(), repeat(True)), maxlen=0)
-        rows, doc_masks, hs, ts, evs = (list(compress(col, keep)) for col in (rows, doc_masks, hs, ts, evs))
+        rows, keys, rs, doc_masks, hs, ts, evs = (list(compress(col, keep)) for col in (rows, keys, rs, doc_masks, hs, ts, evs))
 
     shared = list(map(operator.and_, map(getitem, doc_masks, hs), map(getitem, doc_masks, ts)))  # 0: inter
     gold_evs = list(map(index.labels.get, rows))  # None: not a gold label
@@ -838,6 +840,7 @@ def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) ->
         predicted_evidence=predicted_evidence,
         pred_intra=num_kept - shared.count(0),
         correct_intra=num_correct - correct_inter,
+        columns=(keys, rs, compress(keys, correct), compress(rs, correct)),
     )
 
 
@@ -871,15 +874,19 @@ def _scores(tally: _Tally, index: GoldIndex, facts: TrainFacts | None) -> DocRES
     intra = _prf(tally.correct_intra, tally.pred_intra, index.num_gold_intra)
     inter = _prf(correct - tally.correct_intra, tally.num_kept - tally.pred_intra, n_gold - index.num_gold_intra)
 
-    relation_of, doc_of = itemgetter(3), itemgetter(0)
-    kept, correct_keys = tally.kept, tally.correct_keys
-    pred_by_relation = Counter(map(relation_of, kept))
-    correct_by_relation = Counter(map(relation_of, correct_keys))
+    if tally.columns is None:
+        relation_of, doc_of = itemgetter(3), itemgetter(0)
+        kept_docs, kept_relations = map(doc_of, tally.kept), map(relation_of, tally.kept)
+        correct_docs, correct_relations = map(doc_of, tally.correct_keys), map(relation_of, tally.correct_keys)
+    else:
+        kept_docs, kept_relations, correct_docs, correct_relations = tally.columns
+    pred_by_relation = Counter(kept_relations)
+    correct_by_relation = Counter(correct_relations)
     pred_by_count: Counter[int] = Counter()
-    for key, count in Counter(map(doc_of, kept)).items():
+    for key, count in Counter(kept_docs).items():
         pred_by_count[num_entities[key]] += count
     correct_by_count: Counter[int] = Counter()
-    for key, count in Counter(map(doc_of, correct_keys)).items():
+    for key, count in Counter(correct_docs).items():
         correct_by_count[num_entities[key]] += count
     order = {rid: i for i, rid in enumerate(docred_schema().ids())}
     per_relation = {}
