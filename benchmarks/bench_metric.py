@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import gc
 import json
 import os
 import random
@@ -41,15 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_common import DEV, TEST, machine, write_json  # noqa: E402
 
 from envre_hf.documents import Document, docred_schema, read_documents, to_docred, write_documents  # noqa: E402
-from envre_hf.metrics import (  # noqa: E402
-    GoldIndex,
-    TrainFacts,
-    read_gold_index,
-    read_predictions,
-    read_predictions_fast,
-    read_train_facts,
-    score_predictions,
-)
 
 #: How each process is named in the printout.
 LABELS = {
@@ -77,6 +67,41 @@ pred, gold, train, out = sys.argv[1:5]
 with open(pred) as p, open(gold) as g, open(train) as t:
     scores = official_scores(json.load(p), json.load(g), json.load(t))
 open(out, "w", encoding="utf-8").write(json.dumps(scores, indent=2) + "\\n")
+"""
+
+
+#: One path's steps, timed in a process of its own: prints ``[{step: CPU seconds}, headline scores]``.
+BREAKDOWN = """
+import gc, json, sys, time
+from envre_hf.documents import read_documents
+from envre_hf.metrics import (GoldIndex, TrainFacts, read_gold_index, read_predictions, read_predictions_fast,
+                              read_train_facts, score_predictions)
+from envre_hf.metrics.fast_io import _cached_labels_in_train
+from envre_hf.metrics.cache import ScoringCache, file_digest
+mode, pred, gold, train, cache = sys.argv[1:6]
+steps = {}
+def step(name, fn):
+    start = time.process_time()
+    value = fn()
+    steps[name] = time.process_time() - start
+    return value
+if mode == "replaced":
+    gold_docs = step("read gold", lambda: read_documents(gold))
+    train_docs = step("read train", lambda: read_documents(train))
+    preds = step("read predictions", lambda: read_predictions(pred))
+    index = step("gold index", lambda: GoldIndex(gold_docs))
+    facts = step("train facts", lambda: TrainFacts.from_documents(train_docs))
+else:
+    gc.disable()  # as score_files does
+    store = ScoringCache(cache) if mode == "new_warm" else None
+    index = step("gold index" + (" from cache" if store else " from file"), lambda: read_gold_index(gold, cache=store))
+    facts = step("train facts" + (" from cache" if store else " from file"), lambda: read_train_facts(train, cache=store))
+    if store:
+        key = file_digest(gold) + "-" + file_digest(train)
+        step("labels in train from cache", lambda: _cached_labels_in_train(index, facts, store, key))
+    preds = step("read predictions", lambda: read_predictions_fast(pred))
+scores = step("score", lambda: score_predictions(preds, index, facts))
+print(json.dumps([steps, {k: getattr(scores, k) for k in ("f1", "ign_f1", "evidence_f1")}]))
 """
 
 
@@ -131,12 +156,6 @@ def run_process(cmd: list[str], env: dict[str, str] | None = None) -> tuple[floa
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
-
-
-def cpu(fn):
-    start = time.process_time()
-    result = fn()
-    return time.process_time() - start, result
 
 
 def main() -> None:
@@ -205,36 +224,15 @@ def main() -> None:
             goal = " (goal x3)" if old == "official" else ""
             print(f"{LABELS[new]} vs {LABELS[old]} (whole process, CPU time, best): x{ratio:.2f} faster{goal}")
 
-    # in-process breakdown (CPU seconds, one run each); the objects alive so far are frozen, so that a collection
-    # triggered inside one step does not walk them (in a process of its own they do not exist)
-    gc.collect()
-    gc.freeze()
-    typed = {}
-    typed["read gold"], gold_docs = cpu(lambda: read_documents(gold_path))
-    typed["read train"], train_docs = cpu(lambda: read_documents(train_path))
-    typed["read predictions"], typed_preds = cpu(lambda: read_predictions(pred_path))
-    typed["gold index"], index = cpu(lambda: GoldIndex(gold_docs))
-    typed["train facts"], facts = cpu(lambda: TrainFacts.from_documents(train_docs))
-    typed["score"], scores = cpu(lambda: score_predictions(typed_preds, index, facts))
-    fast = {}
-    fast["gold index from file"], f_index = cpu(lambda: read_gold_index(gold_path))
-    fast["train facts from file"], f_facts = cpu(lambda: read_train_facts(train_path))
-    fast["read predictions"], f_preds = cpu(lambda: read_predictions_fast(pred_path))
-    fast["score (labels in train computed)"], f_scores = cpu(lambda: score_predictions(f_preds, f_index, f_facts))
-    fast["score again"], _ = cpu(lambda: score_predictions(f_preds, f_index, f_facts))
-    assert f_scores.to_dict() == scores.to_dict()
-    warm = {}
-    warm["gold index from cache"], w_index = cpu(lambda: read_gold_index(gold_path, cache=cache_dir))
-    warm["train facts from cache"], w_facts = cpu(lambda: read_train_facts(train_path, cache=cache_dir))
-    warm["score (labels in train computed)"], w_scores = cpu(lambda: score_predictions(f_preds, w_index, w_facts))
-    assert w_scores.to_dict() == scores.to_dict()
-    print("breakdown (CPU s), replaced:   " + ", ".join(f"{k} {v:.3f}" for k, v in typed.items()))
-    print("breakdown (CPU s), new (cold): " + ", ".join(f"{k} {v:.3f}" for k, v in fast.items()))
-    print("breakdown (CPU s), new (warm): " + ", ".join(f"{k} {v:.3f}" for k, v in warm.items()))
-    print(f"F1 {100 * scores.f1:.2f}  Ign F1 {100 * scores.ign_f1:.2f}  evidence F1 {100 * scores.evidence_f1:.2f}")
-    figures["breakdown_replaced_cpu_s"] = {k: round(v, 3) for k, v in typed.items()}
-    figures["breakdown_new_cpu_s"] = {k: round(v, 3) for k, v in fast.items()}
-    figures["breakdown_new_warm_cpu_s"] = {k: round(v, 3) for k, v in warm.items()}
+    # breakdown: CPU seconds of each step, one child process per path (a fresh heap, as in the jobs above)
+    paths = [str(pred_path), str(gold_path), str(train_path), str(cache_dir)]
+    steps = {}
+    for name in ("replaced", "new_cold", "new_warm"):
+        out = subprocess.run([sys.executable, "-c", BREAKDOWN, name, *paths], check=True, capture_output=True, text=True)
+        steps[name], f1 = json.loads(out.stdout)
+        print(f"breakdown (CPU s), {LABELS[name]}: " + ", ".join(f"{k} {v:.3f}" for k, v in steps[name].items()))
+        figures[f"breakdown_{name}_cpu_s"] = {k: round(v, 3) for k, v in steps[name].items()}
+    print(f"F1 {100 * f1['f1']:.2f}  Ign F1 {100 * f1['ign_f1']:.2f}  evidence F1 {100 * f1['evidence_f1']:.2f}")
     shutil.rmtree(tmp)
     if args.json_out:
         command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
