@@ -29,7 +29,7 @@ import gc
 import operator
 import os
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, compress, product, repeat
@@ -657,12 +657,18 @@ def _tally_loop(
         if type(pred) is not dict and not isinstance(pred, Mapping):
             raise PredictionError(f"expected an object, got {type(pred).__name__}", index=i)
         doc_id = pred.get("doc_id")
-        if doc_id is not None and doc_id in num_entities:
+        try:
+            known = doc_id is not None and doc_id in num_entities
+            ref = (doc_id, pred.get("title"))
+            seen = not known and ref in resolved
+        except TypeError:  # an unhashable doc_id or title (a list, a dict)
+            name = "doc_id" if not isinstance(doc_id, Hashable) else "title"
+            raise PredictionError(f"expected a string, got {type(pred.get(name)).__name__}", index=i, field=name) from None
+        if known:
             key = name = doc_id
         else:
-            ref = (doc_id, pred.get("title"))
             name = ref[0] if ref[0] is not None else ref[1]
-            if ref in resolved:
+            if seen:
                 key = resolved[ref]
             else:
                 if name is None:

@@ -138,6 +138,15 @@ def test_irregular_predictions_raise_the_loops_named_errors(gold, change, field,
     assert info.value.doc in (bad.get("doc_id"), bad.get("title"))
 
 
+@pytest.mark.parametrize("field", ["doc_id", "title"])
+def test_unhashable_document_references_are_named_errors(gold, field):
+    preds = perturbed(gold, 6)
+    preds[321] = {k: v for k, v in preds[321].items() if k != "doc_id"} | {field: ["not", "a", "string"]}
+    with pytest.raises(PredictionError, match="expected a string, got list") as info:
+        score_predictions(preds, gold, allow_unknown_documents=True)
+    assert info.value.index == 321 and info.value.field == field
+
+
 def test_a_prediction_that_is_not_an_object_is_named_in_a_large_submission(gold):
     preds = perturbed(gold, 5)
     preds[999] = ["doc", 0, 1, "P17"]
