@@ -166,3 +166,60 @@ def test_labels_in_train_are_computed_once_per_facts_object(gold, facts, redocre
     assert index.labels_in_train(other) == {
         k for k in index.labels if other.any_in_train(names(k[0])[k[1]], names(k[0])[k[2]], k[3])
     }
+
+
+def _outcome(preds, index, facts, allow, monkeypatch, *, bulk, taken=None):
+    """Scores, or the error's (type, index, field, message), of one path (``taken``: counts bulk tallies)."""
+    with monkeypatch.context() as m:
+        if not bulk:
+            loop_only(m)
+        elif taken is not None:
+            real = docre._tally_bulk
+
+            def counted(*args):
+                tally = real(*args)
+                if tally is not None:
+                    taken.append(1)
+                return tally
+
+            m.setattr(docre, "_tally_bulk", counted)
+        try:
+            return score_predictions(preds, index, facts, allow_unknown_documents=allow).to_dict()
+        except PredictionError as err:
+            return ("PredictionError", err.index, err.field, str(err))
+
+
+def test_bulk_and_loop_agree_on_random_submissions_good_and_bad(redocred_dev, redocred_test, monkeypatch):
+    """Random small submissions (doc_id / title / both, repeats, evidence or not, one field broken now and
+    then) against gold whose titles are partly ambiguous: same scores, or the same named error."""
+    import random
+
+    docs = redocred_dev[:20]
+    gold = [replace(d, doc_id=f"{d.title}#1") for d in docs[:8]] + docs
+    index, facts = GoldIndex(gold), TrainFacts.from_documents(redocred_test[:100])
+    rng = random.Random(3)
+    rels = ["P17", "P131", "P27", "P150", "P569", "Pxx"]
+    broken = [None, True, -1, 1000, "x", 1.0, [0], (1,), 5, "P17", []]
+    outcomes, taken = set(), []
+    for _ in range(400):
+        preds = []
+        for _ in range(rng.randrange(1, 30)):
+            doc = rng.choice(gold)
+            pred = {"h_idx": rng.randrange(doc.num_entities), "t_idx": rng.randrange(doc.num_entities), "r": rng.choice(rels)}
+            if rng.random() < 0.5:
+                rel = rng.choice(doc.relations)
+                pred.update(h_idx=rel.h, t_idx=rel.t, r=rel.r)
+            u = rng.random()
+            pred.update({"doc_id": doc.key} if u < 0.6 else {"title": doc.title} if u < 0.8 else {"doc_id": doc.key, "title": doc.title})
+            if rng.random() < 0.5:
+                pred["evidence"] = [rng.randrange(len(doc.sents)) for _ in range(rng.randrange(4))]
+            preds.append(pred)
+        preds += [dict(rng.choice(preds)) for _ in range(rng.randrange(3))]
+        if rng.random() < 0.3:
+            rng.choice(preds)[rng.choice(["h_idx", "t_idx", "r", "doc_id", "title", "evidence"])] = rng.choice(broken)
+        allow, train = rng.random() < 0.3, facts if rng.random() < 0.5 else None
+        bulk = _outcome(preds, index, train, allow, monkeypatch, bulk=True, taken=taken)
+        assert bulk == _outcome(preds, index, train, allow, monkeypatch, bulk=False)
+        outcomes.add(type(bulk).__name__)
+    assert outcomes == {"dict", "tuple"}  # both scores and errors were compared
+    assert 50 < len(taken) < 350  # regular submissions were counted column-wise, irregular ones by the loop
