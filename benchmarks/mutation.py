@@ -64,7 +64,8 @@ _MODEL_TESTS = (
 TARGETS: dict[str, Target] = {
     "metric": Target(
         "envre_hf/metrics/docre.py",
-        ("tests/metrics/test_metric.py", P + "test_prop_metric.py", "tests/metrics/test_metric_fast.py", "tests/metrics/test_metric_reference.py"),
+        ("tests/metrics/test_metric.py", P + "test_prop_metric.py", "tests/metrics/test_metric_fast.py", "tests/metrics/test_metric_reference.py",
+         "tests/metrics/test_metric_bulk.py", "tests/metrics/test_metric_cache.py"),
         ("tests/analysis/test_analysis.py",),
     ),
     "pipeline": Target(

@@ -15,6 +15,7 @@ the 2,500-document benchmark that was a third of the whole job (``benchmarks/ben
 from __future__ import annotations
 
 import os
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,13 @@ import orjson
 
 from ..documents import DocumentError, read_documents
 from ..documents.formats import to_docred as to_record
+from .cache import ScoringCache, file_digest, resolve_cache
 from .docre import DocREScores, GoldIndex, PredictionError, TrainFacts, paused_gc, score_predictions
 from ..documents.relations import docred_schema
 
 PathLike = str | os.PathLike
+#: The ``cache`` argument: None / False (no cache), True (the default folder), a folder, or a cache.
+CacheArg = bool | PathLike | ScoringCache | None
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -81,11 +85,9 @@ def _plain_valid(rec: Any) -> bool:
     sents, vertex = rec.get("sents"), rec.get("vertexSet")
     if type(sents) is not list or not sents or type(vertex) is not list:
         return False
-    lengths = []
-    for sent in sents:
-        if type(sent) is not list or not all(type(tok) is str for tok in sent):
-            return False
-        lengths.append(len(sent))
+    if set(map(type, sents)) != {list} or set(map(type, chain.from_iterable(sents))) - {str}:
+        return False
+    lengths = list(map(len, sents))
     for entity in vertex:
         if type(entity) is not list or not entity:
             return False
@@ -128,36 +130,85 @@ _RELATIONS: frozenset[str] | None = None
 _PLAIN_KEYS = frozenset({"title", "sents", "vertexSet", "labels", "doc_id"})
 
 
-def _checked_records(path: PathLike) -> list[Any]:
-    """Raw records of a document file, validated: the typed reader raises the precise error on a bad one."""
+def _checked_records(path: PathLike) -> tuple[list[Any], bool]:
+    """Raw records of a document file, validated (the typed reader raises the precise error on a bad one),
+    and whether all of them are plain DocRED records that passed :func:`_plain_valid`."""
     path = Path(path)
     if path.name.endswith(".gz"):
-        return [to_record(doc) for doc in read_documents(path)]
+        return [to_record(doc) for doc in read_documents(path)], False
     records = read_json_records(path)
-    if not all(_plain_valid(rec) for rec in records):
+    plain = all(_plain_valid(rec) for rec in records)
+    if not plain:
         read_documents(path)  # raises DocumentError naming the file, document and field
     keys = [rec.get("doc_id") or rec.get("title") for rec in records if type(rec) is dict]
     if len(set(keys)) != len(keys):
         read_documents(path)  # duplicate keys: the typed reader names them
-    return records
+    return records, plain
 
 
 @paused_gc()
-def read_gold_index(path: PathLike) -> GoldIndex:
-    """:class:`GoldIndex` of a gold file (DocRED / Re-DocRED JSON or JSONL; Linked-DocRED via the typed reader)."""
-    return GoldIndex.from_records(_checked_records(path))
+def read_gold_index(path: PathLike, *, cache: CacheArg = None) -> GoldIndex:
+    """:class:`GoldIndex` of a gold file (DocRED / Re-DocRED JSON or JSONL; Linked-DocRED via the typed reader).
+
+    ``cache``: None / False (none), True (``$ENVRE_CACHE/scoring``), a folder or a :class:`ScoringCache`; the
+    index of a file read before (same bytes) is read from it instead of the file (:mod:`~.cache`).
+    """
+    return _read_cached(path, "gold", resolve_cache(cache))[0]
 
 
 @paused_gc()
-def read_train_facts(path: PathLike) -> TrainFacts:
-    """:class:`TrainFacts` (for Ign) of a training file."""
-    return TrainFacts.from_records(_checked_records(path))
+def read_train_facts(path: PathLike, *, cache: CacheArg = None) -> TrainFacts:
+    """:class:`TrainFacts` (for Ign) of a training file (``cache`` as in :func:`read_gold_index`)."""
+    return _read_cached(path, "train", resolve_cache(cache))[0]
+
+
+def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple[Any, str | None]:
+    """The index (``kind`` gold) or facts (train) of a file and the file's digest (None without a cache)."""
+    if cache is None:
+        return _build(path, kind), None
+    source = file_digest(path)
+    columns = cache.load(kind, source)
+    if columns is not None:
+        try:
+            if kind == "gold":
+                index = GoldIndex.from_columns(columns, names_loader=lambda: _cached_names(path, source, cache, index))
+                return index, source
+            return TrainFacts.from_columns(columns), source
+        except (KeyError, IndexError, TypeError, ValueError):  # a damaged or foreign entry: rebuilt below
+            pass
+    built = _build(path, kind)
+    columns = built.to_columns()
+    if kind == "gold":  # mention names (only Ign needs them, once per training file) in an entry of their own
+        cache.store("names", source, columns.pop("names"))
+    cache.store(kind, source, columns)
+    return built, source
+
+
+def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldIndex) -> list[list[list[str]]]:
+    """The mention names of a gold file whose ``index`` came from the cache: from their entry when they fit
+    the index, else from the file (and stored)."""
+    names = cache.load("names", source)
+    if index.names_fit(names):
+        return names
+    built = _build(path, "gold")
+    names = [built.names(key) for key in built.docs]
+    cache.store("names", source, names)
+    return names
+
+
+def _build(path: PathLike, kind: str) -> GoldIndex | TrainFacts:
+    records, plain = _checked_records(path)
+    return (GoldIndex if kind == "gold" else TrainFacts).from_records(records, checked=plain)
 
 
 @paused_gc()
 def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
     """:func:`~envre_hf.metrics.read_predictions` with orjson: a JSON list of objects or JSON Lines."""
     preds = read_json_records(path, what="predictions")
+    if set(map(type, preds)) <= {dict} and all(
+        set(map(type, map(dict.get, preds, repeat(key)))) <= {str, type(None)} for key in ("title", "doc_id")
+    ):
+        return preds  # checked in bulk; otherwise the loop below names the first bad prediction
     for i, pred in enumerate(preds):
         if type(pred) is not dict:
             raise PredictionError(f"{path}: expected an object, got {type(pred).__name__}", index=i)
@@ -175,9 +226,35 @@ def score_files(
     train: PathLike | None = None,
     *,
     allow_unknown_documents: bool = False,
+    cache: CacheArg = None,
 ) -> DocREScores:
-    """Score a prediction file against a gold file (Ign against ``train``) on the fast path."""
-    index = read_gold_index(gold)
-    facts = read_train_facts(train) if train is not None else None
+    """Score a prediction file against a gold file (Ign against ``train``) on the fast path.
+
+    ``cache``: None / False (none), True (``$ENVRE_CACHE/scoring``), a folder or a :class:`ScoringCache`:
+    the gold index, the training facts and which gold labels are in train are kept there per file content,
+    so scoring more prediction files against the same gold file skips reading it (``envre evaluate`` uses
+    the default folder unless ``--no-cache``). The scores are the same either way.
+    """
+    store = resolve_cache(cache)
+    index, gold_digest = _read_cached(gold, "gold", store)
+    facts = None
+    if train is not None:
+        facts, train_digest = _read_cached(train, "train", store)
+        if store is not None:
+            _cached_labels_in_train(index, facts, store, f"{gold_digest}-{train_digest}")
     preds = read_predictions_fast(predictions)
     return score_predictions(preds, index, facts, allow_unknown_documents=allow_unknown_documents)
+
+
+def _cached_labels_in_train(index: GoldIndex, facts: TrainFacts, cache: ScoringCache, source: str) -> None:
+    """:meth:`GoldIndex.labels_in_train` from the cache, or computed and stored (as positions in the label order)."""
+    labels = list(index.labels)
+    stored = cache.load("in-train", source)
+    if type(stored) is dict and stored.get("num_labels") == len(labels) and type(stored.get("positions")) is list:
+        positions = stored["positions"]
+        if not set(map(type, positions)) - {int} and (not positions or 0 <= min(positions) <= max(positions) < len(labels)):
+            index.remember_labels_in_train(facts, map(labels.__getitem__, positions))
+            return
+    in_train = index.labels_in_train(facts)
+    positions = [i for i, label in enumerate(labels) if label in in_train]
+    cache.store("in-train", source, {"num_labels": len(labels), "positions": positions})

@@ -967,12 +967,12 @@ def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "do
 import gc
 import operator
 import os
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import chain, product
-from operator import itemgetter
+from itertools import chain, compress, product, repeat
+from operator import getitem, is_not, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -1034,14 +1034,15 @@ class TrainFacts:
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
 
     @classmethod
-    def from_records(cls, records: Iterable[Any]) -> "TrainFacts":
+    def from_records(cls, records: Iterable[Any], *, checked: bool = False) -> "TrainFacts":
         """:meth:`from_documents` of DocRED-format dicts (e.g. ``orjson.loads`` of the training file), without
-        building typed documents; a record that is not plain DocRED goes through the typed reader."""
+        building typed documents; a record that is not plain DocRED goes through the typed reader.
+        ``checked``: every record passed the full structural validation already (as in :func:`GoldIndex.from_records`)."""
 
         grouped: dict[str, set[tuple[str, str]]] = {}
         n = 0
         for n, obj in enumerate(records, 1):
-            fast = _fast_gold_record(obj)
+            fast = _fast_gold_record(obj, checked)
             if fast is None:
                 doc = from_dict(obj, n - 1)
                 names = [entity.names for entity in doc.entities]
@@ -1049,7 +1050,7 @@ class TrainFacts:
                 title = doc.title
             else:
                 title, vertex_set = fast[1], fast[5]
-                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in vertex_set]
+                names = [list(dict.fromkeys(map(_NAME, cluster))) for cluster in vertex_set]
                 relations = fast[4]
             n_ent = len(names)
             for j, (h, t, r, *_) in enumerate(relations):
@@ -1063,6 +1064,28 @@ class TrainFacts:
                 pairs.update(product(names[h], names[t]))
         facts = frozenset((n1, n2, r) for r, pairs in grouped.items() for n1, n2 in pairs)
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
+
+    def to_columns(self) -> dict[str, Any]:
+        """The facts as JSON-ready columns, grouped by relation (a scoring cache stores them;
+        :meth:`from_columns` reads them back)."""
+        by_relation = {r: [list(col) for col in zip(*pairs)] for r, pairs in self.by_relation.items() if pairs}
+        return {"num_documents": self.num_documents, "by_relation": by_relation}
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Any]) -> "TrainFacts":
+        """:meth:`to_columns` read back; ValueError when the columns do not fit together."""
+        n, grouped = columns["num_documents"], columns["by_relation"]
+        if type(n) is not int or type(grouped) is not dict:
+            raise ValueError("training facts: unexpected column types")
+        columns_of = list(grouped.values())  # per relation: [head names, tail names]
+        if set(map(type, columns_of)) - {list} or set(map(len, columns_of)) - {2}:
+            raise ValueError("training facts: a relation without its two name columns")
+        heads, tails = [h for h, _ in columns_of], [t for _, t in columns_of]
+        if list(map(len, heads)) != list(map(len, tails)) or set(map(type, chain(*heads, *tails))) - {str}:
+            raise ValueError("training fact columns of different lengths, or names that are not strings")
+        by_relation = {r: frozenset(zip(h, t)) for r, (h, t) in grouped.items()}
+        facts = frozenset(chain.from_iterable(zip(h, t, repeat(r)) for r, (h, t) in grouped.items()))
+        return cls(facts, n, by_relation)
 
     def __len__(self) -> int:
         return len(self.facts)
@@ -1144,13 +1167,19 @@ class DocREScores:
 # --------------------------------------------------------------------------- gold index
 
 
-def _typed_gold_record(doc: Document) -> tuple:
+def _typed_gold_record(doc: Document, i: int) -> tuple:
     """The fields :meth:`GoldIndex._add` takes, from a typed document (:func:`_fast_gold_record` reads them from a dict)."""
+    for e, entity in enumerate(doc.entities):
+        for m, mention in enumerate(entity.mentions):
+            if mention.sent_id < 0:  # no bit in a sentence mask (validate_document rejects it too)
+                raise DocumentError(
+                    f"sent_id {mention.sent_id} is out of range", doc_index=i, title=doc.title, entity=e, mention=m, field="sent_id"
+                )
     return (
         doc.key,
         doc.title,
         doc.has_labels,
-        [frozenset([m.sent_id for m in e.mentions]) for e in doc.entities],
+        [sum({1 << m.sent_id for m in e.mentions}) for e in doc.entities],
         [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
         doc,
     )
@@ -1167,37 +1196,118 @@ class GoldIndex:
         #: key -> its Document, or (fast path) its raw ``vertexSet``: where mention names are read from
         self.docs: dict[str, Any] = {}
         self.num_entities: dict[str, int] = {}
-        #: key -> per entity, the set of sentences its mentions occur in (intra = the sets meet)
-        self.entity_sents: dict[str, list[frozenset[int]]] = {}
+        #: key -> per entity, the sentences its mentions occur in as a bit mask (bit s: sentence s);
+        #: a pair is intra when the masks share a bit
+        self.sentence_masks: dict[str, list[int]] = {}
         #: title -> keys, to resolve predictions that carry only a title
         self.titles: dict[str, list[str]] = {}
         #: (key, h, t, r) -> gold evidence list; duplicate gold labels: the last one wins, as officially
         self.labels: dict[tuple[str, int, int, str], list[int]] = {}
         self.num_gold_evidence = 0
         self._names: dict[str, list[list[str]]] = {}
+        self._in_train: tuple[TrainFacts, frozenset[tuple[str, int, int, str]]] | None = None
+        self._names_loader: Callable[[], list[list[list[str]]]] | None = None
         for i, doc in enumerate(gold):
             if not isinstance(doc, Document):
                 raise DocumentError(f"expected a Document, got {type(doc).__name__}", doc_index=i)
-            self._add(i, *_typed_gold_record(doc))
+            self._add(i, *_typed_gold_record(doc, i))
         self._finish()
 
     @classmethod
-    def from_records(cls, records: Iterable[Any]) -> "GoldIndex":
+    def from_records(cls, records: Iterable[Any], *, checked: bool = False) -> "GoldIndex":
         """The index of DocRED-format document dicts (e.g. ``orjson.loads`` of a gold file), same as
         ``GoldIndex([from_dict(r) for r in records])`` for valid files, without building typed documents.
 
         Only what scoring reads is checked here (title, doc_id, mention names and sentence ids, labels);
         a record that is not plain DocRED (Linked-DocRED) or fails a check is parsed by the typed reader,
-        which raises :class:`DocumentError` naming the document and field.
+        which raises :class:`DocumentError` naming the document and field. ``checked``: every record is
+        plain DocRED and passed the full structural validation already (scoring from files), so the fields
+        are only read, not checked again.
         """
 
         index = cls()
         for i, obj in enumerate(records):
-            fast = _fast_gold_record(obj)
+            fast = _fast_gold_record(obj, checked)
             if fast is None:
-                fast = _typed_gold_record(from_dict(obj, i))
+                fast = _typed_gold_record(from_dict(obj, i), i)
             index._add(i, *fast)
         index._finish()
+        return index
+
+    def to_columns(self) -> dict[str, Any]:
+        """The index as JSON-ready columns (a scoring cache stores them; :meth:`from_columns` reads them back)."""
+        keys = list(self.docs)
+        position = {key: i for i, key in enumerate(keys)}
+        title_of = {key: title for title, group in self.titles.items() for key in group}
+        labels = list(self.labels)
+        return {
+            "keys": keys,
+            "titles": [title_of[key] for key in keys],
+            # JSON numbers hold 64 bits: the masks of documents with more sentences are written as strings
+            "sentence_masks": [
+                masks if max(masks, default=0) < _MAX_JSON_INT else list(map(str, masks))
+                for masks in map(self.sentence_masks.__getitem__, keys)
+            ],
+            "names": [self.names(key) for key in keys],
+            "label_doc": [position[key] for key in map(itemgetter(0), labels)],
+            "label_h": list(map(itemgetter(1), labels)),
+            "label_t": list(map(itemgetter(2), labels)),
+            "label_r": list(map(itemgetter(3), labels)),
+            "label_evidence": list(self.labels.values()),
+            "num_gold_evidence": self.num_gold_evidence,
+            "num_gold_intra": self.num_gold_intra,
+        }
+
+    @classmethod
+    def from_columns(
+        cls, columns: Mapping[str, Any], names_loader: Callable[[], list[list[list[str]]]] | None = None
+    ) -> "GoldIndex":
+        """:meth:`to_columns` read back, checked for shape, types and ranges (ValueError when they do not fit).
+
+        Without a ``names`` column the mention names are read on first use (only Ign needs them) from
+        ``names_loader()``: per document in key order, checked like the other columns (:meth:`names_fit`).
+        """
+        keys, titles, masks, names = columns["keys"], columns["titles"], columns["sentence_masks"], columns.get("names")
+        doc, hs, ts, rs, evidence = (columns[f"label_{c}"] for c in ("doc", "h", "t", "r", "evidence"))
+        n_ent = list(map(len, masks))
+        if not (len(keys) == len(titles) == len(masks) == len(set(keys))):
+            raise ValueError("document columns do not fit together")
+        if not len(doc) == len(hs) == len(ts) == len(rs) == len(evidence):
+            raise ValueError("label columns of different lengths")
+        if set(map(type, chain(keys, titles, rs))) - {str}:
+            raise ValueError("keys, titles or relations that are not strings")
+        if set(map(type, chain(doc, hs, ts, chain.from_iterable(evidence)))) - {int}:
+            raise ValueError("indices that are not integers")
+        mask_types = set(map(type, chain.from_iterable(masks)))
+        if mask_types - {int, str}:
+            raise ValueError("sentence masks that are neither integers nor strings")
+        if str in mask_types:  # documents of 64 sentences and more (ValueError: not a number)
+            masks = [list(map(int, doc_masks)) if doc_masks and type(doc_masks[0]) is str else doc_masks for doc_masks in masks]
+        sizes = list(map(n_ent.__getitem__, doc))  # IndexError: a document that is not there
+        if min(chain(doc, hs, ts), default=0) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
+            raise ValueError("label indices out of range")
+        index = cls()
+        index.num_entities = dict(zip(keys, n_ent))
+        if names is not None:
+            if not index.names_fit(names, keys):
+                raise ValueError("the names column does not fit the documents")
+            index.docs = dict(zip(keys, names))
+            index._names = dict(index.docs)
+        elif names_loader is not None:
+            index.docs = dict.fromkeys(keys)
+            index._names_loader = names_loader
+        else:
+            raise ValueError("no names column and no names loader")
+        index.sentence_masks = dict(zip(keys, masks))
+        for key, title in zip(keys, titles):
+            index.titles.setdefault(title, []).append(key)
+        index.labels = dict(zip(zip(map(keys.__getitem__, doc), hs, ts, rs), evidence))
+        if len(index.labels) != len(doc):
+            raise ValueError("repeated labels")
+        index.num_gold_evidence, num_gold_intra = columns["num_gold_evidence"], columns["num_gold_intra"]
+        if type(index.num_gold_evidence) is not int or type(num_gold_intra) is not int:
+            raise ValueError("counts that are not integers")
+        index._finish(num_gold_intra, Counter(rs), Counter(map(n_ent.__getitem__, doc)))
         return index
 
     def _add(
@@ -1206,7 +1316,7 @@ class GoldIndex:
         key: str,
         title: str,
         has_labels: bool,
-        entity_sents: list[frozenset[int]],
+        sentence_masks: list[int],
         relations: Iterable[tuple[int, int, str, list[int]]],
         source: Any,
     ) -> None:
@@ -1222,8 +1332,8 @@ class GoldIndex:
                 "gold document has no labels (an unlabelled split)", doc_index=i, title=title, field="labels"
             )
         self.docs[key] = source
-        n_ent = self.num_entities[key] = len(entity_sents)
-        self.entity_sents[key] = entity_sents
+        n_ent = self.num_entities[key] = len(sentence_masks)
+        self.sentence_masks[key] = sentence_masks
         self.titles.setdefault(title, []).append(key)
         labels = self.labels
         for j, (h, t, r, evidence) in enumerate(relations):
@@ -1234,31 +1344,72 @@ class GoldIndex:
             labels[(key, h, t, r)] = evidence
             self.num_gold_evidence += len(evidence)
 
-    def _finish(self) -> None:
+    def _finish(
+        self,
+        num_gold_intra: int | None = None,
+        gold_by_relation: Counter[str] | None = None,
+        gold_by_count: Counter[int] | None = None,
+    ) -> None:
+        """The totals scoring divides by (those already counted from columns are passed in)."""
         labels = self.labels
-        self.gold_by_relation: Counter[str] = Counter(map(itemgetter(3), labels))
-        self.gold_by_count: Counter[int] = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
+        if gold_by_relation is None:
+            gold_by_relation = Counter(map(itemgetter(3), labels))
+        if gold_by_count is None:
+            gold_by_count = Counter(map(self.num_entities.__getitem__, map(itemgetter(0), labels)))
+        self.gold_by_relation: Counter[str] = gold_by_relation
+        self.gold_by_count: Counter[int] = gold_by_count
         self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
-        ent_sents = self.entity_sents
-        intra = 0
-        for key, h, t, _ in labels:
-            es = ent_sents[key]
-            if not es[h].isdisjoint(es[t]):
-                intra += 1
-        self.num_gold_intra = intra
+        if num_gold_intra is None:
+            masks = self.sentence_masks
+            num_gold_intra = 0
+            for key, h, t, _ in labels:
+                doc_masks = masks[key]
+                if doc_masks[h] & doc_masks[t]:
+                    num_gold_intra += 1
+        self.num_gold_intra = num_gold_intra
 
     def __len__(self) -> int:
         return len(self.docs)
+
+    def labels_in_train(self, facts: TrainFacts) -> frozenset[tuple[str, int, int, str]]:
+        """The gold labels that are "in train" for ``facts`` (:meth:`TrainFacts.any_in_train` of their
+        mention names); computed once per ``facts`` object, since a correct prediction is a gold label."""
+        if self._in_train is None or self._in_train[0] is not facts:
+            self._in_train = (facts, _labels_in_train(self, facts))
+        return self._in_train[1]
+
+    def remember_labels_in_train(self, facts: TrainFacts, labels: Iterable[tuple[str, int, int, str]]) -> None:
+        """Install :meth:`labels_in_train` for ``facts`` computed earlier (a cache of a gold / train pair)."""
+        self._in_train = (facts, frozenset(labels))
+
+    def names_fit(self, names: Any, keys: Sequence[str] | None = None) -> bool:
+        """Whether ``names`` (per document in key order, per entity a list of strings) fit the documents."""
+        keys = list(self.docs) if keys is None else keys
+        return (
+            type(names) is list
+            and len(names) == len(keys)
+            and not set(map(type, names)) - {list}
+            and list(map(len, names)) == list(map(self.num_entities.__getitem__, keys))
+            and not set(map(type, chain.from_iterable(names))) - {list}
+            and not set(map(type, chain.from_iterable(chain.from_iterable(names)))) - {str}
+        )
 
     def names(self, key: str) -> list[list[str]]:
         """Distinct mention names of every entity of a document (computed on first use)."""
         names = self._names.get(key)
         if names is None:
             source = self.docs[key]
+            if source is None and self._names_loader is not None:  # from_columns without names: all at once
+                loaded = self._names_loader()
+                if not self.names_fit(loaded):
+                    raise ValueError("the loaded mention names do not fit the documents")
+                self._names_loader = None
+                self._names = dict(zip(self.docs, loaded))
+                return self._names[key]
             if isinstance(source, Document):
                 names = [e.names for e in source.entities]
             else:  # a raw vertexSet (from_records): Entity.names' rule, distinct names in mention order
-                names = [list(dict.fromkeys([m["name"] for m in cluster])) for cluster in source]
+                names = [list(dict.fromkeys(map(_NAME, cluster))) for cluster in source]
             names = self._names[key] = names
         return names
 
@@ -1278,8 +1429,21 @@ class GoldIndex:
         return keys[0]
 
 
-def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], list[tuple], list] | None:
-    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it."""
+_BIT = (1).__lshift__  # sentence id -> its bit
+_SENT_ID, _NAME = itemgetter("sent_id"), itemgetter("name")
+#: Sentence masks from this size on are written as strings in JSON (which holds 64-bit integers).
+_MAX_JSON_INT = 1 << 63
+
+
+def _fast_gold_record(obj: Any, checked: bool = False) -> tuple[str, str, bool, list[int], list[tuple], list] | None:
+    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it
+    (``checked``: the dict is known to be valid plain DocRED; its fields are read without checks)."""
+    if checked:
+        title, vertex_set, doc_id = obj["title"], obj["vertexSet"], obj.get("doc_id")
+        sentence_masks = [sum(set(map(_BIT, map(_SENT_ID, cluster)))) for cluster in vertex_set]
+        relations = [(raw["h"], raw["t"], raw["r"], raw.get("evidence", [])) for raw in obj.get("labels", ())]
+        key = doc_id if doc_id is not None else title
+        return key, title, "labels" in obj, sentence_masks, relations, vertex_set
     if type(obj) is not dict or "vertexSet" not in obj:
         return None
     title, vertex_set = obj.get("title"), obj["vertexSet"]
@@ -1287,13 +1451,17 @@ def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], l
     if type(title) is not str or type(vertex_set) is not list or (doc_id is not None and type(doc_id) is not str):
         return None
     try:
-        entity_sents = [frozenset([m["sent_id"] for m in cluster]) for cluster in vertex_set]
-        if any(type(m) is not dict or type(m["name"]) is not str for cluster in vertex_set for m in cluster):
+        if set(map(type, vertex_set)) - {list}:
             return None
-    except (TypeError, KeyError):
+        mentions = list(chain.from_iterable(vertex_set))
+        if set(map(type, mentions)) - {dict} or set(map(type, map(_NAME, mentions))) - {str}:
+            return None
+        sent_ids = list(map(_SENT_ID, mentions))
+    except KeyError:
         return None
-    if set(map(type, chain.from_iterable(entity_sents))) - {int}:
+    if set(map(type, sent_ids)) - {int} or min(sent_ids, default=0) < 0:
         return None
+    sentence_masks = [sum(set(map(_BIT, map(_SENT_ID, cluster)))) for cluster in vertex_set]
     raw_labels = obj.get("labels")
     relations = []
     if raw_labels is not None:
@@ -1309,7 +1477,7 @@ def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[frozenset[int]], l
                 return None
             relations.append((h, t, r, evidence))
     key = doc_id if doc_id is not None else title
-    return key, title, "labels" in obj, entity_sents, relations, vertex_set
+    return key, title, "labels" in obj, sentence_masks, relations, vertex_set
 
 
 # --------------------------------------------------------------------------- scoring
@@ -1350,6 +1518,26 @@ def _docre_evidence(value: Any, i: int, doc: Any) -> list[int]:
         raise PredictionError(f"expected a list of sentence ids, got {value!r}", index=i, doc=doc, field="evidence") from None
 
 
+@dataclass
+class _Tally:
+    """What one pass over the predictions counts; :func:`_scores` turns it into :class:`DocREScores`."""
+
+    kept: Iterable[tuple[str, int, int, str]]  # de-duplicated predictions of gold documents
+    num_kept: int
+    correct_keys: Iterable[tuple[str, int, int, str]]
+    num_correct: int
+    total: int = 0
+    num_unknown: int = 0
+    any_evidence: bool = False
+    correct_in_train: int = 0
+    correct_evidence: int = 0
+    predicted_evidence: int = 0
+    pred_intra: int = 0
+    correct_intra: int = 0
+    #: the documents and relations of ``kept`` and ``correct_keys`` as columns, when the tally has them
+    columns: tuple[Sequence[str], Sequence[str], Iterable[str], Iterable[str]] | None = None
+
+
 @paused_gc()
 def score_predictions(
     predictions: Sequence[Mapping[str, Any]],
@@ -1368,15 +1556,28 @@ def score_predictions(
     behaviour) instead of raising :class:`PredictionError` (the default, since it usually means mismatched files).
     Relation ids are not checked against the DocRED inventory: an unknown id simply never matches.
     Raises :class:`PredictionError` naming the prediction index, document and field of a bad prediction.
+
+    Regular submissions (plain dicts, every document known, int indices in range, evidence lists of ints) are
+    counted column-wise with C-level operations (:func:`_tally_bulk`); anything else goes through the
+    per-prediction loop (:func:`_tally_loop`), which names the first bad prediction. Both count the same.
     """
     index = gold if isinstance(gold, GoldIndex) else GoldIndex(gold)
     facts = train if isinstance(train, TrainFacts) or train is None else TrainFacts.from_documents(train)
-    num_entities = index.num_entities
+    preds = predictions if type(predictions) is list else list(predictions)
+    tally = _tally_bulk(preds, index, facts)
+    if tally is None:
+        tally = _tally_loop(preds, index, facts, allow_unknown_documents)
+    return _scores(tally, index, facts)
 
-    # One pass: validate, resolve, de-duplicate (the first occurrence wins, as after the official stable sort)
-    # and count each new fact at once.
+
+def _tally_loop(
+    predictions: Sequence[Any], index: GoldIndex, facts: TrainFacts | None, allow_unknown_documents: bool
+) -> _Tally:
+    """One pass: validate, resolve, de-duplicate (the first occurrence wins, as after the official stable sort)
+    and count each new fact at once; raises :class:`PredictionError` at the first bad prediction."""
+    num_entities = index.num_entities
     labels = index.labels
-    ent_sents = index.entity_sents
+    sentence_masks = index.sentence_masks
     names_of = index._names
     train_pairs = facts.by_relation if facts is not None and len(facts) > 0 else None
     kept: set[tuple[str, int, int, str]] = set()
@@ -1392,12 +1593,18 @@ def score_predictions(
         if type(pred) is not dict and not isinstance(pred, Mapping):
             raise PredictionError(f"expected an object, got {type(pred).__name__}", index=i)
         doc_id = pred.get("doc_id")
-        if doc_id is not None and doc_id in num_entities:
+        try:
+            known = doc_id is not None and doc_id in num_entities
+            ref = (doc_id, pred.get("title"))
+            seen = not known and ref in resolved
+        except TypeError:  # an unhashable doc_id or title (a list, a dict)
+            name = "doc_id" if not isinstance(doc_id, Hashable) else "title"
+            raise PredictionError(f"expected a string, got {type(pred.get(name)).__name__}", index=i, field=name) from None
+        if known:
             key = name = doc_id
         else:
-            ref = (doc_id, pred.get("title"))
             name = ref[0] if ref[0] is not None else ref[1]
-            if ref in resolved:
+            if seen:
                 key = resolved[ref]
             else:
                 if name is None:
@@ -1442,8 +1649,8 @@ def score_predictions(
         if k in kept:
             continue
         kept.add(k)
-        es = ent_sents[key]
-        intra = not es[h].isdisjoint(es[t])
+        masks = sentence_masks[key]
+        intra = (masks[h] & masks[t]) != 0
         if intra:
             pred_intra += 1
         if evi is not None:
@@ -1473,34 +1680,156 @@ def score_predictions(
                     names = index.names(key)
                 if not pairs.isdisjoint(product(names[h], names[t])):
                     correct_in_train += 1
-    total = i + 1
     # plain evidence lists are type-checked in bulk (C-level); the slow path finds and names the culprit
     if evidence_lists and set(map(type, chain.from_iterable(evidence_lists))) - {int}:
         for i, pred in enumerate(predictions):
             if pred.get("evidence") is not None:
                 _docre_evidence(pred["evidence"], i, pred.get("doc_id") or pred.get("title"))
+    return _Tally(
+        kept=kept,
+        num_kept=len(kept),
+        correct_keys=correct_keys,
+        num_correct=len(correct_keys),
+        total=i + 1,
+        num_unknown=len(unknown),
+        any_evidence=any_evidence,
+        correct_in_train=correct_in_train,
+        correct_evidence=correct_evidence,
+        predicted_evidence=predicted_evidence,
+        pred_intra=pred_intra,
+        correct_intra=correct_intra,
+    )
 
-    correct = len(correct_keys)
-    n_pred = len(kept) + len(unknown)
-    n_gold = len(labels)
+
+_NONE = type(None)
+
+
+def _bulk_rows(preds: list[Any], index: GoldIndex) -> tuple[list[tuple[str, int, int, str]], tuple, tuple, tuple, tuple] | None:
+    """``(key, h, t, r)`` of every prediction and its four columns, or None unless every prediction is an
+    object whose ``doc_id`` (or, without one, ``title``) names a gold document and whose fields are of
+    the right types (the loop then names the first bad prediction)."""
+    if set(map(type, preds)) != {dict}:  # other mappings, or not objects at all
+        return None
+    try:
+        rows = list(map(itemgetter("doc_id", "h_idx", "t_idx", "r"), preds))
+        keys, hs, ts, rs = zip(*rows)
+    except KeyError:  # a prediction without doc_id (or a missing field)
+        rows = None
+    if rows is None or set(map(type, keys)) != {str} or not index.docs.keys() >= set(keys):
+        try:  # resolve doc_id / title pairs, once per distinct pair
+            hs, ts, rs = zip(*map(itemgetter("h_idx", "t_idx", "r"), preds))
+            refs = list(zip(map(dict.get, preds, repeat("doc_id")), map(dict.get, preds, repeat("title"))))
+            resolved = {ref: index.resolve(*ref) for ref in set(refs)}
+        except (KeyError, TypeError, PredictionError):  # missing fields, unhashable or ambiguous titles
+            return None
+        if None in resolved.values():  # an unknown document
+            return None
+        keys = tuple(map(resolved.__getitem__, refs))
+        rows = list(zip(keys, hs, ts, rs))
+    if set(map(type, hs)) != {int} or set(map(type, ts)) != {int} or set(map(type, rs)) != {str}:
+        return None
+    return rows, keys, hs, ts, rs
+
+
+def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) -> _Tally | None:
+    """:func:`_tally_loop`'s counts column-wise (C-level ``map`` / ``zip`` / set operations), or None when
+    the submission is not regular (then the loop validates it and names the first bad prediction)."""
+    n = len(preds)
+    columns = _bulk_rows(preds, index) if n else None
+    if columns is None:
+        return None
+    rows, keys, hs, ts, rs = columns
+    doc_masks = list(map(index.sentence_masks.__getitem__, keys))
+    sizes = list(map(len, doc_masks))
+    if min(hs) < 0 or min(ts) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
+        return None
+    evs = list(map(dict.get, preds, repeat("evidence")))
+    if not set(map(type, evs)) <= {list, _NONE} or set(map(type, chain.from_iterable(filter(None, evs)))) - {int}:
+        return None
+
+    # de-duplicate: the first occurrence of each (key, h, t, r) is kept, and with it its evidence
+    first = dict(zip(reversed(rows), range(n - 1, -1, -1)))
+    num_kept = len(first)
+    if num_kept < n:
+        keep = [False] * n
+        deque(map(keep.__setitem__, first.values(), repeat(True)), maxlen=0)
+        rows, keys, rs, doc_masks, hs, ts, evs = (list(compress(col, keep)) for col in (rows, keys, rs, doc_masks, hs, ts, evs))
+
+    shared = list(map(operator.and_, map(getitem, doc_masks, hs), map(getitem, doc_masks, ts)))  # 0: inter
+    gold_evs = list(map(index.labels.get, rows))  # None: not a gold label
+    correct = list(map(is_not, gold_evs, repeat(None)))
+    num_correct = correct.count(True)
+    correct_inter = sum(map(operator.and_, correct, map(operator.not_, shared)))
+    correct_keys = list(compress(rows, correct))
+
+    # evidence: sentence ids as sets; absent evidence (None) and [] count nothing
+    predicted_evidence = sum(map(len, map(set, filter(None, evs))))
+    scored = list(map(operator.and_, correct, map(bool, evs)))  # correct, with some predicted evidence
+    correct_evidence = sum(map(len, map(set.intersection, map(set, compress(evs, scored)), compress(gold_evs, scored))))
+
+    correct_in_train = 0
+    if facts is not None and len(facts) > 0:
+        correct_in_train = len(index.labels_in_train(facts).intersection(correct_keys))
+    return _Tally(
+        kept=rows,
+        num_kept=num_kept,
+        correct_keys=correct_keys,
+        num_correct=num_correct,
+        total=n,
+        any_evidence=evs.count(None) < num_kept,
+        correct_in_train=correct_in_train,
+        correct_evidence=correct_evidence,
+        predicted_evidence=predicted_evidence,
+        pred_intra=num_kept - shared.count(0),
+        correct_intra=num_correct - correct_inter,
+        columns=(keys, rs, compress(keys, correct), compress(rs, correct)),
+    )
+
+
+def _labels_in_train(index: GoldIndex, facts: TrainFacts) -> frozenset[tuple[str, int, int, str]]:
+    """The gold labels ``(key, h, t, r)`` of ``index`` that are "in train" (:meth:`TrainFacts.any_in_train`)."""
+    by_relation, names = facts.by_relation, {key: index.names(key) for key in index.docs}
+    return frozenset(
+        k
+        for k in index.labels
+        if (pairs := by_relation.get(k[3])) is not None and not pairs.isdisjoint(product((n := names[k[0]])[k[1]], n[k[2]]))
+    )
+
+
+def _scores(tally: _Tally, index: GoldIndex, facts: TrainFacts | None) -> DocREScores:
+    """The official expressions over the counts of one pass."""
+    num_entities = index.num_entities
+    correct = tally.num_correct
+    correct_in_train = tally.correct_in_train
+    n_pred = tally.num_kept + tally.num_unknown
+    n_gold = len(index.labels)
     p, rc, f1 = _prf(correct, n_pred, n_gold)
     if facts is not None:
         ign_p: float | None = 1.0 * (correct - correct_in_train) / (n_pred - correct_in_train + IGN_EPSILON)
         ign_f1: float | None = _f1(ign_p, rc)
     else:
         ign_p = ign_f1 = None
-    if any_evidence:
-        evi_p, evi_r, evi_f1 = _prf(correct_evidence, predicted_evidence, index.num_gold_evidence)
+    if tally.any_evidence:
+        evi_p, evi_r, evi_f1 = _prf(tally.correct_evidence, tally.predicted_evidence, index.num_gold_evidence)
     else:
         evi_p = evi_r = evi_f1 = None
-    intra = _prf(correct_intra, pred_intra, index.num_gold_intra)
-    inter = _prf(correct - correct_intra, len(kept) - pred_intra, n_gold - index.num_gold_intra)
+    intra = _prf(tally.correct_intra, tally.pred_intra, index.num_gold_intra)
+    inter = _prf(correct - tally.correct_intra, tally.num_kept - tally.pred_intra, n_gold - index.num_gold_intra)
 
-    relation_of, doc_of = itemgetter(3), itemgetter(0)
-    pred_by_relation = Counter(map(relation_of, kept))
-    correct_by_relation = Counter(map(relation_of, correct_keys))
-    pred_by_count = Counter(map(num_entities.__getitem__, map(doc_of, kept)))
-    correct_by_count = Counter(map(num_entities.__getitem__, map(doc_of, correct_keys)))
+    if tally.columns is None:
+        relation_of, doc_of = itemgetter(3), itemgetter(0)
+        kept_docs, kept_relations = map(doc_of, tally.kept), map(relation_of, tally.kept)
+        correct_docs, correct_relations = map(doc_of, tally.correct_keys), map(relation_of, tally.correct_keys)
+    else:
+        kept_docs, kept_relations, correct_docs, correct_relations = tally.columns
+    pred_by_relation = Counter(kept_relations)
+    correct_by_relation = Counter(correct_relations)
+    pred_by_count: Counter[int] = Counter()
+    for key, count in Counter(kept_docs).items():
+        pred_by_count[num_entities[key]] += count
+    correct_by_count: Counter[int] = Counter()
+    for key, count in Counter(correct_docs).items():
+        correct_by_count[num_entities[key]] += count
     order = {rid: i for i, rid in enumerate(docred_schema().ids())}
     per_relation = {}
     for r in sorted(index.gold_by_relation.keys() | pred_by_relation.keys(), key=lambda r: (order.get(r, len(order)), r)):
@@ -1540,13 +1869,13 @@ def score_predictions(
         num_documents=len(index),
         num_gold=n_gold,
         num_predictions=n_pred,
-        num_duplicates=total - n_pred,
+        num_duplicates=tally.total - n_pred,
         num_correct=correct,
         num_correct_in_train=correct_in_train,
-        num_unknown_document_predictions=len(unknown),
+        num_unknown_document_predictions=tally.num_unknown,
         num_gold_evidence=index.num_gold_evidence,
-        num_predicted_evidence=predicted_evidence,
-        num_correct_evidence=correct_evidence,
+        num_predicted_evidence=tally.predicted_evidence,
+        num_correct_evidence=tally.correct_evidence,
     )
 
 

@@ -67,7 +67,7 @@ def test_fast_index_and_facts_equal_typed_ones_with_doc_ids_and_jsonl(redocred_t
     write_documents(copies, tmp_path / "gold.jsonl")
     fast = read_gold_index(tmp_path / "gold.jsonl")
     typed = GoldIndex(copies)
-    for name in ("num_entities", "entity_sents", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+    for name in ("num_entities", "sentence_masks", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
         assert getattr(fast, name) == getattr(typed, name), name
     assert all(fast.names(key) == typed.names(key) for key in typed.docs)
     records = [json.loads(line) for line in (tmp_path / "gold.jsonl").read_text().splitlines()]
@@ -86,7 +86,7 @@ def test_linked_records_go_through_the_typed_reader(redocred_test, tmp_path):
         json.loads(json.dumps(r)) for r in _docred_dicts(docs[2:], tmp_path)
     ]
     fast = GoldIndex.from_records(records)
-    assert fast.labels == GoldIndex(docs).labels and fast.entity_sents == GoldIndex(docs).entity_sents
+    assert fast.labels == GoldIndex(docs).labels and fast.sentence_masks == GoldIndex(docs).sentence_masks
 
 
 def _docred_dicts(docs, tmp_path):
@@ -142,7 +142,7 @@ def test_plain_records_are_read_without_typed_documents(redocred_test, tmp_path,
     facts = TrainFacts.from_records(records)
     assert typed_reads == [0, 1, 0, 1]
     typed = GoldIndex(docs)
-    for name in ("num_entities", "entity_sents", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+    for name in ("num_entities", "sentence_masks", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
         assert getattr(index, name) == getattr(typed, name), name
     assert all(index.names(key) == typed.names(key) for key in typed.docs)
     assert facts == TrainFacts.from_documents(docs) and facts.num_documents == 6
@@ -186,9 +186,9 @@ def test_scoring_from_files_pauses_the_garbage_collector_and_restores_it(tmp_pat
     states = []
     real = GoldIndex.from_records.__func__
 
-    def spy(cls, records):
+    def spy(cls, records, **options):
         states.append(gc.isenabled())
-        return real(cls, records)
+        return real(cls, records, **options)
 
     monkeypatch.setattr(GoldIndex, "from_records", classmethod(spy))
     sample = Path(fast_io.__file__).parents[1] / "samples"
@@ -206,3 +206,39 @@ def test_scoring_from_files_pauses_the_garbage_collector_and_restores_it(tmp_pat
     with pytest.raises(RuntimeError), fast_io.paused_gc():
         raise RuntimeError("inside")
     assert gc.isenabled()
+
+
+def test_records_known_to_be_valid_are_indexed_the_same_without_checks(redocred_test_path):
+    """read_gold_index / read_train_facts skip the per-field checks of records that passed the full validation."""
+    from envre_hf.metrics.fast_io import _checked_records
+
+    records, plain = _checked_records(redocred_test_path)
+    assert plain
+    checked, unchecked = GoldIndex.from_records(records, checked=True), GoldIndex.from_records(records)
+    for name in ("num_entities", "sentence_masks", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
+        assert getattr(checked, name) == getattr(unchecked, name), name
+    assert all(checked.names(key) == unchecked.names(key) for key in unchecked.docs)
+    assert TrainFacts.from_records(records, checked=True) == TrainFacts.from_records(records)
+
+
+def test_linked_records_are_never_taken_as_checked(redocred_test, tmp_path):
+    write_documents(redocred_test[:3], tmp_path / "linked.json", dialect="linked")
+    from envre_hf.metrics.fast_io import _checked_records
+
+    records, plain = _checked_records(tmp_path / "linked.json")
+    assert not plain
+    assert read_gold_index(tmp_path / "linked.json").labels == GoldIndex(redocred_test[:3]).labels
+
+
+def test_negative_sentence_ids_are_named_errors(redocred_test, tmp_path):
+    """A sentence id has a bit in the entity's sentence mask only when it is not negative."""
+    records = _docred_dicts(redocred_test[:3], tmp_path)
+    records[2]["vertexSet"][1][0]["sent_id"] = -1
+    with pytest.raises(DocumentError) as err:
+        GoldIndex.from_records(records)
+    assert (err.value.doc_index, err.value.entity, err.value.mention, err.value.field) == (2, 1, 0, "sent_id")
+    doc = redocred_test[0]
+    mention = replace(doc.entities[0].mentions[0], sent_id=-2)
+    odd = replace(doc, entities=[replace(doc.entities[0], mentions=[mention])] + doc.entities[1:])
+    with pytest.raises(DocumentError, match="sent_id -2"):
+        GoldIndex([doc, odd])
