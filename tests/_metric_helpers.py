@@ -7,18 +7,25 @@ import random
 from envre_hf.documents import docred_schema
 
 
-def perturbed(gold, seed=0, *, evidence=True):
+def perturbed(gold, seed=0, *, evidence=True, by_title=False):
     """Gold facts with some dropped, some given another relation, some repeated (with other evidence),
-    spurious pairs, and evidence absent, None, empty, repeated or partly wrong."""
+    spurious pairs, and evidence absent, None, empty, repeated or partly wrong. ``by_title``: predictions
+    name their document by ``title`` (plus ``doc_id`` where the document has one) instead of its key."""
     rng = random.Random(seed)
     rels = docred_schema().ids()
     preds = []
+
+    def ref(doc):
+        if not by_title:
+            return {"doc_id": doc.key}
+        return {"title": doc.title} | ({"doc_id": doc.doc_id} if doc.doc_id is not None else {})
+
     for doc in gold:
         for rel in doc.relations:
             u = rng.random()
             if u < 0.1:
                 continue
-            pred = {"doc_id": doc.key, "h_idx": rel.h, "t_idx": rel.t, "r": rng.choice(rels) if u < 0.2 else rel.r}
+            pred = {**ref(doc), "h_idx": rel.h, "t_idx": rel.t, "r": rng.choice(rels) if u < 0.2 else rel.r}
             v = rng.random()
             if evidence and v < 0.6:
                 pred["evidence"] = list(rel.evidence) + ([0, 0] if v < 0.2 else [])
@@ -32,6 +39,6 @@ def perturbed(gold, seed=0, *, evidence=True):
         n = doc.num_entities
         for _ in range(2):
             h, t = rng.sample(range(n), 2)
-            preds.append({"doc_id": doc.key, "h_idx": h, "t_idx": t, "r": rng.choice(rels), "evidence": [0]})
+            preds.append({**ref(doc), "h_idx": h, "t_idx": t, "r": rng.choice(rels), "evidence": [0]})
     rng.shuffle(preds)
     return preds

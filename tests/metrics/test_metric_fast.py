@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from dataclasses import replace
 
 import pytest
 
-from envre_hf.documents import DocumentError, docred_schema, read_documents, write_documents
+from _metric_helpers import perturbed
+
+from envre_hf.documents import DocumentError, read_documents, write_documents
 from envre_hf.metrics import (
     GoldIndex,
     PredictionError,
@@ -23,30 +24,8 @@ from envre_hf.metrics import (
 
 
 def _predictions(gold, seed=0):
-    """Gold facts with some dropped, some given another relation, some repeated, plus spurious pairs."""
-    rng = random.Random(seed)
-    rels = docred_schema().ids()
-    preds = []
-    for doc in gold:
-        for rel in doc.relations:
-            u = rng.random()
-            if u < 0.1:
-                continue
-            pred = {"title": doc.title, "h_idx": rel.h, "t_idx": rel.t, "r": rng.choice(rels) if u < 0.2 else rel.r}
-            if doc.doc_id is not None:
-                pred["doc_id"] = doc.doc_id
-            if rng.random() < 0.8:
-                pred["evidence"] = list(rel.evidence) + ([0] if rng.random() < 0.3 else [])
-            preds.append(pred)
-            if rng.random() < 0.05:
-                preds.append(dict(pred))
-        if doc.num_entities > 1:
-            h, t = rng.sample(range(doc.num_entities), 2)
-            preds.append({"title": doc.title, "h_idx": h, "t_idx": t, "r": rng.choice(rels), "evidence": []})
-            if doc.doc_id is not None:
-                preds[-1]["doc_id"] = doc.doc_id
-    rng.shuffle(preds)
-    return preds
+    """Perturbed predictions that name their documents by title (and doc_id where there is one)."""
+    return perturbed(gold, seed, by_title=True)
 
 
 def test_fast_scores_equal_typed_scores_on_the_test_split(redocred_test_path, redocred_dev_path, tmp_path):
