@@ -23,7 +23,7 @@ import orjson
 
 from ..documents import DocumentError, read_documents
 from ..documents.formats import to_docred as to_record
-from .cache import ScoringCache, file_digest, resolve_cache
+from .cache import ScoringCache, digest, resolve_cache
 from .docre import DocREScores, GoldIndex, PredictionError, TrainFacts, paused_gc, score_predictions
 from ..documents.relations import docred_schema
 
@@ -36,15 +36,16 @@ def _is_jsonl(path: Path) -> bool:
     return path.name.endswith(".jsonl")
 
 
-def read_json_records(path: PathLike, *, what: str = "documents") -> list[Any]:
+def read_json_records(path: PathLike, *, what: str = "documents", data: bytes | None = None) -> list[Any]:
     """The items of a JSON list file, a single-object JSON file, or a JSON Lines file (orjson).
 
+    ``data``: the file's bytes when the caller has read them already (they are parsed instead of the file).
     Raises :class:`DocumentError` (``what="documents"``) or :class:`PredictionError` (``"predictions"``)
     naming the file, and the line for JSON Lines, when the file is not valid JSON.
     """
     path = Path(path)
     error = PredictionError if what == "predictions" else DocumentError
-    data = path.read_bytes()
+    data = path.read_bytes() if data is None else data
     if _is_jsonl(path):
         items = []
         for i, line in enumerate(data.splitlines()):
@@ -130,13 +131,14 @@ _RELATIONS: frozenset[str] | None = None
 _PLAIN_KEYS = frozenset({"title", "sents", "vertexSet", "labels", "doc_id"})
 
 
-def _checked_records(path: PathLike) -> tuple[list[Any], bool]:
-    """Raw records of a document file, validated (the typed reader raises the precise error on a bad one),
-    and whether all of them are plain DocRED records that passed :func:`_plain_valid`."""
+def _checked_records(path: PathLike, data: bytes | None = None) -> tuple[list[Any], bool]:
+    """Raw records of a document file (or of its bytes ``data``, already read), validated (the typed reader
+    raises the precise error on a bad one), and whether all of them are plain DocRED records that passed
+    :func:`_plain_valid`."""
     path = Path(path)
     if path.name.endswith(".gz"):
         return [to_record(doc) for doc in read_documents(path)], False
-    records = read_json_records(path)
+    records = read_json_records(path, data=data)
     plain = all(_plain_valid(rec) for rec in records)
     if not plain:
         read_documents(path)  # raises DocumentError naming the file, document and field
@@ -166,7 +168,10 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
     """The index (``kind`` gold) or facts (train) of a file and the file's digest (None without a cache)."""
     if cache is None:
         return _build(path, kind), None
-    source = file_digest(path)
+    # The bytes that are hashed are the bytes that are parsed: a file rewritten meanwhile cannot end up
+    # stored under the digest of its old content.
+    data = Path(path).read_bytes()
+    source = digest(data)
     columns = cache.load(kind, source)
     if columns is not None:
         try:
@@ -176,7 +181,7 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
             return TrainFacts.from_columns(columns), source
         except (KeyError, IndexError, TypeError, ValueError):  # a damaged or foreign entry: rebuilt below
             pass
-    built = _build(path, kind)
+    built = _build(path, kind, data)
     columns = built.to_columns()
     if kind == "gold":  # mention names (only Ign needs them, once per training file) in an entry of their own
         cache.store("names", source, columns.pop("names"))
@@ -190,14 +195,17 @@ def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldI
     names = cache.load("names", source)
     if index.names_fit(names):
         return names
-    built = _build(path, "gold")
+    data = Path(path).read_bytes()
+    if digest(data) != source:
+        raise DocumentError(f"{path} changed while it was being scored: score again")
+    built = _build(path, "gold", data)
     names = [built.names(key) for key in built.docs]
     cache.store("names", source, names)
     return names
 
 
-def _build(path: PathLike, kind: str) -> GoldIndex | TrainFacts:
-    records, plain = _checked_records(path)
+def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | TrainFacts:
+    records, plain = _checked_records(path, data)
     return (GoldIndex if kind == "gold" else TrainFacts).from_records(records, checked=plain)
 
 

@@ -612,6 +612,7 @@ class DocREPreTrainedModel(PreTrainedModel):
             and not emb.scale_grad_by_freq
             and not emb.sparse
             and "forward" not in emb.__dict__
+            and not (emb._forward_hooks or emb._forward_pre_hooks)  # e.g. NEFTune's noise: runs on real lookups only
         )
         if not plain:
             yield
@@ -620,7 +621,15 @@ class DocREPreTrainedModel(PreTrainedModel):
         rows = emb(ids)  # distinct tokens x hidden: padding_idx and the table's gradient as usual
         slot = torch.full((emb.num_embeddings,), -1, dtype=torch.long, device=ids.device)
         slot[ids] = torch.arange(ids.numel(), device=ids.device)
-        emb.forward = lambda tokens: torch.nn.functional.embedding(slot[tokens], rows)
+        table_lookup = emb.forward
+
+        def lookup(tokens: torch.Tensor) -> torch.Tensor:
+            found = slot[tokens]
+            if bool((found < 0).any()):  # a token outside the batch (e.g. the attention dry run's)
+                return table_lookup(tokens)
+            return torch.nn.functional.embedding(found, rows)
+
+        emb.forward = lookup
         try:
             yield
         finally:

@@ -1578,8 +1578,7 @@ def _tally_loop(
     num_entities = index.num_entities
     labels = index.labels
     sentence_masks = index.sentence_masks
-    names_of = index._names
-    train_pairs = facts.by_relation if facts is not None and len(facts) > 0 else None
+    in_train = index.labels_in_train(facts) if facts is not None and len(facts) > 0 else None
     kept: set[tuple[str, int, int, str]] = set()
     unknown: set[tuple[Any, ...]] = set()
     resolved: dict[tuple[Any, Any], str | None] = {}
@@ -1672,14 +1671,8 @@ def _tally_loop(
                 correct_evidence += next(iter(evi)) in gold_evi
             else:
                 correct_evidence += len(evi.intersection(gold_evi))
-        if train_pairs is not None:
-            pairs = train_pairs.get(r)
-            if pairs is not None:
-                names = names_of.get(key)
-                if names is None:
-                    names = index.names(key)
-                if not pairs.isdisjoint(product(names[h], names[t])):
-                    correct_in_train += 1
+        if in_train is not None and k in in_train:
+            correct_in_train += 1
     # plain evidence lists are type-checked in bulk (C-level); the slow path finds and names the culprit
     if evidence_lists and set(map(type, chain.from_iterable(evidence_lists))) - {int}:
         for i, pred in enumerate(predictions):

@@ -245,3 +245,20 @@ def test_file_digest_is_the_digest_of_the_bytes(tmp_path):
     data = bytes(range(256)) * 5000  # more than one read buffer
     path.write_bytes(data)
     assert file_digest(path) == digest(data) and digest(data) != digest(data[:-1])
+
+
+def test_a_gold_file_changed_during_a_job_is_named_not_mixed(redocred_test, tmp_path):
+    """Index entries are keyed by the very bytes that were parsed; a gold file rewritten after its cached
+    index was read, before its mention names were needed, is an error naming the file, not a mix."""
+    gold = tmp_path / "gold.json"
+    write_documents(redocred_test[:20], gold)
+    store = tmp_path / "cache"
+    read_gold_index(gold, cache=store)
+    (names_entry,) = store.glob("names-*")
+    assert names_entry.name == f"names-{digest(gold.read_bytes())}.json"
+    names_entry.unlink()  # the names must now come from the file
+    index = read_gold_index(gold, cache=store)  # from the cache
+    write_documents(redocred_test[20:40], gold)  # rewritten meanwhile
+    key = next(iter(index.docs))
+    with pytest.raises(fast_io.DocumentError, match="changed while it was being scored"):
+        index.names(key)

@@ -236,3 +236,32 @@ def test_pair_attention_equals_the_gathered_product():
     (grad_gathered,) = torch.autograd.grad((gathered * weights).sum(), att)
     assert torch.allclose(grad_fast, grad_gathered, atol=1e-12)
     assert pair_attention(att, h_idx[:0], t_idx[:0], pair_doc[:0], per_doc).shape == (0, 11)
+
+
+def test_unpadded_training_without_token_zero_and_with_embedding_hooks(tokenizer, batch):
+    """Per-document training looks word embeddings up in the batch's rows: a first step whose batch lacks
+    token 0 (the attention dry run's) works, and so does an embedding with a forward hook (NEFTune-style
+    noise), which then sees only real lookups; losses and gradients equal the padded batch's."""
+    torch.manual_seed(0)
+    config = DocREConfig(encoder=_encoder("bert", tokenizer.vocab_size, 512), head_type="atlop", emb_size=32, block_size=8)
+    config.encoder.pad_token_id = 1
+    ids = batch["input_ids"].clone()
+    ids[ids == 0] = 2  # no token 0 anywhere
+    ids[~batch["attention_mask"].bool()] = 1  # padded with 1
+    inputs = {**batch, "input_ids": ids}
+    results = {}
+    for unpadded in (True, False):
+        torch.manual_seed(0)
+        model = DocREModel(config).train()  # fresh: its first call makes the dry run
+        model.unpadded = unpadded
+        loss = model(**inputs).loss
+        loss.backward()
+        results[unpadded] = (loss.detach(), model.encoder.get_input_embeddings().weight.grad.clone())
+    assert torch.allclose(results[True][0], results[False][0], atol=1e-6)
+    assert torch.allclose(results[True][1], results[False][1], atol=1e-6)
+
+    model = DocREModel(config).train()
+    seen = []
+    model.encoder.get_input_embeddings().register_forward_hook(lambda _m, _a, out: seen.append(out.dim()))
+    model(**inputs).loss.backward()
+    assert seen and set(seen) == {3}  # per-document (1 x n x hidden) lookups only
