@@ -56,7 +56,10 @@ def iter_logits(
     model.eval()
     bar = tqdm(total=len(features), desc="Predicting", unit="doc", disable=not progress)
     try:
-        with torch.inference_mode(), amp:
+        # Under autocast, no_grad rather than inference_mode: autocast caches its casts of the weights only
+        # outside inference mode; in it every batch (every chunk of pairs) casts every weight again.
+        grad_off = torch.no_grad() if autocast is not None else torch.inference_mode()
+        with grad_off, amp:
             for idx in batches:
                 batch = collate([{**features[i], "labels": None} for i in idx])
                 logits = model(
