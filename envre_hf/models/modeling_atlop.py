@@ -21,8 +21,7 @@ from .losses import adaptive_thresholding_loss, none_class_ranking_loss
 from .modeling_docre import (
     DocREModelOutput,
     DocREPreTrainedModel,
-    group_bilinear,
-    group_bilinear_logits,
+    group_bilinear_classify,
     hts_index,
     localized_context,
     pair_attention,
@@ -75,11 +74,9 @@ class ATLOPModel(DocREPreTrainedModel):
         context = localized_context(sequence_output, ht, pair_doc)
         zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx, context))
         zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx, context))
-        if output_pair_representations:
-            features = group_bilinear(zh, zt, self.config.block_size)  # ATLOP's group bilinear
-            logits = self.bilinear(features)
-        else:
-            features, logits = None, group_bilinear_logits(zh, zt, self.config.block_size, self.bilinear)
+        features, logits = group_bilinear_classify(  # ATLOP's group bilinear
+            zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
+        )
         loss = None
         if labels is not None:
             loss = self.loss_function(logits, labels.to(logits.device))

@@ -217,17 +217,20 @@ def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch
     return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), zh.size(-1) // block_size, block_size)
 
 
-def group_bilinear_logits(
-    zh: torch.Tensor, zt: torch.Tensor, block_size: int, linear: nn.Linear, chunk: int = 256
-) -> torch.Tensor:
-    """``linear(group_bilinear(zh, zt, block_size))`` computed ``chunk`` pairs at a time, never holding the
-    pairs x (emb * block) features of the whole batch: for inference, where nobody reads them (each chunk's
-    features are still in cache when the linear layer reads them back)."""
-    if zh.size(0) <= chunk:
-        return linear(group_bilinear(zh, zt, block_size))
-    return torch.cat(
-        [linear(group_bilinear(h, t, block_size)) for h, t in zip(zh.split(chunk), zt.split(chunk))]
-    )
+def group_bilinear_classify(
+    zh: torch.Tensor, zt: torch.Tensor, block_size: int, linear: nn.Linear, keep_features: bool = True, chunk: int = 256
+) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """``(features, linear(features))`` for ``features = group_bilinear(zh, zt, block_size)``.
+
+    ``keep_features=False`` (prediction, where nobody reads the features) returns None for them and computes
+    the logits ``chunk`` pairs at a time, never holding the pairs x (emb * block) features of the whole batch
+    (each chunk's features are still in cache when the linear layer reads them back).
+    """
+    if keep_features or zh.size(0) <= chunk:
+        features = group_bilinear(zh, zt, block_size)
+        return (features if keep_features else None), linear(features)
+    logits = torch.cat([linear(group_bilinear(h, t, block_size)) for h, t in zip(zh.split(chunk), zt.split(chunk))])
+    return None, logits
 
 
 # ---------------------------------------------------------------------- fast last-layer attention rows
@@ -280,12 +283,15 @@ def attention_rows(
     scores = torch.matmul(padded.transpose(1, 2), key.transpose(-1, -2)) * scaling  # B x heads x maxR x L
     scores = scores.transpose(1, 2)[doc, rank]  # R x heads x L
     if attention_mask is not None:
-        mask = attention_mask[doc, :, pos if attention_mask.size(2) > 1 else 0]  # R x (1|heads) x L
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-        else:
-            scores = scores + mask
+        scores = _masked(scores, attention_mask[doc, :, pos if attention_mask.size(2) > 1 else 0])  # R x (1|heads) x L
     return torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+
+
+def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Attention scores under a boolean (True = attend) or additive mask."""
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return scores + mask
 
 
 def _plain_attention(
@@ -301,10 +307,7 @@ def _plain_attention(
     scaling = query.size(-1) ** -0.5 if scaling is None else scaling
     scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
     if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
-        else:
-            scores = scores + attention_mask
+        scores = _masked(scores, attention_mask)
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
     probs = torch.nn.functional.dropout(probs, p=dropout, training=True)
     return torch.matmul(probs, value).transpose(1, 2).contiguous(), probs

@@ -25,7 +25,7 @@ from transformers import initialization as init
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import balanced_threshold_loss
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear, group_bilinear_logits
+from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear_classify
 from .pair_matrix import PairIndex, PairUNet
 from .registry import CHANNEL_TYPES, DocuNetHeadConfig
 
@@ -95,11 +95,9 @@ class DocuNetModel(DocREPreTrainedModel):
         cells = index.gather(segmented)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, cells], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, cells], dim=-1)))
-        if output_pair_representations:
-            features = group_bilinear(zh, zt, self.config.block_size)  # ATLOP's group bilinear
-            logits = self.bilinear(features)
-        else:
-            features, logits = None, group_bilinear_logits(zh, zt, self.config.block_size, self.bilinear)
+        features, logits = group_bilinear_classify(  # ATLOP's group bilinear
+            zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
+        )
         loss = None
         if labels is not None:
             loss = self.loss_function(logits, labels.to(logits.device))

