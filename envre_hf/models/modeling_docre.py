@@ -226,11 +226,21 @@ def group_bilinear_classify(
     the logits ``chunk`` pairs at a time, never holding the pairs x (emb * block) features of the whole batch
     (each chunk's features are still in cache when the linear layer reads them back).
     """
-    if keep_features or zh.size(0) <= chunk:
+    if keep_features:
         features = group_bilinear(zh, zt, block_size)
-        return (features if keep_features else None), linear(features)
-    logits = torch.cat([linear(group_bilinear(h, t, block_size)) for h, t in zip(zh.split(chunk), zt.split(chunk))])
-    return None, logits
+        return features, linear(features)
+    if zh.shape != zt.shape or zh.size(-1) % block_size:
+        raise ValueError(f"group_bilinear: shapes {tuple(zh.shape)}, {tuple(zt.shape)} with block size {block_size}")
+    # One features buffer for every chunk: a fresh (chunk x emb * block) tensor per chunk is a fresh mapping
+    # of pages the kernel must zero, which cost more than the products written into it (docs/speed.md).
+    groups = zh.size(-1) // block_size
+    buffer = zh.new_empty(min(chunk, zh.size(0)), groups, block_size, block_size)
+    logits = []
+    for h, t in zip(zh.split(chunk), zt.split(chunk)):
+        out = buffer[: h.size(0)]
+        torch.mul(h.reshape(-1, groups, block_size, 1), t.reshape(-1, groups, 1, block_size), out=out)
+        logits.append(linear(out.view(h.size(0), groups * block_size * block_size)))
+    return None, torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
 # ---------------------------------------------------------------------- fast last-layer attention rows

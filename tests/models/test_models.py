@@ -430,6 +430,24 @@ def test_group_bilinear_matches_autograd_of_the_outer_product():
         group_bilinear(zh, zt, 5)
 
 
+@pytest.mark.parametrize("pairs", [0, 3, 7, 8, 17])
+def test_chunked_group_bilinear_logits_equal_the_materialised_ones(pairs):
+    """The prediction path (one reused features buffer, ``chunk`` pairs at a time, a shorter last chunk)
+    gives the logits of the features of all pairs at once."""
+    from envre_hf.models.modeling_docre import group_bilinear, group_bilinear_classify
+
+    torch.manual_seed(pairs)
+    zh, zt = torch.randn(pairs, 12, dtype=torch.double), torch.randn(pairs, 12, dtype=torch.double)
+    linear = torch.nn.Linear(48, 5).double()
+    features, full = group_bilinear_classify(zh, zt, 4, linear)
+    assert torch.equal(features, group_bilinear(zh, zt, 4)) and torch.equal(full, linear(features))
+    none, chunked = group_bilinear_classify(zh, zt, 4, linear, keep_features=False, chunk=4)
+    assert none is None and chunked.shape == (pairs, 5)
+    assert torch.allclose(chunked, linear(group_bilinear(zh, zt, 4)), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="block size 5"):
+        group_bilinear_classify(zh, zt, 5, linear, keep_features=False)
+
+
 def test_atlop_forward_equals_its_textbook_composition(tokenizer, batch):
     """The per-entity extractor shortcut and the batched pooling give ATLOP's formula exactly."""
     model = tiny_model(tokenizer).eval()
