@@ -4,7 +4,7 @@ Both take chat ``messages`` ([{"role", "content"}]) and return a :class:`Complet
 through ``huggingface_hub.InferenceClient.chat_completion`` (OpenAI, vLLM, TGI, llama.cpp server, Hugging Face
 Inference Endpoints and Inference Providers). Replies go to the package's one reply cache
 (:class:`envre_hf.http.ResponseCache`, the SQLite file the Wikidata KB client also uses), keyed by a hash of
-model, messages and generation parameters, so rerunning an evaluation costs nothing. The API key is read from an
+endpoint, model, messages and generation parameters, so rerunning an evaluation costs nothing. The API key is read from an
 environment variable and sent only in the ``Authorization`` header: it never enters logs, caches or errors.
 """
 
@@ -63,9 +63,13 @@ class ChatBackend(Protocol):
     def complete(self, messages: Messages) -> Completion: ...
 
 
-def chat_cache_key(model: str, messages: Messages, params: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of model, messages and generation parameters (the chat request's identity)."""
-    payload = json.dumps({"model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False)
+def chat_cache_key(endpoint: str, model: str, messages: Messages, params: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of endpoint, model, messages and generation parameters (the chat request's
+    identity). The endpoint is part of it: two servers may serve different weights under one model name (every
+    TGI server calls its model ``tgi``), and a reply cached from one must not answer for the other."""
+    payload = json.dumps(
+        {"endpoint": endpoint, "model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -150,7 +154,7 @@ class OpenAIChatBackend:
         return params
 
     def complete(self, messages: Messages) -> Completion:
-        key = chat_cache_key(self.model, messages, self.params)
+        key = chat_cache_key(self.url, self.model, messages, self.params)
         hit = cached_completion(self.cache, key)
         if hit is not None:
             return hit
@@ -263,7 +267,7 @@ class LocalBackend:
         import torch  # see from_pretrained: loaded only when a local model runs
 
         params = {"max_new_tokens": self.max_new_tokens, "do_sample": False}
-        key = chat_cache_key(self.model, messages, params)
+        key = chat_cache_key("transformers", self.model, messages, params)
         hit = cached_completion(self.cache, key)
         if hit is not None:
             return hit

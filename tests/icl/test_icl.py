@@ -226,6 +226,23 @@ def test_openai_backend_success_auth_and_cache(chat_server, tmp_path, monkeypatc
         assert conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 3
 
 
+def test_one_model_name_on_two_endpoints_is_two_cache_entries(tmp_path, monkeypatch):
+    """Every TGI server names its model ``tgi``: a reply cached from one server must not answer for another."""
+    monkeypatch.setenv("MY_KEY", SECRET)
+    cache = tmp_path / "cache.sqlite"
+    first, second = ChatServer(), ChatServer()
+    try:
+        for server in (first, second, first):
+            OpenAIChatBackend("tgi", base_url=server.url, api_key_env="MY_KEY", cache_path=cache).complete(MESSAGES)
+        assert (len(first.requests), len(second.requests)) == (1, 1)
+        # the same endpoint spelt with a trailing slash is the same endpoint
+        hit = OpenAIChatBackend("tgi", base_url=second.url + "/", api_key_env="MY_KEY", cache_path=cache).complete(MESSAGES)
+        assert hit.cached and len(second.requests) == 1
+    finally:
+        first.close()
+        second.close()
+
+
 def test_openai_backend_never_sends_the_machines_hf_token(chat_server, monkeypatch):
     """huggingface_hub adds a stored HF token to requests without a key: not to a third-party endpoint."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
