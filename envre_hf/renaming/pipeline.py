@@ -478,7 +478,9 @@ class RenamingPipeline:
 
         Each original name gets an unused candidate name of the same hard form (a plain name may
         take an acronym when no plain name is left), preferring one with the same leading article
-        and plural; a possessive original gets its stem's new name plus its ending.
+        and plural; a possessive original (served after the plain names) gets an unused name of its
+        stem's form plus its ending: like every other original name, a name of its own among the
+        candidate's aliases, not necessarily the one its stem got (alias-wise substitution).
         """
         names = self._candidate_names(item_id)
         if forms.uniform:  # fast path: the first names of exactly that form (what the general path picks too)
