@@ -68,6 +68,16 @@ TARGETS: dict[str, Target] = {
          "tests/metrics/test_metric_bulk.py", "tests/metrics/test_metric_cache.py"),
         ("tests/analysis/test_analysis.py",),
     ),
+    "metric_io": Target(
+        "envre_hf/metrics/fast_io.py",
+        ("tests/metrics/test_metric_fast.py", "tests/metrics/test_metric_cache.py", "tests/metrics/test_metric.py"),
+        ("tests/cli/test_reliability.py", "tests/cli/test_reliability_campaign.py"),
+    ),
+    "metric_cache": Target(
+        "envre_hf/metrics/cache.py",
+        ("tests/metrics/test_metric_cache.py", "tests/metrics/test_metric_fast.py", "tests/metrics/test_metric.py"),
+        ("tests/cli/test_reliability.py", "tests/cli/test_reliability_campaign.py"),
+    ),
     "pipeline": Target(
         "envre_hf/renaming/pipeline.py",
         ("tests/renaming/test_renaming.py", P + "test_prop_renaming.py", P + "test_prop_values.py"),
