@@ -373,3 +373,16 @@ def test_read_predictions_names_the_bad_line_of_a_jsonl_file(tmp_path):
     path.write_text('{"title": "Alpha", "h_idx": 0, "t_idx": 1, "r": "P17"}\n{oops\n', encoding="utf-8")
     with pytest.raises(PredictionError, match="line 2"):
         read_predictions(path)
+
+
+def test_scores_built_from_the_fractions_alone_count_nothing():
+    """DocREScores' counts default to zero (a report built by hand, or from an older score file's fractions)."""
+    from dataclasses import fields
+
+    from envre_hf.metrics import DocREScores
+
+    required = [f.name for f in fields(DocREScores) if f.default is f.default_factory]  # both MISSING
+    scores = DocREScores(**dict.fromkeys(required, 0.5))
+    counts = {f.name: getattr(scores, f.name) for f in fields(DocREScores) if f.name.startswith("num_")}
+    assert len(counts) == 10 and set(counts.values()) == {0}
+    assert scores.per_relation == {} and scores.by_entity_count == {}
