@@ -68,6 +68,16 @@ TARGETS: dict[str, Target] = {
          "tests/metrics/test_metric_bulk.py", "tests/metrics/test_metric_cache.py"),
         ("tests/analysis/test_analysis.py",),
     ),
+    "metric_io": Target(
+        "envre_hf/metrics/fast_io.py",
+        ("tests/metrics/test_metric_fast.py", "tests/metrics/test_metric_cache.py", "tests/metrics/test_metric.py"),
+        ("tests/cli/test_reliability.py", "tests/cli/test_reliability_campaign.py"),
+    ),
+    "metric_cache": Target(
+        "envre_hf/metrics/cache.py",
+        ("tests/metrics/test_metric_cache.py", "tests/metrics/test_metric_fast.py", "tests/metrics/test_metric.py"),
+        ("tests/cli/test_reliability.py", "tests/cli/test_reliability_campaign.py"),
+    ),
     "pipeline": Target(
         "envre_hf/renaming/pipeline.py",
         ("tests/renaming/test_renaming.py", P + "test_prop_renaming.py", P + "test_prop_values.py"),
@@ -127,6 +137,18 @@ TARGETS: dict[str, Target] = {
 
 #: (module, line number text stripped, mutation) -> why no test can tell the mutant apart.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("metric", "_MAX_JSON_INT = 1 << 63", "'1' -> '2'"): (
+        "orjson writes and reads unsigned 64-bit integers: masks below 2**64 round-trip as numbers, larger ones are strings either way"
+    ),
+    ("metric", "masks if max(masks, default=0) < _MAX_JSON_INT else list(map(str, masks))", "'<' -> '<='"): (
+        "a mask of exactly 2**63 fits orjson's unsigned 64-bit integers: written as a number it reads back the same"
+    ),
+    ("metric", "correct_evidence: int = 0", "'0' -> '1'"): (
+        "both _Tally constructors (_tally_loop, _tally_bulk) pass correct_evidence: the default is never used"
+    ),
+    ("metric", "correct_intra: int = 0", "'0' -> '1'"): (
+        "both _Tally constructors (_tally_loop, _tally_bulk) pass correct_intra: the default is never used"
+    ),
     (
         "prediction",
         'pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0',

@@ -198,6 +198,7 @@ def test_unknown_relation_ids_just_never_match():
         ({"doc_id": "Alpha#9", "h_idx": 0, "t_idx": 1, "r": "P17"}, "doc_id", "no gold document"),
         (pred("Alpha", 4, 1, "P17"), "h_idx", "out of range"),
         (pred("Alpha", 0, -1, "P17"), "t_idx", "out of range"),
+        (pred("Alpha", 0, 4, "P17"), "t_idx", "out of range"),  # Alpha has 4 entities: 4 is the first bad index
         (pred("Alpha", 0, 1, 17), "r", "relation id string"),
         (pred("Alpha", True, 1, "P17"), "h_idx", "integer"),
         (pred("Alpha", "0", 1, "P17"), "h_idx", "integer"),
@@ -365,3 +366,23 @@ def test_evaluate_module_takes_official_dicts_and_checks_their_documents(docre_f
     assert docre_f1.compute(predictions=per_doc, references=docs)["f1"] == _sample_scores().f1
     with pytest.raises(PredictionError, match=r"predictions\[0\] names document 'Port Aldren'"):
         docre_f1.compute(predictions=per_doc[::-1], references=docs)
+
+
+def test_read_predictions_names_the_bad_line_of_a_jsonl_file(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"title": "Alpha", "h_idx": 0, "t_idx": 1, "r": "P17"}\n{oops\n', encoding="utf-8")
+    with pytest.raises(PredictionError, match="line 2"):
+        read_predictions(path)
+
+
+def test_scores_built_from_the_fractions_alone_count_nothing():
+    """DocREScores' counts default to zero (a report built by hand, or from an older score file's fractions)."""
+    from dataclasses import fields
+
+    from envre_hf.metrics import DocREScores
+
+    required = [f.name for f in fields(DocREScores) if f.default is f.default_factory]  # both MISSING
+    scores = DocREScores(**dict.fromkeys(required, 0.5))
+    counts = {f.name: getattr(scores, f.name) for f in fields(DocREScores) if f.name.startswith("num_")}
+    assert len(counts) == 10 and set(counts.values()) == {0}
+    assert scores.per_relation == {} and scores.by_entity_count == {}

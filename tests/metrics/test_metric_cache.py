@@ -124,8 +124,23 @@ def _damages():
         columns["titles"][0] = [7]
         _rewrite(path, orjson.dumps(columns))
 
+    def a_title_missing(path):
+        columns = orjson.loads(path.read_bytes().partition(b"\n")[2])
+        columns["titles"].pop()
+        _rewrite(path, orjson.dumps(columns))
+
+    def a_label_document_missing(path):
+        columns = orjson.loads(path.read_bytes().partition(b"\n")[2])
+        columns["label_doc"].pop()
+        _rewrite(path, orjson.dumps(columns))
+
+    def a_count_as_text(path):
+        columns = orjson.loads(path.read_bytes().partition(b"\n")[2])
+        columns["num_gold_evidence"] = str(columns["num_gold_evidence"])
+        _rewrite(path, orjson.dumps(columns))
+
     return [truncate, flip_payload_byte, other_format, not_json, label_out_of_range, label_of_a_missing_document,
-            columns_of_another_kind, wrong_types]  # fmt: skip
+            columns_of_another_kind, wrong_types, a_title_missing, a_label_document_missing, a_count_as_text]  # fmt: skip
 
 
 @pytest.mark.parametrize("damage", _damages(), ids=lambda f: f.__name__)
@@ -262,3 +277,17 @@ def test_a_gold_file_changed_during_a_job_is_named_not_mixed(redocred_test, tmp_
     key = next(iter(index.docs))
     with pytest.raises(fast_io.DocumentError, match="changed while it was being scored"):
         index.names(key)
+
+
+def test_training_columns_that_are_not_lists_are_refused():
+    """A relation's value must be its [heads, tails] lists: a two-character string is not read as one fact."""
+    with pytest.raises(ValueError, match="two name columns"):
+        TrainFacts.from_columns({"num_documents": 1, "by_relation": {"P17": "ab"}})
+
+
+def test_columns_with_their_names_read_back_to_the_same_index(redocred_test):
+    built = GoldIndex(redocred_test[:30])
+    index = GoldIndex.from_columns(built.to_columns())  # the names column present: no loader needed
+    for name in INDEX_FIELDS:
+        assert getattr(index, name) == getattr(built, name), name
+    assert list(index.docs) == list(built.docs) and all(index.names(key) == built.names(key) for key in built.docs)

@@ -77,6 +77,7 @@ def _docred_dicts(docs, tmp_path):
     "breakage, field",
     [
         (lambda d: d["labels"][0].update(h=999), "h/t"),
+        (lambda d: d["labels"][0].update(h=len(d["vertexSet"])), "h/t"),  # the first index past the entities
         (lambda d: d["labels"][0].update(evidence=["x"]), "evidence"),
         (lambda d: d["vertexSet"][0][0].update(sent_id="2"), "sent_id"),
         (lambda d: d.pop("title"), "title"),
