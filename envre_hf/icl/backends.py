@@ -56,11 +56,20 @@ class Completion:
 
 
 class ChatBackend(Protocol):
-    """What the ICL runner needs from a backend."""
+    """What the ICL runner needs from a backend (``identity``, when a backend has it: see
+    :func:`backend_identity`)."""
 
     model: str
 
     def complete(self, messages: Messages) -> Completion: ...
+
+
+def backend_identity(backend: ChatBackend) -> dict[str, Any]:
+    """Where and how a backend answers: endpoint, model and generation parameters (``backend.identity``),
+    or only its model name for a backend without one. A resumed ICL run must have the same identity, so
+    that one run is never answered by two servers or two settings."""
+    identity = getattr(backend, "identity", None)
+    return dict(identity) if identity is not None else {"model": backend.model}
 
 
 def chat_cache_key(endpoint: str, model: str, messages: Messages, params: dict[str, Any]) -> str:
@@ -152,6 +161,11 @@ class OpenAIChatBackend:
         if self.seed is not None:
             params["seed"] = self.seed
         return params
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The endpoint, model and generation parameters (what a resumed run must keep)."""
+        return {"endpoint": self.url, "model": self.model, "params": self.params}
 
     def complete(self, messages: Messages) -> Completion:
         key = chat_cache_key(self.url, self.model, messages, self.params)
@@ -263,10 +277,16 @@ class LocalBackend:
             ids = ids[-keep:]
         return ids
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """``transformers``, the model's name and the generation parameters (what a resumed run must keep)."""
+        return {"endpoint": "transformers", "model": self.model,
+                "params": {"max_new_tokens": self.max_new_tokens, "do_sample": False}}
+
     def complete(self, messages: Messages) -> Completion:
         import torch  # see from_pretrained: loaded only when a local model runs
 
-        params = {"max_new_tokens": self.max_new_tokens, "do_sample": False}
+        params = self.identity["params"]
         key = chat_cache_key("transformers", self.model, messages, params)
         hit = cached_completion(self.cache, key)
         if hit is not None:

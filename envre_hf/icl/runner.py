@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from ..atomic import load_jsonl_records, write_json
 from ..documents import Document, RelationSchema, docred_schema
-from .backends import ChatBackend
+from .backends import ChatBackend, backend_identity
 from .parser import TripleParser
 from .prompt import PromptBuilder, PromptConfig, Renamer
 from ..metrics import score_predictions
@@ -92,13 +92,16 @@ def run_icl(
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     docs = list(test)[: max_docs if max_docs is not None else None]
-    run_config = {"model": backend.model, "prompt": asdict(config)}
+    # what the replies depend on: a resumed run must be answered the same way (endpoint, model, parameters,
+    # demonstrations renamed or not, prompt)
+    run_config = {"model": backend.model, "backend": backend_identity(backend), "renamer": renamer is not None,
+                  "prompt": asdict(config)}  # fmt: skip
     results_path, config_path = out / RESULTS, out / RUN_CONFIG
     if results_path.exists() and results_path.stat().st_size and not resume:
         raise ICLRunError(f"{results_path} already holds results: pass resume=True (--resume) or use a new directory")
     if resume and config_path.exists():
         old = json.loads(config_path.read_text("utf-8"))
-        for key in ("model", "prompt"):
+        for key in ("model", "backend", "renamer", "prompt"):
             if old.get(key) != run_config[key]:
                 raise ICLRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
     write_json(config_path, run_config, ensure_ascii=True)

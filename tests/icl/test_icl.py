@@ -399,6 +399,32 @@ class OracleBackend:
         return Completion("None")
 
 
+def test_a_run_is_resumed_only_with_the_same_endpoint_and_parameters(redocred_dev, tmp_path, monkeypatch):
+    """Replies depend on the server and the generation settings: a run started on one endpoint (or temperature,
+    or with renamed demonstrations) is not finished by another."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    test, train = redocred_dev[:3], redocred_dev[100:110]
+    first, second = ChatServer(), ChatServer()
+    try:
+        run_icl(test[:2], train, OpenAIChatBackend("tgi", base_url=first.url), tmp_path, PromptConfig(k=1), progress=False)
+        config = json.loads((tmp_path / "run_config.json").read_text())
+        assert config["backend"] == {"endpoint": first.url + "/chat/completions", "model": "tgi", "params": {"temperature": 0.0}}
+        for backend, what in ((OpenAIChatBackend("tgi", base_url=second.url), "backend"),
+                              (OpenAIChatBackend("tgi", base_url=first.url, temperature=1.0), "backend")):  # fmt: skip
+            with pytest.raises(ICLRunError, match=f"cannot resume .*: {what} was"):
+                run_icl(test, train, backend, tmp_path, PromptConfig(k=1), resume=True, progress=False)
+        with pytest.raises(ICLRunError, match="renamer was False"):
+            run_icl(test, train, OpenAIChatBackend("tgi", base_url=first.url), tmp_path, PromptConfig(k=1),
+                    renamer=lambda doc, seed: doc, resume=True, progress=False)
+        assert len(second.requests) == 0 and len(first.requests) == 2
+        result = run_icl(test, train, OpenAIChatBackend("tgi", base_url=first.url + "/"), tmp_path, PromptConfig(k=1),
+                         resume=True, progress=False)
+        assert result.skipped == 2 and len(first.requests) == 3
+    finally:
+        first.close()
+        second.close()
+
+
 def test_runner_scores_and_resumes(redocred_dev, tmp_path):
     test, train = redocred_dev[:6], redocred_dev[100:130]
     with pytest.raises(BackendError):
