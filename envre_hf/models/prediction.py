@@ -184,5 +184,13 @@ def load_for_inference(
         if not source:
             raise ValueError(f"{model_dir} holds no tokenizer and its config names no encoder to take one from")
         logging.getLogger(__name__).warning("%s holds no tokenizer; using the encoder's (%s)", model_dir, source)
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source)
+        except (OSError, ValueError, TypeError) as err:
+            # a local encoder folder is saved under its base name only (portable configs): found from its own
+            # parent folder, nowhere else
+            raise ValueError(
+                f"{model_dir} holds no tokenizer and the encoder it was built from ({source!r}) has none to lend "
+                f"({type(err).__name__}): save the tokenizer into the model folder with tokenizer.save_pretrained"
+            ) from None
     return model, tokenizer

@@ -528,3 +528,22 @@ def test_trainer_with_featurized_dataset_and_collator(tokenizer, small_docs, tmp
     result = trainer.train()
     assert result.global_step == 2 and math.isfinite(result.training_loss)
     assert not torch.equal(before, model.bilinear.weight.detach())
+
+
+def test_a_model_folder_without_a_tokenizer_names_itself_and_the_fix(tokenizer, tmp_path, monkeypatch):
+    """The tokenizer falls back to the encoder the model was built from; where that cannot be found (a local
+    encoder folder is saved under its base name only), the error names the model folder and what to do."""
+    from envre_hf.models.prediction import load_for_inference
+
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # no Hub lookup of the missing name
+    model = tiny_model(tokenizer)
+    model.config.encoder_name_or_path = "an-encoder-folder-that-is-not-here"
+    model.save_pretrained(tmp_path / "model")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"model holds no tokenizer .*'an-encoder-folder-that-is-not-here'.*save_pretrained"):
+        load_for_inference(str(tmp_path / "model"), "cpu")
+    tokenizer.save_pretrained(tmp_path / "model")
+    loaded, tok = load_for_inference(str(tmp_path / "model"), "cpu")
+    assert tok.vocab_size == tokenizer.vocab_size and not loaded.training
