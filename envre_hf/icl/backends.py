@@ -231,6 +231,9 @@ class LocalBackend:
     """A local causal LM through ``transformers``: greedy decoding, the chat template when the
     tokenizer has one, else the message contents joined by blank lines. Prompts longer than the
     model's context keep their end (the test document and ``Triples:``).
+
+    Replies are cached under ``name`` (default: the folder or Hub id it was loaded from), so a model
+    retrained into the same folder needs a new ``name`` or a new cache file.
     """
 
     def __init__(
@@ -245,6 +248,13 @@ class LocalBackend:
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.model = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        if cache_path is not None and not (name or getattr(model.config, "_name_or_path", "")):
+            # the name is the model's identity in the reply cache: two unnamed models of one class would
+            # answer each other's prompts from it
+            raise ValueError(
+                f"a LocalBackend with a reply cache needs a name for its {type(model).__name__} (name=...): the "
+                "cache keys replies by it"
+            )
         self.cache = open_cache(cache_path)
 
     @classmethod

@@ -365,7 +365,10 @@ def test_local_backend_generates_text(tiny_local_backend, tmp_path):
 
 
 def test_local_backend_chat_template_and_cache(tiny_local_backend, tmp_path):
-    backend = LocalBackend(tiny_local_backend.hf_model, tiny_local_backend.tokenizer, max_new_tokens=4, cache_path=tmp_path / "c.sqlite")
+    with pytest.raises(ValueError, match="needs a name for its GPT2LMHeadModel"):  # unnamed: no cache identity
+        LocalBackend(tiny_local_backend.hf_model, tiny_local_backend.tokenizer, cache_path=tmp_path / "c.sqlite")
+    backend = LocalBackend(tiny_local_backend.hf_model, tiny_local_backend.tokenizer, max_new_tokens=4,
+                           name="tiny-gpt2", cache_path=tmp_path / "c.sqlite")
     plain = backend.prompt_ids(MESSAGES)
     backend.tokenizer = copy.copy(backend.tokenizer)
     backend.tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
