@@ -537,7 +537,10 @@ def test_a_model_folder_without_a_tokenizer_names_itself_and_the_fix(tokenizer, 
 
     import huggingface_hub.constants
 
+    import transformers.utils.hub
+
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # no Hub lookup of the missing name
+    monkeypatch.setattr(transformers.utils.hub, "_hf_api", None)  # the HfApi made by the lookup is not kept
     model = tiny_model(tokenizer)
     model.config.encoder_name_or_path = "an-encoder-folder-that-is-not-here"
     model.save_pretrained(tmp_path / "model")

@@ -4,6 +4,7 @@ and the project's model card on ``create_model_card`` / ``push_to_hub``."""
 from __future__ import annotations
 
 import numpy as np
+import transformers.utils.hub
 import pytest
 import yaml
 from _training_helpers import small_docs, tiny_model, tiny_training_args
@@ -95,6 +96,8 @@ def test_push_to_hub_uploads_the_project_card(tmp_path, encoder_dir, tokenizer, 
     with LocalHub() as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
         monkeypatch.setattr(hub_constants, "ENDPOINT", hub.endpoint)
+        # transformers keeps one HfApi, made with the endpoint of its first use (maybe an earlier test's)
+        monkeypatch.setattr(transformers.utils.hub, "_hf_api", None)
         trainer = _trainer(tmp_path, encoder_dir, tokenizer, dev, train_docs, args={
             "push_to_hub": True, "hub_model_id": "envre/atlop-evrt-tiny", "hub_token": "hf_trainer_token",
             "hub_strategy": "end"})
