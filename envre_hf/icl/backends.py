@@ -72,13 +72,12 @@ def backend_identity(backend: ChatBackend) -> dict[str, Any]:
     return dict(identity) if identity is not None else {"model": backend.model}
 
 
-def chat_cache_key(endpoint: str, model: str, messages: Messages, params: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of endpoint, model, messages and generation parameters (the chat request's
-    identity). The endpoint is part of it: two servers may serve different weights under one model name (every
-    TGI server calls its model ``tgi``), and a reply cached from one must not answer for the other."""
-    payload = json.dumps(
-        {"endpoint": endpoint, "model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False
-    )
+def chat_cache_key(identity: dict[str, Any], messages: Messages) -> str:
+    """SHA-256 of the canonical JSON of a backend's ``identity`` (endpoint, model, generation parameters) and the
+    messages (the chat request's identity). The endpoint is part of it: two servers may serve different weights
+    under one model name (every TGI server calls its model ``tgi``), and a reply cached from one must not answer
+    for the other."""
+    payload = json.dumps({**identity, "messages": messages}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -168,7 +167,7 @@ class OpenAIChatBackend:
         return {"endpoint": self.url, "model": self.model, "params": self.params}
 
     def complete(self, messages: Messages) -> Completion:
-        key = chat_cache_key(self.url, self.model, messages, self.params)
+        key = chat_cache_key(self.identity, messages)
         hit = cached_completion(self.cache, key)
         if hit is not None:
             return hit
@@ -247,8 +246,9 @@ class LocalBackend:
         self.hf_model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
-        self.model = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
-        if cache_path is not None and not (name or getattr(model.config, "_name_or_path", "")):
+        known = name or getattr(model.config, "_name_or_path", "")
+        self.model = known or type(model).__name__
+        if cache_path is not None and not known:
             # the name is the model's identity in the reply cache: two unnamed models of one class would
             # answer each other's prompts from it
             raise ValueError(
@@ -296,8 +296,9 @@ class LocalBackend:
     def complete(self, messages: Messages) -> Completion:
         import torch  # see from_pretrained: loaded only when a local model runs
 
-        params = self.identity["params"]
-        key = chat_cache_key("transformers", self.model, messages, params)
+        identity = self.identity
+        params = identity["params"]
+        key = chat_cache_key(identity, messages)
         hit = cached_completion(self.cache, key)
         if hit is not None:
             return hit

@@ -209,12 +209,17 @@ class _GroupOuter(torch.autograd.Function):
         return grad_zh, grad_zt, None, None
 
 
+def _groups(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> int:
+    """How many groups of ``block_size`` the pairs' head / tail vectors split into (ValueError if they don't)."""
+    if zh.shape != zt.shape or zh.size(-1) % block_size:
+        raise ValueError(f"group_bilinear: shapes {tuple(zh.shape)}, {tuple(zt.shape)} with block size {block_size}")
+    return zh.size(-1) // block_size
+
+
 def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch.Tensor:
     """ATLOP's grouped bilinear features: zh and zt (pairs x emb) split into emb / block_size groups;
     within each group the outer product, all flattened to pairs x (emb * block_size)."""
-    if zh.shape != zt.shape or zh.size(-1) % block_size:
-        raise ValueError(f"group_bilinear: shapes {tuple(zh.shape)}, {tuple(zt.shape)} with block size {block_size}")
-    return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), zh.size(-1) // block_size, block_size)
+    return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), _groups(zh, zt, block_size), block_size)
 
 
 def group_bilinear_classify(
@@ -229,11 +234,9 @@ def group_bilinear_classify(
     if keep_features:
         features = group_bilinear(zh, zt, block_size)
         return features, linear(features)
-    if zh.shape != zt.shape or zh.size(-1) % block_size:
-        raise ValueError(f"group_bilinear: shapes {tuple(zh.shape)}, {tuple(zt.shape)} with block size {block_size}")
     # One features buffer for every chunk: a fresh (chunk x emb * block) tensor per chunk is a fresh mapping
     # of pages the kernel must zero, which cost more than the products written into it (docs/speed.md).
-    groups = zh.size(-1) // block_size
+    groups = _groups(zh, zt, block_size)
     buffer = zh.new_empty(min(chunk, zh.size(0)), groups, block_size, block_size)
     logits = []
     for h, t in zip(zh.split(chunk), zt.split(chunk)):
