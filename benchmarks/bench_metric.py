@@ -81,8 +81,7 @@ open(out, "w", encoding="utf-8").write(json.dumps(scores, indent=2) + "\\n")
 BREAKDOWN = """
 import gc, json, sys, time
 from envre_hf.documents import read_documents
-from envre_hf.metrics import (GoldIndex, TrainFacts, read_gold_index, read_predictions, read_predictions_fast,
-                              read_train_facts, score_predictions)
+from envre_hf.metrics import GoldIndex, TrainFacts, read_gold_index, read_predictions, read_train_facts, score_predictions
 from envre_hf.metrics.fast_io import _cached_labels_in_train
 from envre_hf.metrics.cache import ScoringCache, file_digest
 mode, pred, gold, train, cache = sys.argv[1:6]
@@ -106,8 +105,13 @@ else:
     if store:
         key = file_digest(gold) + "-" + file_digest(train)
         step("labels in train from cache", lambda: _cached_labels_in_train(index, facts, store, key))
-    preds = step("read predictions", lambda: read_predictions_fast(pred))
-scores = step("score", lambda: score_predictions(preds, index, facts))
+if mode == "replaced":
+    scores = step("score", lambda: score_predictions(preds, index, facts))
+else:  # as score_files does: the predictions decoded straight into typed columns, then counted
+    from pathlib import Path
+    from envre_hf.metrics.fast_io import _score_decoded
+    data = step("read predictions (bytes)", lambda: Path(pred).read_bytes())
+    scores = step("decode predictions + score", lambda: _score_decoded(Path(pred), data, index, facts))
 print(json.dumps([steps, {k: getattr(scores, k) for k in ("f1", "ign_f1", "evidence_f1")}]))
 """
 

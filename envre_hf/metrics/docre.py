@@ -98,30 +98,30 @@ class TrainFacts:
         return cls(facts, n, {r: frozenset(v) for r, v in grouped.items()})
 
     @classmethod
-    def from_records(cls, records: Iterable[Any], *, checked: bool = False) -> "TrainFacts":
+    def from_records(cls, records: Iterable[Any]) -> "TrainFacts":
         """:meth:`from_documents` of DocRED-format dicts (e.g. ``orjson.loads`` of the training file), without
-        building typed documents; a record that is not plain DocRED goes through the typed reader.
-        ``checked``: every record passed the full structural validation already (as in :func:`GoldIndex.from_records`)."""
+        building typed documents; a record that is not plain DocRED goes through the typed reader."""
 
+        def fields() -> Iterator[tuple[str, list[list[str]], Iterable[tuple]]]:
+            for i, obj in enumerate(records):
+                fast = _fast_gold_record(obj)
+                if fast is None:
+                    doc = from_dict(obj, i)
+                    yield doc.title, [entity.names for entity in doc.entities], _label_columns(doc)
+                else:
+                    yield fast[1], [list(dict.fromkeys(map(_NAME, cluster))) for cluster in fast[5]], fast[4]
+
+        return cls.from_fields(fields())
+
+    @classmethod
+    def from_fields(cls, documents: Iterable[tuple[str, Sequence[Sequence[str]], Sequence[Sequence]]]) -> "TrainFacts":
+        """The facts of documents given as ``(title, distinct mention names per entity, label columns (hs, ts,
+        rs, ...))``, as a reader that parsed and checked a file itself has them (:mod:`~.fast_io`)."""
         grouped: dict[str, set[tuple[str, str]]] = {}
         n = 0
-        for n, obj in enumerate(records, 1):
-            fast = _fast_gold_record(obj, checked)
-            if fast is None:
-                doc = from_dict(obj, n - 1)
-                names = [entity.names for entity in doc.entities]
-                relations = [(rel.h, rel.t, rel.r) for rel in doc.relations]
-                title = doc.title
-            else:
-                title, vertex_set = fast[1], fast[5]
-                names = [list(dict.fromkeys(map(_NAME, cluster))) for cluster in vertex_set]
-                relations = fast[4]
-            n_ent = len(names)
-            for j, (h, t, r, *_) in enumerate(relations):
-                if not (0 <= h < n_ent and 0 <= t < n_ent):
-                    raise DocumentError(
-                        f"({h}, {t}) points outside the {n_ent} entities", doc_index=n - 1, title=title, label=j, field="h/t"
-                    )
+        for n, (title, names, (hs, ts, rs, *_)) in enumerate(documents, 1):
+            _check_label_range(hs, ts, len(names), n - 1, title)
+            for h, t, r in zip(hs, ts, rs):
                 pairs = grouped.get(r)
                 if pairs is None:
                     pairs = grouped[r] = set()
@@ -244,9 +244,23 @@ def _typed_gold_record(doc: Document, i: int) -> tuple:
         doc.title,
         doc.has_labels,
         [sum({1 << m.sent_id for m in e.mentions}) for e in doc.entities],
-        [(rel.h, rel.t, rel.r, rel.evidence) for rel in doc.relations],
+        _label_columns(doc),
         doc,
     )
+
+
+def _label_columns(doc: Document) -> tuple[list[int], list[int], list[str], list[list[int]]]:
+    """The labels of a typed document as columns: heads, tails, relations, evidence lists."""
+    relations = doc.relations
+    return [r.h for r in relations], [r.t for r in relations], [r.r for r in relations], [r.evidence for r in relations]
+
+
+def _check_label_range(hs: Sequence[int], ts: Sequence[int], n_ent: int, i: int, title: str) -> None:
+    """DocumentError naming the first label whose head or tail is not an entity of the document."""
+    if hs and (min(hs) < 0 or min(ts) < 0 or max(hs) >= n_ent or max(ts) >= n_ent):
+        for j, (h, t) in enumerate(zip(hs, ts)):
+            if not (0 <= h < n_ent and 0 <= t < n_ent):
+                raise DocumentError(f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=title, label=j, field="h/t")
 
 
 class GoldIndex:
@@ -278,23 +292,27 @@ class GoldIndex:
         self._finish()
 
     @classmethod
-    def from_records(cls, records: Iterable[Any], *, checked: bool = False) -> "GoldIndex":
+    def from_records(cls, records: Iterable[Any]) -> "GoldIndex":
         """The index of DocRED-format document dicts (e.g. ``orjson.loads`` of a gold file), same as
         ``GoldIndex([from_dict(r) for r in records])`` for valid files, without building typed documents.
 
         Only what scoring reads is checked here (title, doc_id, mention names and sentence ids, labels);
         a record that is not plain DocRED (Linked-DocRED) or fails a check is parsed by the typed reader,
-        which raises :class:`DocumentError` naming the document and field. ``checked``: every record is
-        plain DocRED and passed the full structural validation already (scoring from files), so the fields
-        are only read, not checked again.
+        which raises :class:`DocumentError` naming the document and field.
         """
+        return cls.from_fields(
+            _fast_gold_record(obj) or _typed_gold_record(from_dict(obj, i), i) for i, obj in enumerate(records)
+        )
 
+    @classmethod
+    def from_fields(cls, documents: Iterable[tuple]) -> "GoldIndex":
+        """The index of documents given as ``(key, title, has labels, sentence mask per entity, label columns
+        (hs, ts, rs, evidence lists), names source)``, as a reader that parsed and checked a file itself has them (:mod:`~.fast_io`).
+        The names source is a typed document, a raw ``vertexSet`` or a function returning the distinct
+        mention names per entity; it is read only when Ign needs the names."""
         index = cls()
-        for i, obj in enumerate(records):
-            fast = _fast_gold_record(obj, checked)
-            if fast is None:
-                fast = _typed_gold_record(from_dict(obj, i), i)
-            index._add(i, *fast)
+        for i, fields in enumerate(documents):
+            index._add(i, *fields)
         index._finish()
         return index
 
@@ -381,7 +399,7 @@ class GoldIndex:
         title: str,
         has_labels: bool,
         sentence_masks: list[int],
-        relations: Iterable[tuple[int, int, str, list[int]]],
+        labels: tuple[Sequence[int], Sequence[int], Sequence[str], Sequence[list[int]]],
         source: Any,
     ) -> None:
         if key in self.docs:
@@ -399,14 +417,10 @@ class GoldIndex:
         n_ent = self.num_entities[key] = len(sentence_masks)
         self.sentence_masks[key] = sentence_masks
         self.titles.setdefault(title, []).append(key)
-        labels = self.labels
-        for j, (h, t, r, evidence) in enumerate(relations):
-            if not (0 <= h < n_ent and 0 <= t < n_ent):
-                raise DocumentError(
-                    f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=title, label=j, field="h/t"
-                )
-            labels[(key, h, t, r)] = evidence
-            self.num_gold_evidence += len(evidence)
+        hs, ts, rs, evidence = labels
+        _check_label_range(hs, ts, n_ent, i, title)
+        self.labels.update(zip(zip(repeat(key), hs, ts, rs), evidence))  # a repeated label: the last one wins
+        self.num_gold_evidence += sum(map(len, evidence))
 
     def _finish(
         self,
@@ -424,12 +438,10 @@ class GoldIndex:
         self.gold_by_count: Counter[int] = gold_by_count
         self.docs_by_count: Counter[int] = Counter(self.num_entities.values())
         if num_gold_intra is None:
-            masks = self.sentence_masks
-            num_gold_intra = 0
-            for key, h, t, _ in labels:
-                doc_masks = masks[key]
-                if doc_masks[h] & doc_masks[t]:
-                    num_gold_intra += 1
+            keys, hs, ts, _ = zip(*labels) if labels else ((), (), (), ())
+            doc_masks = list(map(self.sentence_masks.__getitem__, keys))
+            shared = map(operator.and_, map(getitem, doc_masks, hs), map(getitem, doc_masks, ts))
+            num_gold_intra = len(labels) - list(shared).count(0)
         self.num_gold_intra = num_gold_intra
 
     def __len__(self) -> int:
@@ -472,6 +484,8 @@ class GoldIndex:
                 return self._names[key]
             if isinstance(source, Document):
                 names = [e.names for e in source.entities]
+            elif callable(source):  # from_fields: the reader's own function
+                names = source()
             else:  # a raw vertexSet (from_records): Entity.names' rule, distinct names in mention order
                 names = [list(dict.fromkeys(map(_NAME, cluster))) for cluster in source]
             names = self._names[key] = names
@@ -499,15 +513,8 @@ _SENT_ID, _NAME = itemgetter("sent_id"), itemgetter("name")
 _MAX_JSON_INT = 1 << 63
 
 
-def _fast_gold_record(obj: Any, checked: bool = False) -> tuple[str, str, bool, list[int], list[tuple], list] | None:
-    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it
-    (``checked``: the dict is known to be valid plain DocRED; its fields are read without checks)."""
-    if checked:
-        title, vertex_set, doc_id = obj["title"], obj["vertexSet"], obj.get("doc_id")
-        sentence_masks = [sum(set(map(_BIT, map(_SENT_ID, cluster)))) for cluster in vertex_set]
-        relations = [(raw["h"], raw["t"], raw["r"], raw.get("evidence", [])) for raw in obj.get("labels", ())]
-        key = doc_id if doc_id is not None else title
-        return key, title, "labels" in obj, sentence_masks, relations, vertex_set
+def _fast_gold_record(obj: Any) -> tuple[str, str, bool, list[int], tuple[list, list, list, list], list] | None:
+    """What :class:`GoldIndex` needs of one plain DocRED dict, or None when the typed reader must look at it."""
     if type(obj) is not dict or "vertexSet" not in obj:
         return None
     title, vertex_set = obj.get("title"), obj["vertexSet"]
@@ -527,7 +534,7 @@ def _fast_gold_record(obj: Any, checked: bool = False) -> tuple[str, str, bool, 
         return None
     sentence_masks = [sum(set(map(_BIT, map(_SENT_ID, cluster)))) for cluster in vertex_set]
     raw_labels = obj.get("labels")
-    relations = []
+    hs, ts, rs, evs = [], [], [], []
     if raw_labels is not None:
         if type(raw_labels) is not list:
             return None
@@ -539,9 +546,12 @@ def _fast_gold_record(obj: Any, checked: bool = False) -> tuple[str, str, bool, 
                 return None
             if evidence and set(map(type, evidence)) - {int}:
                 return None
-            relations.append((h, t, r, evidence))
+            hs.append(h)
+            ts.append(t)
+            rs.append(r)
+            evs.append(evidence)
     key = doc_id if doc_id is not None else title
-    return key, title, "labels" in obj, sentence_masks, relations, vertex_set
+    return key, title, "labels" in obj, sentence_masks, (hs, ts, rs, evs), vertex_set
 
 
 # --------------------------------------------------------------------------- scoring
@@ -761,57 +771,68 @@ def _tally_loop(
 _NONE = type(None)
 
 
-def _bulk_rows(preds: list[Any], index: GoldIndex) -> tuple[list[tuple[str, int, int, str]], tuple, tuple, tuple, tuple] | None:
-    """``(key, h, t, r)`` of every prediction and its four columns, or None unless every prediction is an
-    object whose ``doc_id`` (or, without one, ``title``) names a gold document and whose fields are of
-    the right types (the loop then names the first bad prediction)."""
-    if set(map(type, preds)) != {dict}:  # other mappings, or not objects at all
+def _bulk_keys(doc_ids: list[Any], titles: Callable[[], Iterable[Any]], index: GoldIndex) -> list[str] | None:
+    """The gold key of every prediction, from its ``doc_id`` (or, without one, its ``title``), or None
+    unless each names a gold document unambiguously (the loop then names the first bad prediction)."""
+    if set(map(type, doc_ids)) == {str} and index.docs.keys() >= set(doc_ids):
+        return doc_ids
+    try:  # resolve doc_id / title pairs, once per distinct pair
+        refs = list(zip(doc_ids, titles()))
+        resolved = {ref: index.resolve(*ref) for ref in set(refs)}
+    except (TypeError, PredictionError):  # unhashable or ambiguous titles
         return None
-    try:
-        rows = list(map(itemgetter("doc_id", "h_idx", "t_idx", "r"), preds))
-        keys, hs, ts, rs = zip(*rows)
-    except KeyError:  # a prediction without doc_id (or a missing field)
-        rows = None
-    if rows is None or set(map(type, keys)) != {str} or not index.docs.keys() >= set(keys):
-        try:  # resolve doc_id / title pairs, once per distinct pair
-            hs, ts, rs = zip(*map(itemgetter("h_idx", "t_idx", "r"), preds))
-            refs = list(zip(map(dict.get, preds, repeat("doc_id")), map(dict.get, preds, repeat("title"))))
-            resolved = {ref: index.resolve(*ref) for ref in set(refs)}
-        except (KeyError, TypeError, PredictionError):  # missing fields, unhashable or ambiguous titles
-            return None
-        if None in resolved.values():  # an unknown document
-            return None
-        keys = tuple(map(resolved.__getitem__, refs))
-        rows = list(zip(keys, hs, ts, rs))
-    if set(map(type, hs)) != {int} or set(map(type, ts)) != {int} or set(map(type, rs)) != {str}:
+    if None in resolved.values():  # an unknown document
         return None
-    return rows, keys, hs, ts, rs
+    return list(map(resolved.__getitem__, refs))
 
 
 def _tally_bulk(preds: list[Any], index: GoldIndex, facts: TrainFacts | None) -> _Tally | None:
-    """:func:`_tally_loop`'s counts column-wise (C-level ``map`` / ``zip`` / set operations), or None when
-    the submission is not regular (then the loop validates it and names the first bad prediction)."""
-    n = len(preds)
-    columns = _bulk_rows(preds, index) if n else None
-    if columns is None:
+    """:func:`_tally_loop`'s counts column-wise (:func:`_tally_columns`), or None unless every prediction is
+    an object with fields of the right types naming a gold document (then the loop validates the
+    submission and names the first bad prediction)."""
+    if not preds or set(map(type, preds)) != {dict}:  # no predictions, other mappings, or not objects at all
         return None
-    rows, keys, hs, ts, rs = columns
-    doc_masks = list(map(index.sentence_masks.__getitem__, keys))
-    sizes = list(map(len, doc_masks))
-    if min(hs) < 0 or min(ts) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
+    try:
+        hs, ts, rs = zip(*map(itemgetter("h_idx", "t_idx", "r"), preds))
+    except KeyError:  # a missing field
+        return None
+    keys = _bulk_keys(list(map(dict.get, preds, repeat("doc_id"))), lambda: map(dict.get, preds, repeat("title")), index)
+    if keys is None or set(map(type, hs)) != {int} or set(map(type, ts)) != {int} or set(map(type, rs)) != {str}:
         return None
     evs = list(map(dict.get, preds, repeat("evidence")))
     if not set(map(type, evs)) <= {list, _NONE} or set(map(type, chain.from_iterable(filter(None, evs)))) - {int}:
         return None
+    return _tally_columns(keys, hs, ts, rs, evs, index, facts)
+
+
+def _tally_columns(
+    keys: Sequence[str],
+    hs: Sequence[int],
+    ts: Sequence[int],
+    rs: Sequence[str],
+    evs: Sequence[list[int] | None],
+    index: GoldIndex,
+    facts: TrainFacts | None,
+) -> _Tally | None:
+    """:func:`_tally_loop`'s counts of predictions given as columns of the right types (gold keys, ints,
+    relation strings, evidence lists of ints or None), with C-level ``map`` / ``zip`` / set operations;
+    None when an entity index is out of range (the loop then names the prediction)."""
+    n = len(keys)
+    sizes = list(map(len, map(index.sentence_masks.__getitem__, keys)))
+    if min(hs) < 0 or min(ts) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
+        return None
 
     # de-duplicate: the first occurrence of each (key, h, t, r) is kept, and with it its evidence
-    first = dict(zip(reversed(rows), range(n - 1, -1, -1)))
-    num_kept = len(first)
+    first = dict(zip(zip(reversed(keys), reversed(hs), reversed(ts), reversed(rs)), range(n - 1, -1, -1)))
+    rows = list(first)
+    num_kept = len(rows)
+    keys, hs, ts, rs = zip(*rows) if rows else ((), (), (), ())
     if num_kept < n:
-        keep = [False] * n
-        deque(map(keep.__setitem__, first.values(), repeat(True)), maxlen=0)
-        rows, keys, rs, doc_masks, hs, ts, evs = (list(compress(col, keep)) for col in (rows, keys, rs, doc_masks, hs, ts, evs))
+        evs = list(map(evs.__getitem__, first.values()))
+    else:
+        evs = evs[::-1]
 
+    doc_masks = list(map(index.sentence_masks.__getitem__, keys))
     shared = list(map(operator.and_, map(getitem, doc_masks, hs), map(getitem, doc_masks, ts)))  # 0: inter
     gold_evs = list(map(index.labels.get, rows))  # None: not a gold label
     correct = list(map(is_not, gold_evs, repeat(None)))

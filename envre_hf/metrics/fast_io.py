@@ -1,30 +1,48 @@
-"""The fast path of scoring from files: orjson parsing and indexes built straight from the parsed dicts.
+"""The fast path of scoring from files: typed decoding (msgspec) and indexes built from columns.
 
-``envre evaluate --predictions`` spends most of its time reading the gold file into typed documents
+``envre evaluate --predictions`` spent most of its time reading the gold file into typed documents
 (every mention, sentence and label validated and wrapped), although scoring needs only keys, entity
-sentence sets, labels and, for Ign, mention names. :func:`score_files` parses each file once with
-orjson and builds :class:`GoldIndex` / :class:`TrainFacts` from the dicts (:meth:`GoldIndex.from_records`,
-:meth:`TrainFacts.from_records`); the scores equal those of the typed path to the last digit.
+sentence sets, labels and, for Ign, mention names. :func:`score_files` decodes each file once with
+msgspec into small structs whose types (and lower bounds) msgspec checks while it parses, in C; the
+ranges that depend on the document are checked column-wise over the whole file (:func:`_plain_columns`),
+so the fast path accepts exactly the files ``envre build`` accepts; a file it does not take (JSON Lines
+with other fields, Linked-DocRED, a bad record) goes through the typed reader, which names the error.
+The gold index is built with :meth:`GoldIndex.from_columns`, as from the scoring cache, and the
+predictions are counted from typed columns (:func:`~.docre._tally_columns`); the scores equal those of
+the typed path to the last digit.
 
 Python's cyclic garbage collector is paused while these functions run (:func:`~.docre.paused_gc`): parsing
-a 16 MB gold file creates millions of dicts and lists, each allocation burst triggers a collection that
-walks the ever larger heap, and none of it can form a cycle (JSON trees and the indexes are acyclic). On
-the 2,500-document benchmark that was a third of the whole job (``benchmarks/bench_metric.py``).
+a 16 MB gold file creates millions of objects, each allocation burst triggers a collection that walks
+the ever larger heap, and none of it can form a cycle. On the 2,500-document benchmark that was a third
+of the whole job (``benchmarks/bench_metric.py``).
 """
 
 from __future__ import annotations
 
 import os
-from itertools import chain, repeat
+from dataclasses import dataclass
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import add, and_, attrgetter, is_not, le, lt
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import orjson
+from msgspec import UNSET, Meta, UnsetType
 
 from ..documents import DocumentError, read_documents
-from ..documents.formats import to_docred as to_record
 from .cache import ScoringCache, digest, resolve_cache
-from .docre import DocREScores, GoldIndex, PredictionError, TrainFacts, paused_gc, score_predictions
+from .docre import (
+    DocREScores,
+    GoldIndex,
+    PredictionError,
+    TrainFacts,
+    _bulk_keys,
+    _scores,
+    _tally_columns,
+    paused_gc,
+    score_predictions,
+)
 from ..documents.relations import docred_schema
 
 PathLike = str | os.PathLike
@@ -67,85 +85,159 @@ def read_json_records(path: PathLike, *, what: str = "documents", data: bytes | 
     return parsed
 
 
-def _is_int(value: Any) -> bool:
-    return type(value) is int
+class _Mention(msgspec.Struct, gc=False):
+    """A mention as the typed reader accepts it (other keys are ignored by both)."""
+
+    name: str
+    sent_id: Annotated[int, Meta(ge=0)]
+    pos: tuple[Annotated[int, Meta(ge=0)], int]
+    type: Annotated[str, Meta(min_length=1)]
 
 
-def _plain_valid(rec: Any) -> bool:
-    """A cheap structural check of a raw DocRED record: the shapes and ranges that
-    :func:`~envre_hf.documents.validate_document` checks, as a yes/no answer (no message).
+class _Label(msgspec.Struct, gc=False):
+    h: Annotated[int, Meta(ge=0)]
+    t: Annotated[int, Meta(ge=0)]
+    r: str
+    evidence: list[Annotated[int, Meta(ge=0)]] = []
 
-    Records it rejects go through the typed reader, which raises the error naming file, document and
-    field; so the fast path accepts exactly what ``envre build`` accepts, without building typed documents
-    for the valid ones.
-    """
-    if type(rec) is not dict or type(rec.get("title")) is not str or not rec.keys() <= _PLAIN_KEYS:
-        return False  # other fields (seed, substitutions, Linked-DocRED ids): the typed reader checks them
-    if "doc_id" in rec and rec["doc_id"] is not None and type(rec["doc_id"]) is not str:
-        return False
-    sents, vertex = rec.get("sents"), rec.get("vertexSet")
-    if type(sents) is not list or not sents or type(vertex) is not list:
-        return False
-    if set(map(type, sents)) != {list} or set(map(type, chain.from_iterable(sents))) - {str}:
-        return False
-    lengths = list(map(len, sents))
-    for entity in vertex:
-        if type(entity) is not list or not entity:
-            return False
-        for m in entity:
-            if type(m) is not dict or type(m.get("name")) is not str or not m.get("type") or type(m["type"]) is not str:
-                return False
-            sid, pos = m.get("sent_id"), m.get("pos")
-            if not _is_int(sid) or not 0 <= sid < len(lengths) or type(pos) is not list or len(pos) != 2:
-                return False
-            if not (_is_int(pos[0]) and _is_int(pos[1]) and 0 <= pos[0] < pos[1] <= lengths[sid]):
-                return False
-    labels = rec.get("labels", [])
-    if type(labels) is not list:
-        return False
-    seen = set()
-    for label in labels:
-        if type(label) is not dict:
-            return False
-        h, t, r, ev = label.get("h"), label.get("t"), label.get("r"), label.get("evidence", [])
-        if not (_is_int(h) and _is_int(t) and 0 <= h < len(vertex) and 0 <= t < len(vertex)):
-            return False
-        if type(r) is not str or r not in _relations() or (h, t, r) in seen:
-            return False
-        seen.add((h, t, r))
-        if type(ev) is not list or not all(_is_int(s) and 0 <= s < len(lengths) for s in ev):
-            return False
-    return True
+
+class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A plain DocRED / Re-DocRED record; any other field (seed, substitutions, Linked-DocRED's) makes the
+    decoding fail, and the file goes to the typed reader, which checks those fields."""
+
+    title: str
+    #: decoded one document at a time by :data:`_SENTENCES` (only their lengths are kept: the memory of
+    #: the tokens is reused from one document to the next instead of growing with the file)
+    sents: msgspec.Raw
+    vertexSet: list[Annotated[list[_Mention], Meta(min_length=1)]]
+    labels: list[_Label] | UnsetType = UNSET
+    doc_id: str | None = None
+
+
+#: msgspec checks every type (and the lower bounds) while it parses, in C; the ranges that depend on
+#: the document (sentence ids, token spans, entity indices, evidence), the relation inventory, repeated
+#: labels and repeated keys are checked by :func:`_plain_columns`, column-wise over the whole file.
+_DECODER, _RECORD_DECODER = msgspec.json.Decoder(list[_Record]), msgspec.json.Decoder(_Record)
+_SENTENCES = msgspec.json.Decoder(Annotated[list[list[str]], Meta(min_length=1)])
+_SENT_ID, _POS, _NAME = attrgetter("sent_id"), attrgetter("pos"), attrgetter("name")
+_H, _T, _R, _EVIDENCE = attrgetter("h"), attrgetter("t"), attrgetter("r"), attrgetter("evidence")
+_SENTS, _VERTEX, _LABELS = attrgetter("sents"), attrgetter("vertexSet"), attrgetter("labels")
+_BIT = (1).__lshift__
+
+
+@dataclass
+class PlainFile:
+    """A document file decoded by msgspec and checked like :func:`~envre_hf.documents.validate_document`
+    does, as the columns :meth:`GoldIndex.from_columns` reads (``columns``; mention names apart: only Ign
+    needs them, :meth:`names`)."""
+
+    records: list[_Record]
+    columns: dict[str, Any]
+    #: whether each document has a ``labels`` field (a gold file needs one in every document)
+    has_labels: list[bool]
+
+    def names(self) -> list[list[list[str]]]:
+        """Distinct mention names per entity per document, in mention order (``Entity.names``' rule)."""
+        return [[list(dict.fromkeys(map(_NAME, cluster))) for cluster in rec.vertexSet] for rec in self.records]
+
+    def repeats_a_label(self) -> bool:
+        """Whether a document has a label twice (the typed reader refuses it; :meth:`GoldIndex.from_columns`
+        raises ValueError)."""
+        columns = self.columns
+        return len(set(zip(*(columns[f"label_{c}"] for c in ("doc", "h", "t", "r"))))) != len(columns["label_doc"])
+
+    def train_facts(self) -> TrainFacts:
+        columns = self.columns
+        per_doc = list(map(len, map(_labels_of, self.records)))
+        ends = list(accumulate(per_doc))
+        split = [columns[f"label_{c}"] for c in ("h", "t", "r")]
+        labels = ([col[end - n : end] for col in split] for n, end in zip(per_doc, ends))
+        return TrainFacts.from_fields(zip(columns["titles"], self.names(), labels))
+
+
+def _labels_of(rec: _Record) -> list[_Label]:
+    return [] if rec.labels is UNSET else rec.labels
+
+
+def _plain_columns(records: list[_Record], relations: frozenset[str]) -> PlainFile | None:
+    """The checked columns of decoded records, or None when a range check of
+    :func:`~envre_hf.documents.validate_document` fails or two documents share a key (the typed reader
+    then names the error). Every check runs over the whole file at once (C-level ``map`` / ``zip``);
+    repeated labels are left to :meth:`PlainFile.repeats_a_label` and :meth:`GoldIndex.from_columns`."""
+    sentence_lengths = [list(map(len, _SENTENCES.decode(raw))) for raw in map(_SENTS, records)]
+    n_sents = list(map(len, sentence_lengths))
+    lengths = list(chain.from_iterable(sentence_lengths))  # every sentence of the file
+    vertex = list(map(_VERTEX, records))
+    n_ent = list(map(len, vertex))
+    clusters = list(chain.from_iterable(vertex))
+    mentions = list(chain.from_iterable(clusters))
+    per_doc = list(map(sum, map(map, repeat(len), vertex)))  # mentions per document
+    sent_ids = list(map(_SENT_ID, mentions))
+    if not all(map(lt, sent_ids, chain.from_iterable(map(repeat, n_sents, per_doc)))):
+        return None
+    first_sentence = chain.from_iterable(map(repeat, accumulate(n_sents, initial=0), per_doc))
+    starts, ends = zip(*map(_POS, mentions)) if mentions else ((), ())
+    if not all(map(lt, starts, ends)) or not all(map(le, ends, map(lengths.__getitem__, map(add, sent_ids, first_sentence)))):
+        return None
+
+    label_lists = list(map(_labels_of, records))
+    n_labels = list(map(len, label_lists))
+    labels = list(chain.from_iterable(label_lists))
+    hs, ts, rs, evidence = (list(map(getter, labels)) for getter in (_H, _T, _R, _EVIDENCE))
+    label_doc = list(chain.from_iterable(map(repeat, range(len(records)), n_labels)))
+    sizes = list(map(n_ent.__getitem__, label_doc))
+    if not all(map(lt, hs, sizes)) or not all(map(lt, ts, sizes)) or not relations.issuperset(rs):
+        return None
+    with_evidence = list(map(bool, evidence))
+    last_sentences = map(max, compress(evidence, with_evidence))
+    if not all(map(lt, last_sentences, map(n_sents.__getitem__, compress(label_doc, with_evidence)))):
+        return None
+
+    titles = list(map(attrgetter("title"), records))
+    keys = [title if doc_id is None else doc_id for doc_id, title in zip(map(attrgetter("doc_id"), records), titles)]
+    if len(set(keys)) != len(keys):
+        return None
+    masks = list(map(sum, map(set, map(map, repeat(_BIT), map(map, repeat(_SENT_ID), clusters)))))  # per entity
+    label_base = list(map(list(accumulate(n_ent, initial=0)).__getitem__, label_doc))  # the document's first entity
+    head_masks = map(masks.__getitem__, map(add, label_base, hs))
+    tail_masks = map(masks.__getitem__, map(add, label_base, ts))
+    columns = {
+        "keys": keys,
+        "titles": titles,
+        "sentence_masks": list(map(list, map(islice, repeat(iter(masks)), n_ent))),
+        "label_doc": label_doc,
+        "label_h": hs,
+        "label_t": ts,
+        "label_r": rs,
+        "label_evidence": evidence,
+        "num_gold_evidence": sum(map(len, evidence)),
+        "num_gold_intra": len(labels) - list(map(and_, head_masks, tail_masks)).count(0),
+    }
+    return PlainFile(records, columns, list(map(is_not, map(_LABELS, records), repeat(UNSET))))
 
 
 def _relations() -> frozenset[str]:
     global _RELATIONS
     if _RELATIONS is None:
-
         _RELATIONS = frozenset(docred_schema().rel2index)
     return _RELATIONS
 
 
 _RELATIONS: frozenset[str] | None = None
-#: The fields of a plain DocRED / Re-DocRED record (anything else is checked by the typed reader).
-_PLAIN_KEYS = frozenset({"title", "sents", "vertexSet", "labels", "doc_id"})
 
 
-def _checked_records(path: PathLike, data: bytes | None = None) -> tuple[list[Any], bool]:
-    """Raw records of a document file (or of its bytes ``data``, already read), validated (the typed reader
-    raises the precise error on a bad one), and whether all of them are plain DocRED records that passed
-    :func:`_plain_valid`."""
-    path = Path(path)
-    if path.name.endswith(".gz"):
-        return [to_record(doc) for doc in read_documents(path)], False
-    records = read_json_records(path, data=data)
-    plain = all(_plain_valid(rec) for rec in records)
-    if not plain:
-        read_documents(path)  # raises DocumentError naming the file, document and field
-    keys = [rec.get("doc_id") or rec.get("title") for rec in records if type(rec) is dict]
-    if len(set(keys)) != len(keys):
-        read_documents(path)  # duplicate keys: the typed reader names them
-    return records, plain
+def _plain_file(path: Path, data: bytes) -> PlainFile | None:
+    """``data`` (the bytes of ``path``) decoded and checked, when it is a JSON list (or JSON Lines) of valid
+    plain DocRED records with distinct keys; None otherwise (the caller then reads the file through the
+    typed reader, which accepts the same files and names the first error)."""
+    try:
+        if _is_jsonl(path):
+            records = [_RECORD_DECODER.decode(line) for line in data.splitlines() if line.strip()]
+        else:
+            records = _DECODER.decode(data)
+        return _plain_columns(records, _relations())
+    except (msgspec.ValidationError, msgspec.DecodeError):  # raised by the sentences' decoder too
+        return None
 
 
 @paused_gc()
@@ -205,14 +297,33 @@ def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldI
 
 
 def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | TrainFacts:
-    records, plain = _checked_records(path, data)
-    return (GoldIndex if kind == "gold" else TrainFacts).from_records(records, checked=plain)
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        docs = read_documents(path)
+        return GoldIndex(docs) if kind == "gold" else TrainFacts.from_documents(docs)
+    data = path.read_bytes() if data is None else data
+    plain = _plain_file(path, data)
+    if plain is not None and kind == "train" and not plain.repeats_a_label():
+        return plain.train_facts()
+    if plain is not None and kind == "gold" and all(plain.has_labels):
+        try:
+            return GoldIndex.from_columns(plain.columns, names_loader=plain.names)
+        except ValueError:  # repeated labels
+            pass
+    # Linked-DocRED, other fields, unlabelled gold, or an error that the typed reader names
+    records = read_json_records(path, data=data)
+    read_documents(path)  # raises DocumentError naming the file, document and field of a bad record
+    return (GoldIndex if kind == "gold" else TrainFacts).from_records(records)
 
 
 @paused_gc()
 def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
     """:func:`~envre_hf.metrics.read_predictions` with orjson: a JSON list of objects or JSON Lines."""
-    preds = read_json_records(path, what="predictions")
+    return _checked_predictions(path)
+
+
+def _checked_predictions(path: PathLike, data: bytes | None = None) -> list[dict[str, Any]]:
+    preds = read_json_records(path, what="predictions", data=data)
     if set(map(type, preds)) <= {dict} and all(
         set(map(type, map(dict.get, preds, repeat(key)))) <= {str, type(None)} for key in ("title", "doc_id")
     ):
@@ -225,6 +336,42 @@ def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
             if value is not None and type(value) is not str:
                 raise PredictionError(f"{path}: {key} must be a string, got {type(value).__name__}", index=i)
     return preds
+
+
+class _Prediction(msgspec.Struct, gc=False):
+    """An official-format prediction whose fields have the types scoring counts column-wise (other keys ignored)."""
+
+    h_idx: int
+    t_idx: int
+    r: str
+    doc_id: str | None = None
+    title: str | None = None
+    evidence: list[int] | None = None
+
+
+_PREDICTIONS, _PREDICTION = msgspec.json.Decoder(list[_Prediction]), msgspec.json.Decoder(_Prediction)
+_DOC_ID, _TITLE, _H_IDX, _T_IDX = attrgetter("doc_id"), attrgetter("title"), attrgetter("h_idx"), attrgetter("t_idx")
+
+
+def _score_decoded(path: Path, data: bytes, index: GoldIndex, facts: TrainFacts | None) -> DocREScores | None:
+    """The scores of a prediction file decoded straight into typed columns (msgspec checks the types while
+    parsing), or None when a prediction is not regular (a type, a document or an index that the
+    per-prediction loop must look at: it names the first bad one)."""
+    try:
+        if _is_jsonl(path):
+            preds = [_PREDICTION.decode(line) for line in data.splitlines() if line.strip()]
+        else:
+            preds = _PREDICTIONS.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    if not preds:
+        return None
+    keys = _bulk_keys(list(map(_DOC_ID, preds)), lambda: map(_TITLE, preds), index)
+    if keys is None:
+        return None
+    columns = (list(map(getter, preds)) for getter in (_H_IDX, _T_IDX, _R, _EVIDENCE))
+    tally = _tally_columns(keys, *columns, index, facts)
+    return None if tally is None else _scores(tally, index, facts)
 
 
 @paused_gc()
@@ -250,7 +397,12 @@ def score_files(
         facts, train_digest = _read_cached(train, "train", store)
         if store is not None:
             _cached_labels_in_train(index, facts, store, f"{gold_digest}-{train_digest}")
-    preds = read_predictions_fast(predictions)
+    path = Path(predictions)
+    data = path.read_bytes()
+    scores = _score_decoded(path, data, index, facts)
+    if scores is not None:
+        return scores
+    preds = _checked_predictions(path, data)
     return score_predictions(preds, index, facts, allow_unknown_documents=allow_unknown_documents)
 
 

@@ -18,6 +18,7 @@ from envre_hf.metrics import (
     read_gold_index,
     read_predictions,
     read_predictions_fast,
+    read_train_facts,
     score_files,
     score_predictions,
 )
@@ -164,13 +165,13 @@ def test_scoring_from_files_pauses_the_garbage_collector_and_restores_it(tmp_pat
     from envre_hf.metrics.docre import GoldIndex
 
     states = []
-    real = GoldIndex.from_records.__func__
+    real = GoldIndex.from_columns.__func__
 
-    def spy(cls, records, **options):
+    def spy(cls, columns, **options):
         states.append(gc.isenabled())
-        return real(cls, records, **options)
+        return real(cls, columns, **options)
 
-    monkeypatch.setattr(GoldIndex, "from_records", classmethod(spy))
+    monkeypatch.setattr(GoldIndex, "from_columns", classmethod(spy))
     sample = Path(fast_io.__file__).parents[1] / "samples"
     assert gc.isenabled()
     fast_io.score_files(sample / "sample_predictions.json", sample / "sample_docs.json")
@@ -188,26 +189,108 @@ def test_scoring_from_files_pauses_the_garbage_collector_and_restores_it(tmp_pat
     assert gc.isenabled()
 
 
-def test_records_known_to_be_valid_are_indexed_the_same_without_checks(redocred_test_path):
-    """read_gold_index / read_train_facts skip the per-field checks of records that passed the full validation."""
-    from envre_hf.metrics.fast_io import _checked_records
-
-    records, plain = _checked_records(redocred_test_path)
-    assert plain
-    checked, unchecked = GoldIndex.from_records(records, checked=True), GoldIndex.from_records(records)
+def _same_index(a, b):
     for name in ("num_entities", "sentence_masks", "titles", "labels", "num_gold_evidence", "num_gold_intra"):
-        assert getattr(checked, name) == getattr(unchecked, name), name
-    assert all(checked.names(key) == unchecked.names(key) for key in unchecked.docs)
-    assert TrainFacts.from_records(records, checked=True) == TrainFacts.from_records(records)
+        assert getattr(a, name) == getattr(b, name), name
+    assert list(a.docs) == list(b.docs) and all(a.names(key) == b.names(key) for key in b.docs)
 
 
-def test_linked_records_are_never_taken_as_checked(redocred_test, tmp_path):
+def test_plain_files_are_indexed_from_decoded_fields_the_same(redocred_test_path, redocred_dev_path):
+    """The decoded-and-checked columns of a plain file give the index and facts of the dict and typed readers."""
+    from envre_hf.metrics.fast_io import _plain_file
+
+    plain = _plain_file(redocred_test_path, redocred_test_path.read_bytes())
+    assert plain is not None and len(plain.records) == 500 and all(plain.has_labels)
+    records = json.loads(redocred_test_path.read_text())
+    _same_index(GoldIndex.from_columns(plain.columns, names_loader=plain.names), GoldIndex.from_records(records))
+    _same_index(read_gold_index(redocred_test_path), GoldIndex(read_documents(redocred_test_path)))
+    train = read_documents(redocred_dev_path)
+    assert read_train_facts(redocred_dev_path) == TrainFacts.from_documents(train) == TrainFacts.from_records(
+        json.loads(redocred_dev_path.read_text())
+    )
+
+
+def test_linked_records_are_never_taken_as_plain(redocred_test, tmp_path):
     write_documents(redocred_test[:3], tmp_path / "linked.json", dialect="linked")
-    from envre_hf.metrics.fast_io import _checked_records
+    from envre_hf.metrics.fast_io import _plain_file
 
-    records, plain = _checked_records(tmp_path / "linked.json")
-    assert not plain
+    assert _plain_file(tmp_path / "linked.json", (tmp_path / "linked.json").read_bytes()) is None
     assert read_gold_index(tmp_path / "linked.json").labels == GoldIndex(redocred_test[:3]).labels
+
+
+def _mention(d):
+    return d["vertexSet"][1][0]
+
+
+#: One change of a valid record each: the typed reader rejects all but those in ``ACCEPTED``.
+EDITS = {
+    "sent_id past the sentences": lambda d: _mention(d).update(sent_id=len(d["sents"])),
+    "sent_id negative": lambda d: _mention(d).update(sent_id=-1),
+    "sent_id a bool": lambda d: _mention(d).update(sent_id=True),
+    "sent_id a float": lambda d: _mention(d).update(sent_id=0.0),
+    "span end past the sentence": lambda d: _mention(d).update(pos=[0, len(d["sents"][_mention(d)["sent_id"]]) + 1]),
+    "empty span": lambda d: _mention(d).update(pos=[2, 2]),
+    "negative start": lambda d: _mention(d).update(pos=[-1, 1]),
+    "three positions": lambda d: _mention(d).update(pos=[0, 1, 2]),
+    "no type": lambda d: _mention(d).update(type=""),
+    "name missing": lambda d: _mention(d).pop("name"),
+    "entity without mentions": lambda d: d["vertexSet"].append([]),
+    "no sentences": lambda d: d.update(sents=[]),
+    "a token that is a number": lambda d: d["sents"][0].__setitem__(0, 3),
+    "h past the entities": lambda d: d["labels"][0].update(h=len(d["vertexSet"])),
+    "t negative": lambda d: d["labels"][0].update(t=-1),
+    "unknown relation": lambda d: d["labels"][0].update(r="P0"),
+    "repeated label": lambda d: d["labels"].append(dict(d["labels"][0])),
+    "evidence past the sentences": lambda d: d["labels"][0].update(evidence=[len(d["sents"])]),
+    "evidence negative": lambda d: d["labels"][0].update(evidence=[-1]),
+    "labels null": lambda d: d.update(labels=None),
+    "doc_id a number": lambda d: d.update(doc_id=7),
+    "title null": lambda d: d.update(title=None),
+    "labels missing (unlabelled gold)": lambda d: d.pop("labels"),
+    # accepted by the typed reader
+    "extra mention key": lambda d: _mention(d).update(global_pos=[0, 1]),
+    "extra label key": lambda d: d["labels"][0].update(score=0.5),
+    "evidence missing": lambda d: d["labels"][0].pop("evidence"),
+    "doc_id": lambda d: d.update(doc_id="copy-1"),
+    "seed (not plain DocRED)": lambda d: d.update(seed=3),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_the_fast_reader_accepts_exactly_what_the_typed_reader_accepts(redocred_test, tmp_path, edit):
+    """Every check of the typed reader that scoring from files skips is made on the decoded fields: a record
+    the typed reader refuses is never indexed (the same error is raised), an accepted one is indexed the same."""
+    from envre_hf.metrics.fast_io import _plain_file
+
+    records = _docred_dicts(redocred_test[:3], tmp_path)
+    EDITS[edit](records[1])
+    path = tmp_path / "gold.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    fast_fields = _plain_file(path, path.read_bytes())
+    try:
+        docs = read_documents(path)
+    except DocumentError as err:  # never indexed from the decoded columns: the typed reader names the error
+        assert fast_fields is None or (edit == "repeated label" and fast_fields.repeats_a_label())
+        for read in (read_gold_index, read_train_facts):
+            with pytest.raises(DocumentError) as fast:
+                read(path)
+            assert str(fast.value) == str(err)
+        return
+    assert edit in ACCEPTED
+    assert read_train_facts(path) == TrainFacts.from_documents(docs)
+    assert (fast_fields is None) == (edit in ("seed (not plain DocRED)", "labels null"))  # those: the typed reader
+    if edit == "labels missing (unlabelled gold)":  # a valid document, but no gold: the index refuses it
+        with pytest.raises(DocumentError, match="no labels") as err:
+            GoldIndex(docs)
+        with pytest.raises(DocumentError, match="no labels") as fast:
+            read_gold_index(path)
+        assert str(fast.value) == str(err.value)
+        return
+    _same_index(read_gold_index(path), GoldIndex(docs))
+
+
+ACCEPTED = ("extra mention key", "extra label key", "evidence missing", "doc_id", "seed (not plain DocRED)", "labels null",
+            "labels missing (unlabelled gold)")  # fmt: skip
 
 
 def test_negative_sentence_ids_are_named_errors(redocred_test, tmp_path):
@@ -222,3 +305,16 @@ def test_negative_sentence_ids_are_named_errors(redocred_test, tmp_path):
     odd = replace(doc, entities=[replace(doc.entities[0], mentions=[mention])] + doc.entities[1:])
     with pytest.raises(DocumentError, match="sent_id -2"):
         GoldIndex([doc, odd])
+
+
+def test_two_documents_with_one_key_are_refused_by_both_fast_readers(redocred_test, tmp_path):
+    records = _docred_dicts(redocred_test[:3], tmp_path)
+    records[2]["doc_id"] = records[0]["title"]  # the key of document 0
+    path = tmp_path / "gold.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(DocumentError) as typed:
+        read_documents(path)
+    for read in (read_gold_index, read_train_facts):
+        with pytest.raises(DocumentError) as fast:
+            read(path)
+        assert str(fast.value) == str(typed.value) and "doc_id" in str(fast.value)
