@@ -334,7 +334,7 @@ def _checked_predictions(path: PathLike, data: bytes | None = None) -> list[dict
         for key in ("title", "doc_id"):
             value = pred.get(key)
             if value is not None and type(value) is not str:
-                raise PredictionError(f"{path}: {key} must be a string, got {type(value).__name__}", index=i)
+                raise PredictionError(f"{path}: expected a string, got {type(value).__name__}", index=i, field=key)
     return preds
 
 

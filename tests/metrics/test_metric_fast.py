@@ -318,3 +318,56 @@ def test_two_documents_with_one_key_are_refused_by_both_fast_readers(redocred_te
         with pytest.raises(DocumentError) as fast:
             read(path)
         assert str(fast.value) == str(typed.value) and "doc_id" in str(fast.value)
+
+
+#: One change of a regular submission each; the decoded-columns path takes only the regular ones.
+PREDICTION_EDITS = {
+    "regular": lambda p: None,
+    "h_idx a bool": lambda p: p[3].update(h_idx=True),
+    "h_idx a float": lambda p: p[3].update(h_idx=1.0),
+    "h_idx a string": lambda p: p[3].update(h_idx="1"),
+    "t_idx negative": lambda p: p[3].update(t_idx=-1),
+    "t_idx past the entities": lambda p: p[3].update(t_idx=999),
+    "r missing": lambda p: p[3].pop("r"),
+    "r a number": lambda p: p[3].update(r=17),
+    "evidence a string": lambda p: p[3].update(evidence="1"),
+    "evidence of strings": lambda p: p[3].update(evidence=["1"]),
+    "unknown document": lambda p: p[3].update(doc_id="no such document"),
+    "doc_id a number": lambda p: p[3].update(doc_id=5),
+    "no doc_id, a title": lambda p: p[3].update(title=p[3].pop("doc_id")),
+    "neither doc_id nor title": lambda p: p[3].pop("doc_id"),
+    "an extra field": lambda p: p[3].update(score=0.7),
+    "not an object": lambda p: p.__setitem__(3, [1, 2]),
+    "empty submission": lambda p: p.clear(),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(PREDICTION_EDITS))
+@pytest.mark.parametrize("jsonl", [False, True])
+def test_predictions_decoded_into_columns_score_as_the_typed_path(redocred_test, redocred_dev, tmp_path, edit, jsonl):
+    """score_files counts regular submissions from msgspec-decoded columns; whatever it does not take goes to
+    score_predictions, so every submission gets the typed path's scores or its error, word for word."""
+    from envre_hf.metrics import fast_io
+
+    gold = redocred_test[:40]
+    write_documents(gold, tmp_path / "gold.json")
+    preds = perturbed(gold, 3)
+    PREDICTION_EDITS[edit](preds)
+    path = tmp_path / ("p.jsonl" if jsonl else "p.json")
+    text = "\n".join(map(json.dumps, preds)) + "\n" if jsonl else json.dumps(preds)
+    path.write_text(text, encoding="utf-8")
+    index = GoldIndex(gold)
+    decoded = fast_io._score_decoded(path, path.read_bytes(), index, TrainFacts.from_documents(gold))
+    assert (decoded is not None) == (edit in ("regular", "an extra field", "no doc_id, a title"))
+    for unknown in (False, True):
+        try:
+            typed = score_predictions(read_predictions(path), gold, gold, allow_unknown_documents=unknown)
+        except PredictionError as err:
+            with pytest.raises(PredictionError) as fast:
+                score_files(path, tmp_path / "gold.json", tmp_path / "gold.json", allow_unknown_documents=unknown)
+            assert str(fast.value) == str(err)
+            continue
+        fast = score_files(path, tmp_path / "gold.json", tmp_path / "gold.json", allow_unknown_documents=unknown)
+        assert fast.to_dict() == typed.to_dict()
+        if decoded is not None:
+            assert decoded.to_dict() == typed.to_dict()
