@@ -253,6 +253,9 @@ EDITS = {
     "evidence missing": lambda d: d["labels"][0].pop("evidence"),
     "doc_id": lambda d: d.update(doc_id="copy-1"),
     "seed (not plain DocRED)": lambda d: d.update(seed=3),
+    "70 sentences (masks past 64 bits)": lambda d: (
+        d["sents"].extend([["x"]] * (70 - len(d["sents"]))), _mention(d).update(sent_id=69, pos=[0, 1])
+    ),
 }
 
 
@@ -290,7 +293,7 @@ def test_the_fast_reader_accepts_exactly_what_the_typed_reader_accepts(redocred_
 
 
 ACCEPTED = ("extra mention key", "extra label key", "evidence missing", "doc_id", "seed (not plain DocRED)", "labels null",
-            "labels missing (unlabelled gold)")  # fmt: skip
+            "labels missing (unlabelled gold)", "70 sentences (masks past 64 bits)")  # fmt: skip
 
 
 def test_negative_sentence_ids_are_named_errors(redocred_test, tmp_path):
