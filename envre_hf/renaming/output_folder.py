@@ -127,7 +127,18 @@ def apply_commit(folder: Path, work: Path) -> None:
         touched.add(target.parent)
     for parent in touched:
         fsync_dir(parent)
-    shutil.rmtree(work)
+    # The journal goes last: a kill while the work folder is removed leaves it (replayed by the next build), not
+    # a work folder without journal or manifest that no resume would accept.
+    for child in work.iterdir():
+        if child.name == COMMIT_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    fsync_dir(work)
+    (work / COMMIT_FILE).unlink(missing_ok=True)
+    work.rmdir()
     _remove_empty_work_root(folder)
 
 

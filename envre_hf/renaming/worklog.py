@@ -89,6 +89,10 @@ def prepare_work_folder(
     """The work folder of ``split``: new (with ``manifest``), or the unfinished one when ``resume`` may continue it."""
     work = output_dir / WORK_DIR / split
     manifest_path = work / "manifest.json"
+    if work.exists() and not manifest_path.exists():
+        # A kill between creating the folder and placing its manifest: nothing in it can be trusted to belong to
+        # this build (records are only a cache of renamings), so it is started again.
+        shutil.rmtree(work)
     if work.exists():
         previous = read_json_file(manifest_path, {})
         same = previous.get("fingerprint") == manifest["fingerprint"]
