@@ -1,8 +1,9 @@
 """Kills and damage at the edges of a build that the other kill tests do not reach: between the work folder and
-its manifest, while the finished work folder is being removed."""
+its manifest, while the finished work folder is being removed, and a resume with another ``on_error``."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,9 @@ import pytest
 from _renaming_fakes import FakePipeline, build_with
 from malformed_inputs import SAMPLE_DOCS
 
+from envre_hf.documents import DocumentError
 from envre_hf.documents.build_folder import pending_commits, read_benchmark
+from envre_hf.kb.base import KnowledgeBaseError
 from envre_hf.renaming.output_folder import MARKER_FILE
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -75,3 +78,35 @@ def test_a_kill_around_the_work_folder_is_finished_by_resume(point, tmp_path):
     assert _snapshot(out) == _snapshot(clean)
     build_with(FakePipeline(), SAMPLE_DOCS, out)  # and the same build again is allowed, as after any build
     assert _snapshot(out) == _snapshot(clean)
+
+
+class _KBFailsAfter(FakePipeline):
+    """Renames ``n`` units, then its knowledge base fails (which stops a build whatever ``on_error``)."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = n
+
+    def rename(self, doc, seed):
+        if self.calls >= self.n:
+            raise KnowledgeBaseError("the KB went away")
+        return super().rename(doc, seed)
+
+
+def test_a_resume_with_on_error_fail_does_not_keep_failures_of_a_skip_run(tmp_path):
+    raw = json.loads(SAMPLE_DOCS.read_text(encoding="utf-8"))
+    raw[1]["vertexSet"][0][0]["sent_id"] = 999  # parses; the renamer rejects it
+    bad = tmp_path / "test_bad.json"
+    bad.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(DocumentError, match="document 1"):  # what an uninterrupted fail build does
+        build_with(FakePipeline(), bad, tmp_path / "plain")
+    out = tmp_path / "env"
+    with pytest.raises(KnowledgeBaseError):  # a skip build records doc 1's failures, then stops
+        build_with(_KBFailsAfter(4), bad, out, on_error="skip")
+    records = (out / ".build" / "test" / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sum("error" in json.loads(line) for line in records) == 2
+    with pytest.raises(DocumentError, match=r"document 1 \('Tomas Berglund'\).*sent_id"):
+        build_with(FakePipeline(), bad, out, resume=True)  # on_error="fail": stop at the bad document
+    assert not (out / "data").exists() and not (out / "errors").exists()
+    result = build_with(FakePipeline(), bad, out, resume=True, on_error="skip")  # skip keeps going, as asked
+    assert [(f.doc_index, f.seed) for f in result.failures] == [(1, 0), (1, 1)]
