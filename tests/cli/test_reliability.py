@@ -271,6 +271,19 @@ def test_atomic_writes_keep_the_old_file_when_the_writer_fails(tmp_path):
     assert json.loads(path.read_text()) == {"v": 1} and [p.name for p in tmp_path.iterdir()] == ["report.json"]
 
 
+@pytest.mark.parametrize("bad", [b"\0" * 30 + b"\n", b"[1]\n", b"null\n"])
+def test_append_only_logs_end_at_a_line_that_is_not_a_record(tmp_path, bad):
+    """ICL results.jsonl / attribution records: zeros a machine crash left, or a line that is not an object,
+    end the good records (truncated away) instead of stopping the resume with a decoding error."""
+    from envre_hf.atomic import load_jsonl_records
+
+    path = tmp_path / "results.jsonl"
+    good = b'{"doc": 0}\n{"doc": 1}\n'
+    path.write_bytes(good + bad + b'{"doc": 2}\n')
+    assert load_jsonl_records(path) == [{"doc": 0}, {"doc": 1}]
+    assert path.read_bytes() == good
+
+
 # --------------------------------------------------------------------------- loading
 
 
