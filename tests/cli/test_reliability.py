@@ -284,6 +284,33 @@ def test_append_only_logs_end_at_a_line_that_is_not_a_record(tmp_path, bad):
     assert path.read_bytes() == good
 
 
+@pytest.mark.parametrize(
+    "name, content, field",
+    [
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": ["a"]}', "field 'splits'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"dev": 5}}', "'splits' -> 'dev'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"dev": ["Ann", 7]}}', "'splits' -> 'dev'"),
+        ("names_used.json", b'{"format": "envre-names-used/1"}', "field 'splits'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"te', "not valid JSON"),
+        ("names_used.json", b'\xff{"format": "envre-names-used/1", "splits": {}}', "UTF-8"),
+        ("other.json", b'{"format": "envre-names-used/1", "splits": {"te', "not valid JSON"),
+        ("names.txt", b"Ann\n\xffBob\n", "UTF-8"),
+    ],
+)
+def test_a_bad_exclude_names_file_is_one_line_naming_it(name, content, field, tmp_path, capsys):
+    bad = tmp_path / "excl" / name
+    bad.parent.mkdir()
+    bad.write_bytes(content)
+    out = tmp_path / "env"
+    args = ["build", "--input", str(SAMPLE_DOCS), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN), "--split",
+            "test", "--seeds", "1", "--output", str(out), "--no-progress", "--exclude-names-from", str(bad)]
+    capsys.readouterr()
+    assert main(args) == 2
+    line = _one_line(capsys)
+    assert str(bad) in line and field in line, line
+    assert not (out / "data").exists()
+
+
 # --------------------------------------------------------------------------- loading
 
 
