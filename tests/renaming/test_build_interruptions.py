@@ -33,6 +33,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 # SIGKILL at one point of a first build of SAMPLE_DOCS (seeds 0 and 1):
 #   manifest: the work folder exists, its manifest is about to be put in place;
+#   parquet:  every unit renamed, the staged shard written and about to be put in place (stage/data/);
 #   stage:    the split is committed, and removing the work folder reached its first sub-folder;
 #   work:     the split is committed, and removing the work folder reached the (emptied) folder itself.
 KILLER = textwrap.dedent(
@@ -49,6 +50,8 @@ KILLER = textwrap.dedent(
     def replace(src, dst, *args, **kwargs):
         if point == "manifest" and Path(dst) == work / "manifest.json":
             os.kill(os.getpid(), signal.SIGKILL)
+        if point == "parquet" and Path(dst).parent == work / "stage" / "data":
+            os.kill(os.getpid(), signal.SIGKILL)
         return real_replace(src, dst, *args, **kwargs)
 
     def rmdir(path, *args, **kwargs):
@@ -64,13 +67,15 @@ KILLER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("point", ["manifest", "stage", "work"])
+@pytest.mark.parametrize("point", ["manifest", "parquet", "stage", "work"])
 def test_a_kill_around_the_work_folder_is_finished_by_resume(point, tmp_path):
     out = tmp_path / "env"
     script = KILLER.format(tests=str(TESTS), docs=str(SAMPLE_DOCS))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), os.environ.get("PYTHONPATH", "")])}
     assert subprocess.run([sys.executable, "-c", script, str(out), point], env=env, timeout=120).returncode == -9
-    if point != "manifest":  # committed: what the folder holds is the whole split, or a pending commit readers refuse
+    if point == "parquet":  # not committed: no split yet, and its temporary shard is hidden
+        assert not (out / "data").exists() and list((out / ".build" / "test" / "stage" / "data").glob(".*.tmp"))
+    if point in ("stage", "work"):  # committed: what the folder holds is the whole split, or a pending commit readers refuse
         assert pending_commits(out) or len(read_benchmark(out)) == 6
     build_with(FakePipeline(), SAMPLE_DOCS, out, resume=True)  # the promised repair
     clean = tmp_path / "clean"
