@@ -163,6 +163,11 @@ class FakeWikidata:
         else:
             info = f'Unrecognized value for parameter "action": {endpoint}.'
             payload = {"error": {"code": "badvalue", "info": info}}
+        if fault == "shapeless":  # valid JSON without the reply's expected member (a proxy's or mirror's glitch)
+            payload = {"batchcomplete": ""}
+        elif fault == "bad-entity" and endpoint == "wbgetentities":
+            payload = {"entities": {key: {"id": key, "type": "item", "claims": {"P31": [{"rank": "normal"}]}}
+                                    for key in payload["entities"]}}  # a statement without its mainsnak
         body = json.dumps(payload).encode("utf-8")
         if fault == "truncated":
             body = body[: len(body) // 2]
