@@ -163,7 +163,7 @@ def test_cache_makes_a_rebuild_send_no_request(server, items, tmp_path):
     assert second.client.stats.total_sent == 0 and sum(second.client.stats.cache_hits.values()) == sent
 
 
-@pytest.mark.parametrize("fault", ["429", "503", "500", "maxlag", "stall", "truncated"])
+@pytest.mark.parametrize("fault", ["429", "503", "500", "maxlag", "stall", "truncated", "cut"])
 def test_transient_faults_are_retried(server, items, tmp_path, fault):
     kb = make_kb(server, tmp_path / "cache")
     server.inject("wbgetentities", fault, fault)
