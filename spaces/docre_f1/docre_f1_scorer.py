@@ -647,9 +647,12 @@ def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
             if not raw.endswith(b"\n"):
                 break
             try:
-                records.append(json.loads(raw))
-            except json.JSONDecodeError:
+                record = json.loads(raw)
+            except ValueError:  # not JSON, or not text (zeros a machine crash left)
                 break
+            if not isinstance(record, dict):
+                break
+            records.append(record)
             good_bytes += len(raw)
     if good_bytes != path.stat().st_size:
         with open(path, "r+b") as fh:
@@ -2029,7 +2032,10 @@ def document_from_row(row: dict[str, Any]) -> Document:
 
 def documents_to_dataset(docs: Iterable[Document]) -> Dataset:
     """A ``datasets.Dataset`` with one row per document and the explicit :data:`DOCUMENT_FEATURES`."""
-    return Dataset.from_list([document_to_row(doc) for doc in docs], features=DOCUMENT_FEATURES)
+    rows = [document_to_row(doc) for doc in docs]
+    if not rows:  # Dataset.from_list([]) makes a table without columns, which the features then refuse
+        return Dataset.from_dict({name: [] for name in DOCUMENT_FEATURES}, features=DOCUMENT_FEATURES)
+    return Dataset.from_list(rows, features=DOCUMENT_FEATURES)
 
 
 def dataset_to_documents(dataset: Dataset) -> list[Document]:
