@@ -257,6 +257,8 @@ def index_dump(
         if meta.get("complete") != "1":
             items_this_run = _stream(conn, dump_path, state, batch_size, max_items, language, progress)
         meta = _read_meta(conn)
+        if meta.get("complete") == "1":
+            _single_file(conn)
     finally:
         conn.close()
     return IndexStats(
@@ -350,7 +352,12 @@ def _finalize(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    try:  # one self-contained file, readable in read-only mode; WAL stays if a reader holds the file
+
+
+def _single_file(conn: sqlite3.Connection) -> None:
+    """A complete index as one self-contained file, readable in read-only mode (done again by every run on a
+    complete index: a kill between the last commit and this leaves WAL mode); WAL stays if a reader holds it."""
+    try:
         conn.execute("PRAGMA journal_mode=DELETE")
     except sqlite3.OperationalError:
         pass

@@ -140,7 +140,8 @@ def test_resume_after_a_crash_mid_batch(dumps, entities, index, tmp_path, monkey
 
 
 # SIGKILL while a new index file is being set up, at the first statement after: the file is switched to WAL
-# ("wal"), a table is made ("table"); or at the first meta row ("meta").
+# ("wal"), a table is made ("table"); or at the first meta row ("meta"); or once the index is complete, before it is
+# made one self-contained file again ("single").
 _KILL_AT_SETUP = """
 import os, signal, sqlite3, sys
 from envre_hf.kb import index_dump, wikidata_dump
@@ -154,7 +155,9 @@ class Connection:
     def __getattr__(self, name):
         return getattr(self.conn, name)
     def _run(self, method, sql, *args):
-        if seen.get(point) or (point == "meta" and "INTO meta" in sql):
+        if seen.get(point) or (point == "meta" and "INTO meta" in sql) or (
+            point == "single" and "journal_mode=DELETE" in sql
+        ):
             os.kill(os.getpid(), signal.SIGKILL)
         out = getattr(self.conn, method)(sql, *args)
         seen["wal"] = seen["wal"] or "journal_mode=WAL" in sql
@@ -175,7 +178,7 @@ index_dump(dump, path, progress=False)
 """
 
 
-@pytest.mark.parametrize("point", ["wal", "table", "meta"])
+@pytest.mark.parametrize("point", ["wal", "table", "meta", "single"])
 def test_a_kill_while_a_new_index_is_set_up_is_resumed(dumps, index, tmp_path, point):
     import os
     import subprocess
@@ -190,6 +193,8 @@ def test_a_kill_while_a_new_index_is_set_up_is_resumed(dumps, index, tmp_path, p
     assert run.returncode == -9 and path.exists()
     stats = index_dump(dumps["json"], path, progress=False)  # the same command again, as docs/kb.md says
     assert stats.complete and tables(path) == tables(index)
+    with closing(sqlite3.connect(path)) as conn:  # one self-contained file, like an uninterrupted index
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
 
 
 def test_complete_index_is_not_redone_and_other_dumps_are_refused(dumps, entities, index, tmp_path):
