@@ -115,3 +115,21 @@ def test_a_resume_with_on_error_fail_does_not_keep_failures_of_a_skip_run(tmp_pa
     assert not (out / "data").exists() and not (out / "errors").exists()
     result = build_with(FakePipeline(), bad, out, resume=True, on_error="skip")  # skip keeps going, as asked
     assert [(f.doc_index, f.seed) for f in result.failures] == [(1, 0), (1, 1)]
+
+
+def test_a_rebuild_deletes_only_old_shards_of_its_split_whatever_statistics_json_lists(tmp_path):
+    """The old shards to delete came from statistics.json's data_files as written there: a hand-edited entry
+    ('../notes.txt', another split's shard, the card) was deleted, inside the folder or outside it."""
+    victim = tmp_path / "notes.txt"
+    victim.write_text("mine", encoding="utf-8")
+    out = tmp_path / "env"
+    build_with(FakePipeline(), SAMPLE_DOCS, out, split="validation")
+    build_with(FakePipeline(), SAMPLE_DOCS, out)
+    stats_path = out / "statistics.json"
+    stats = json.loads(stats_path.read_text(encoding="utf-8"))
+    stats["test"]["data_files"] += ["../notes.txt", "data/validation-00000-of-00001.parquet", "README.md", 7]
+    stats_path.write_text(json.dumps(stats), encoding="utf-8")
+    build_with(FakePipeline(), SAMPLE_DOCS, out, seeds=(0,), overwrite=True)
+    assert victim.read_text(encoding="utf-8") == "mine"
+    assert (out / "data" / "validation-00000-of-00001.parquet").exists() and (out / "README.md").exists()
+    assert len(read_benchmark(out)) == 3 and len(read_benchmark(out, "validation")) == 6
