@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,31 @@ def test_a_rebuild_deletes_only_old_shards_of_its_split_whatever_statistics_json
     assert victim.read_text(encoding="utf-8") == "mine"
     assert (out / "data" / "validation-00000-of-00001.parquet").exists() and (out / "README.md").exists()
     assert len(read_benchmark(out)) == 3 and len(read_benchmark(out, "validation")) == 6
+
+
+_PARALLEL_BUILD = """
+import sys
+sys.path.insert(0, {tests!r})
+from _renaming_fakes import FakePipeline, build_with
+build_with(FakePipeline(delay=0.2), {input!r}, {out!r}, num_proc=2, chunk_size=8)
+"""
+
+
+def test_a_killed_parallel_build_leaves_no_lock_behind(redocred_test, tmp_path):
+    """Worker processes inherit the lock's file; when kill -9 ends the parent they finish their chunk first, and
+    the lock must not wait for them (docs/reliability.md: a killed build never leaves a stale lock)."""
+    from envre_hf.documents import write_documents
+
+    source = write_documents(redocred_test[:25], tmp_path / "test_revised.json")
+    out = tmp_path / "env"
+    script = _PARALLEL_BUILD.format(tests=str(TESTS), input=str(source), out=str(out))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    records = out / ".build" / "test" / "records.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not records.exists() or len(records.read_bytes().splitlines()) < 8):
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    result = build_with(FakePipeline(), source, out, resume=True)  # at once: the workers are still renaming
+    assert result.resumed >= 8 and result.statistics["renamed_documents"] == 50
