@@ -143,9 +143,12 @@ def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
             if not raw.endswith(b"\n"):
                 break
             try:
-                records.append(json.loads(raw))
-            except json.JSONDecodeError:
+                record = json.loads(raw)
+            except ValueError:  # not JSON, or not text (zeros a machine crash left)
                 break
+            if not isinstance(record, dict):
+                break
+            records.append(record)
             good_bytes += len(raw)
     if good_bytes != path.stat().st_size:
         with open(path, "r+b") as fh:

@@ -376,7 +376,8 @@ class CachedJSONClient:
                     timeout=(self.timeout, self.timeout),
                 )
                 body = response.text
-            except (requests.Timeout, requests.ConnectionError) as exc:
+            except (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
+                    requests.exceptions.ContentDecodingError) as exc:  # also a connection dropped mid-body
                 raise Transient(redact(f"{type(exc).__name__}: {exc}", secrets)) from None
             except requests.RequestException as exc:  # e.g. invalid URL: retrying will not help
                 raise HTTPRequestError(redact(f"request failed: {what}: {exc}", secrets)) from None

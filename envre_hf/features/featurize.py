@@ -215,6 +215,8 @@ def featurize_dataset(
 
     features = Features({**(dataset.features if keep_columns else {}), **FEATURE_COLUMNS})
     remove = [] if keep_columns else [c for c in dataset.column_names if c in DOCUMENT_FEATURES or c in FEATURE_COLUMNS]
+    if len(dataset) == 0:  # datasets.map skips an empty dataset, leaving it without the feature columns
+        return Dataset.from_dict({name: [] for name in features}, features=features)
     out = dataset.map(
         _map,
         features=features,

@@ -125,6 +125,19 @@ def _remove_index(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+def _is_unset(conn: sqlite3.Connection) -> bool:
+    """A database whose set-up was cut short: no table but the index's own, and no row in any of them.
+
+    (An index is set up in one transaction, but a kill can leave the WAL switch alone, and an index made before
+    that transaction existed can hold some of its empty tables.)"""
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    except sqlite3.DatabaseError:
+        return False  # not SQLite at all
+    ours = {"meta", "items", "names", "types", "incoming", "demonyms"}
+    return set(names) <= ours and not any(conn.execute(f"SELECT 1 FROM {name} LIMIT 1").fetchone() for name in names)
+
+
 def _read_meta(conn: sqlite3.Connection) -> dict[str, str]:
     try:
         return dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -213,7 +226,7 @@ def index_dump(
     started = time.perf_counter()
     try:
         meta = _read_meta(conn)
-        if existed and not meta:
+        if existed and not meta and not _is_unset(conn):
             raise KnowledgeBaseError(f"{index_path} exists but is not a dump index; remove it or choose another path")
         for key, value in expected.items():
             if meta and meta.get(key) != value:
@@ -223,17 +236,29 @@ def index_dump(
                 )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        if not meta:
+        if not meta:  # tables and meta in one transaction: a kill leaves all of them or none (_is_unset)
             meta = {**expected, "dump_name": dump_path.name, "offset": "0", "line": "0", "entities": "0",
                     "items": "0", "complete": "0"}
-            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        else:
+            conn.executescript(_SCHEMA)  # tables added by a later layout of the same format version
         state = {k: int(meta[k]) for k in ("offset", "line", "entities", "items")}
         resumed_from = state["line"]
         items_this_run = 0
         if meta.get("complete") != "1":
             items_this_run = _stream(conn, dump_path, state, batch_size, max_items, language, progress)
         meta = _read_meta(conn)
+        if meta.get("complete") == "1":
+            _single_file(conn)
     finally:
         conn.close()
     return IndexStats(
@@ -327,7 +352,12 @@ def _finalize(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    try:  # one self-contained file, readable in read-only mode; WAL stays if a reader holds the file
+
+
+def _single_file(conn: sqlite3.Connection) -> None:
+    """A complete index as one self-contained file, readable in read-only mode (done again by every run on a
+    complete index: a kill between the last commit and this leaves WAL mode); WAL stays if a reader holds it."""
+    try:
         conn.execute("PRAGMA journal_mode=DELETE")
     except sqlite3.OperationalError:
         pass

@@ -69,6 +69,21 @@ def _action_api_error(payload: Any) -> str | None:
     return None
 
 
+def _parse_entities(payload: Any, language: str) -> tuple[dict[str, EntityRecord | None], str | None]:
+    """The records of a ``wbgetentities`` reply by key, or what is wrong with the reply."""
+    entities = payload.get("entities") if isinstance(payload, dict) else None
+    if not isinstance(entities, dict):
+        return {}, "no 'entities' object"
+    records: dict[str, EntityRecord | None] = {}
+    for key, entity in entities.items():
+        if isinstance(entity, dict):
+            try:
+                records[key] = parse_entity(entity, language)
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                return {}, f"malformed entity {key!r} ({exc!r})"
+    return records, None
+
+
 def _sparql_error(payload: Any) -> str | None:
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
         return "not a SPARQL JSON results document (no 'results')"
@@ -173,11 +188,19 @@ class WikidataHTTPKB(KnowledgeBase):
         except HTTPRequestError as exc:  # the KB's callers handle KnowledgeBaseError only
             raise KnowledgeBaseError(str(exc)) from exc
 
-    def _action(self, params: dict[str, Any]) -> Any:
+    def _action(self, params: dict[str, Any], check: Any = None) -> Any:
+        """An action API reply; ``check(payload)`` names what is wrong with its shape (then raised, never cached:
+        a cached bad reply would fail every resumed build the same way)."""
         params = {**params, "format": "json"}
         if self.maxlag is not None:
             params["maxlag"] = self.maxlag
-        return self._get_json(self.api_url, params, retry_payload=_action_api_busy, error_payload=_action_api_error)
+
+        def error(payload: Any) -> str | None:
+            if _action_api_busy(payload):
+                return None  # maxlag: retried (retry_payload), not an error
+            return _action_api_error(payload) or (check(payload) if check is not None else None)
+
+        return self._get_json(self.api_url, params, retry_payload=_action_api_busy, error_payload=error)
 
     def sparql(self, query: str) -> list[dict[str, Any]]:
         """The ``results.bindings`` of a SELECT query (GET, or POST for long queries)."""
@@ -201,12 +224,10 @@ class WikidataHTTPKB(KnowledgeBase):
                 "uselang": self.language,
                 "type": "item",
                 "limit": self.search_limit,
-            }
+            },
+            check=lambda reply: None if isinstance(reply.get("search"), list) else "no 'search' list",
         )
-        hits = payload.get("search")
-        if not isinstance(hits, list):
-            raise KnowledgeBaseError(f"wbsearchentities reply for {name!r} at {self.api_url} has no 'search' list")
-        return [hit["id"] for hit in hits if isinstance(hit, dict) and is_item_id(hit.get("id"))]
+        return [hit["id"] for hit in payload["search"] if isinstance(hit, dict) and is_item_id(hit.get("id"))]
 
     def prefetch(self, item_ids: Iterable[str]) -> None:
         """Fetch the entity data of all ``item_ids`` not yet known, at most 50 ids per request."""
@@ -219,22 +240,16 @@ class WikidataHTTPKB(KnowledgeBase):
                     "ids": "|".join(batch),
                     "props": "labels|aliases|claims",
                     "languages": self.language,
-                }
+                },
+                check=lambda reply: _parse_entities(reply, self.language)[1],
             )
-            entities = payload.get("entities")
-            if not isinstance(entities, dict):
-                raise KnowledgeBaseError(
-                    f"wbgetentities reply for {batch[0]}..{batch[-1]} at {self.api_url} has no 'entities' object"
-                )
-            for key, entity in entities.items():
+            records, problem = _parse_entities(payload, self.language)
+            if problem is not None:  # only a damaged cache gets here: fresh replies were checked before caching
+                raise KnowledgeBaseError(f"wbgetentities reply for {batch[0]}..{batch[-1]} at {self.api_url}: {problem}")
+            for key, entity in payload["entities"].items():
                 if not isinstance(entity, dict):
                     continue
-                try:
-                    record = parse_entity(entity, self.language)
-                except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                    raise KnowledgeBaseError(
-                        f"wbgetentities reply at {self.api_url}: malformed entity {key!r} ({exc!r})"
-                    ) from exc
+                record = records[key]
                 self._entities[key] = record
                 redirect = entity.get("redirects")
                 if isinstance(redirect, dict) and is_item_id(redirect.get("from")):

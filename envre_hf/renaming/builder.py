@@ -236,7 +236,10 @@ def build_split(
         )
         log = WorkLog(work, config.chunk_size)
         log.read()
-        todo = [unit for unit in units if unit not in log.records]
+        # With on_error="fail", a failure recorded by an earlier run with "skip" is renamed again (and stops this
+        # build, as an uninterrupted "fail" build would), never listed as skipped.
+        retry = config.on_error == "fail"
+        todo = [unit for unit in units if unit not in log.records or (retry and "error" in log.records[unit])]
         driver = RenamingDriver(
             pipeline,
             on_error=config.on_error,

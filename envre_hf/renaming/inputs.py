@@ -76,7 +76,7 @@ def read_input_documents(
     def bad(err: DocumentError, raw: Any) -> None:
         if not skip:
             raise err
-        title = raw.get("title") if isinstance(raw, dict) else None
+        title = raw.get("title") if isinstance(raw, dict) else err.title
         failures.append(DocumentFailure(len(docs), title if isinstance(title, str) else None, None, str(err)))
         docs.append(None)
 

@@ -11,12 +11,12 @@ those names from files, for ``envre build --exclude-names-from`` and for trainin
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..documents import Document, read_documents
+from ..documents import Document, DocumentError, read_documents
+from ..documents.io import parse_json, read_text
 
 #: The file of new names an ``envre build`` folder keeps per split, and its format tag.
 NAMES_FILE = "names_used.json"
@@ -61,8 +61,7 @@ def load_excluded_names(sources: str | os.PathLike | Iterable[str | os.PathLike]
         if not path.exists():
             raise FileNotFoundError(f"exclude_names_from: {path} does not exist")
         if path.suffix == ".txt":
-            with open(path, encoding="utf-8") as fh:
-                names.update(line.strip() for line in fh if line.strip())
+            names.update(line.strip() for line in read_text(path).splitlines() if line.strip())
             continue
         if path.is_dir() and (path / NAMES_FILE).exists():
             path = path / NAMES_FILE
@@ -81,12 +80,18 @@ def _names_file(path: Path) -> set[str] | None:
     if path.is_dir() or not path.name.endswith(".json"):
         return None
     if path.name != NAMES_FILE:
-        with open(path, encoding="utf-8") as fh:  # a names file is a JSON object; a document list starts with "["
+        with open(path, "rb") as fh:  # a names file is a JSON object; a document list starts with "["
             head = fh.read(256).lstrip()
-        if not head.startswith("{"):
+        if not head.startswith(b"{"):
             return None
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT:
-        return {name for split_names in raw["splits"].values() for name in split_names}
-    return None
+    raw = parse_json(read_text(path), path)
+    if not (isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT):
+        return None
+    splits = raw.get("splits")
+    if not isinstance(splits, dict):
+        raise DocumentError(f"{path}: field 'splits' must be an object of split name -> list of names")
+    for split, split_names in splits.items():
+        if not isinstance(split_names, list) or not all(isinstance(name, str) for name in split_names):
+            raise DocumentError(f"{path}: field 'splits' -> {split!r} must be a list of names (strings)")
+    return {name for split_names in splits.values() for name in split_names}
 

@@ -87,26 +87,50 @@ def claim_output_folder(folder: PathLike) -> Path:
     return folder
 
 
+#: File descriptors of the build locks this process holds. A flock belongs to the open file, which forked
+#: children (the renaming workers) share: they close their copies at once, so that a ``kill -9`` of the build
+#: releases the lock then, not when the last orphaned worker has finished its chunk.
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    for fd in _HELD_LOCKS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
 @contextmanager
 def locked_output_folder(folder: PathLike) -> Iterator[None]:
     """Hold the build lock of ``folder`` (``flock`` on its marker: released by the kernel even on ``kill -9``)."""
     marker = Path(folder) / MARKER_FILE
-    with open(marker, "a+", encoding="utf-8") as fh:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        yield
+        return
+    fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            yield
-            return
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise BuildError(
                 f"another envre build is writing {folder} (it holds the lock on {marker}); wait for it to finish"
             ) from None
+        _HELD_LOCKS.add(fd)
         try:
             yield
         finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            _HELD_LOCKS.discard(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def apply_commit(folder: Path, work: Path) -> None:
@@ -127,7 +151,18 @@ def apply_commit(folder: Path, work: Path) -> None:
         touched.add(target.parent)
     for parent in touched:
         fsync_dir(parent)
-    shutil.rmtree(work)
+    # The journal goes last: a kill while the work folder is removed leaves it (replayed by the next build), not
+    # a work folder without journal or manifest that no resume would accept.
+    for child in work.iterdir():
+        if child.name == COMMIT_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    fsync_dir(work)
+    (work / COMMIT_FILE).unlink(missing_ok=True)
+    work.rmdir()
     _remove_empty_work_root(folder)
 
 

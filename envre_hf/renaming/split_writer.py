@@ -128,7 +128,11 @@ def assemble_split(
     write_text(stage / "README.md", dataset_card_text(all_stats, sizes=sizes, **card))
     moves += [(NAMES_FILE, NAMES_FILE), (STATISTICS_FILE, STATISTICS_FILE), ("README.md", "README.md")]
     new_files = {dst for _, dst in moves}
-    old_shards = set(old.get("data_files", []))
+    # statistics.json is a file people can edit: only shards of this split in data/ are ever deleted
+    old_shards = {
+        f for f in old.get("data_files", [])
+        if isinstance(f, str) and f.startswith("data/") and is_shard_of(f[len("data/"):], split)
+    }
     if (out / "data").is_dir():
         old_shards |= {f"data/{p.name}" for p in (out / "data").iterdir() if is_shard_of(p.name, split)}
     deletes += sorted(old_shards - new_files)

@@ -41,8 +41,10 @@ class WorkLog:
                     break  # only the last line can lack its newline: cut short by a kill
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
+                except ValueError:  # not JSON (or not text: zeros a machine crash left)
                     break
+                if not _is_record(record):
+                    break  # damaged: this line and what follows are renamed again
                 self.records[(record["doc"], record["seed"])] = record
                 good_bytes += len(line)
         if good_bytes != self.path.stat().st_size:
@@ -71,6 +73,20 @@ class WorkLog:
             self._fh = None
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_record(record: Any) -> bool:
+    """``record`` has the shape :func:`unit_record` writes (what the split is assembled from)."""
+    if not isinstance(record, dict) or not _is_int(record.get("doc")) or not _is_int(record.get("seed")):
+        return False
+    if "row" in record:
+        return isinstance(record["row"], dict) and _is_int(record.get("leaks"))
+    error = record.get("error")
+    return isinstance(error, dict) and all(key in error for key in ("title", "type", "message"))
+
+
 def unit_record(result: RenamedUnit) -> dict[str, Any]:
     """The log record of one renamed (or failed) unit: what the split is assembled from."""
     if result.failure is not None:
@@ -89,8 +105,22 @@ def prepare_work_folder(
     """The work folder of ``split``: new (with ``manifest``), or the unfinished one when ``resume`` may continue it."""
     work = output_dir / WORK_DIR / split
     manifest_path = work / "manifest.json"
+    if work.exists() and not manifest_path.exists():
+        # A kill between creating the folder and placing its manifest: nothing in it can be trusted to belong to
+        # this build (records are only a cache of renamings), so it is started again.
+        shutil.rmtree(work)
     if work.exists():
-        previous = read_json_file(manifest_path, {})
+        try:
+            previous = read_json_file(manifest_path, {})
+        except BuildError:
+            previous = None  # damaged: it matches no build
+        if not isinstance(previous, dict):
+            if not overwrite:
+                raise BuildError(
+                    f"cannot resume {work}: its manifest {manifest_path} is damaged, so its records cannot be tied "
+                    f"to this build; pass --overwrite to start the split again"
+                )
+            previous = {}
         same = previous.get("fingerprint") == manifest["fingerprint"]
         if overwrite and not same:
             shutil.rmtree(work)  # an unfinished build of something else, replaced as asked

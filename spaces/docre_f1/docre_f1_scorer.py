@@ -647,9 +647,12 @@ def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
             if not raw.endswith(b"\n"):
                 break
             try:
-                records.append(json.loads(raw))
-            except json.JSONDecodeError:
+                record = json.loads(raw)
+            except ValueError:  # not JSON, or not text (zeros a machine crash left)
                 break
+            if not isinstance(record, dict):
+                break
+            records.append(record)
             good_bytes += len(raw)
     if good_bytes != path.stat().st_size:
         with open(path, "r+b") as fh:
@@ -774,6 +777,7 @@ def count_quirks(docs: Iterable[Document]) -> QuirkCounts:
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -817,6 +821,42 @@ def parse_json(text: str, path: Path, line: int | None = None) -> Any:
         raise DocumentError(f"{where}: JSON nested too deeply to be a document") from None
 
 
+#: A JSON escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): the only way text read as UTF-8 can hold one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any, where: str = "") -> str | None:
+    """Where in ``value`` (a raw JSON document) a string holds a lone surrogate (``sents[0][2]``), else None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where or "(document)"
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and _lone_surrogate(key) is not None:
+            return f"{where}.{key!r}" if where else repr(key)
+        found = _lone_surrogate(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key)
+        if found is not None:
+            return found
+    return None
+
+
+def _surrogate_error(obj: Any, index: int) -> DocumentError | None:
+    """A :class:`DocumentError` for a document holding half of a UTF-16 pair (not Unicode text: it cannot be
+    written as UTF-8, so every writer downstream would fail on it), naming the document and the field."""
+    where = _lone_surrogate(obj)
+    if where is None:
+        return None
+    title = obj.get("title") if isinstance(obj, dict) else None
+    return DocumentError(
+        "text with an unpaired UTF-16 surrogate escape (\\ud800-\\udfff): not Unicode text; fix the escape",
+        doc_index=index, title=title if isinstance(title, str) and _lone_surrogate(title) is None else None,
+        field=where,
+    )
+
+
 def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any]:
     """The JSON objects of a document file, not parsed yet (one per JSON list item or JSON Lines line).
 
@@ -836,13 +876,21 @@ def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any
                 if not keep_errors:
                     raise
                 out.append(DocumentError(err.reason, doc_index=len(out)))
-        return out
-    data = parse_json(text, path)
-    if isinstance(data, dict):  # a single document
-        data = [data]
-    if not isinstance(data, list):
-        raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
-    return data
+    else:
+        data = parse_json(text, path)
+        if isinstance(data, dict):  # a single document
+            data = [data]
+        if not isinstance(data, list):
+            raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
+        out = data
+    if _SURROGATE_ESCAPE.search(text):  # rare (a proper pair is also escaped so): look at each document
+        for i, obj in enumerate(out):
+            err = None if isinstance(obj, DocumentError) else _surrogate_error(obj, i)
+            if err is not None:
+                if not keep_errors:
+                    raise located_in_file(err, path)
+                out[i] = err
+    return out
 
 
 def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
@@ -2050,7 +2098,10 @@ def document_from_row(row: dict[str, Any]) -> Document:
 
 def documents_to_dataset(docs: Iterable[Document]) -> Dataset:
     """A ``datasets.Dataset`` with one row per document and the explicit :data:`DOCUMENT_FEATURES`."""
-    return Dataset.from_list([document_to_row(doc) for doc in docs], features=DOCUMENT_FEATURES)
+    rows = [document_to_row(doc) for doc in docs]
+    if not rows:  # Dataset.from_list([]) makes a table without columns, which the features then refuse
+        return Dataset.from_dict({name: [] for name in DOCUMENT_FEATURES}, features=DOCUMENT_FEATURES)
+    return Dataset.from_list(rows, features=DOCUMENT_FEATURES)
 
 
 def dataset_to_documents(dataset: Dataset) -> list[Document]:

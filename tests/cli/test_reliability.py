@@ -271,6 +271,74 @@ def test_atomic_writes_keep_the_old_file_when_the_writer_fails(tmp_path):
     assert json.loads(path.read_text()) == {"v": 1} and [p.name for p in tmp_path.iterdir()] == ["report.json"]
 
 
+@pytest.mark.parametrize("bad", [b"\0" * 30 + b"\n", b"[1]\n", b"null\n"])
+def test_append_only_logs_end_at_a_line_that_is_not_a_record(tmp_path, bad):
+    """ICL results.jsonl / attribution records: zeros a machine crash left, or a line that is not an object,
+    end the good records (truncated away) instead of stopping the resume with a decoding error."""
+    from envre_hf.atomic import load_jsonl_records
+
+    path = tmp_path / "results.jsonl"
+    good = b'{"doc": 0}\n{"doc": 1}\n'
+    path.write_bytes(good + bad + b'{"doc": 2}\n')
+    assert load_jsonl_records(path) == [{"doc": 0}, {"doc": 1}]
+    assert path.read_bytes() == good
+
+
+@pytest.mark.parametrize(
+    "name, content, field",
+    [
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": ["a"]}', "field 'splits'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"dev": 5}}', "'splits' -> 'dev'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"dev": ["Ann", 7]}}', "'splits' -> 'dev'"),
+        ("names_used.json", b'{"format": "envre-names-used/1"}', "field 'splits'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"te', "not valid JSON"),
+        ("names_used.json", b'\xff{"format": "envre-names-used/1", "splits": {}}', "UTF-8"),
+        ("other.json", b'{"format": "envre-names-used/1", "splits": {"te', "not valid JSON"),
+        ("names.txt", b"Ann\n\xffBob\n", "UTF-8"),
+    ],
+)
+def test_a_bad_exclude_names_file_is_one_line_naming_it(name, content, field, tmp_path, capsys):
+    bad = tmp_path / "excl" / name
+    bad.parent.mkdir()
+    bad.write_bytes(content)
+    out = tmp_path / "env"
+    args = ["build", "--input", str(SAMPLE_DOCS), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN), "--split",
+            "test", "--seeds", "1", "--output", str(out), "--no-progress", "--exclude-names-from", str(bad)]
+    capsys.readouterr()
+    assert main(args) == 2
+    line = _one_line(capsys)
+    assert str(bad) in line and field in line, line
+    assert not (out / "data").exists()
+
+
+def test_a_lone_surrogate_escape_is_refused_naming_file_document_and_field(tmp_path, capsys):
+    """JSON may escape half of a UTF-16 pair (\\ud800): such text cannot be written as UTF-8. The reader used
+    to accept it, and envre build then stopped at its work log with a message naming no file or document."""
+    raw = json.loads(SAMPLE_DOCS.read_text(encoding="utf-8"))
+    raw[0]["sents"][0][0] = "caf\u00e9 \U0001F600"  # a proper pair (ensure_ascii escapes it as one) is fine
+    raw[1]["sents"][0][2] = "x\ud800"
+    bad = tmp_path / "test_surrogate.json"
+    bad.write_text(json.dumps(raw), encoding="utf-8")  # ensure_ascii: \ud800 and \ud83d\ude00 escapes
+    assert "\\ud800" in bad.read_text(encoding="utf-8")
+    with pytest.raises(DocumentError) as err:
+        read_documents(bad)
+    message = str(err.value)
+    assert str(bad) in message and "document 1" in message and "Tomas Berglund" in message
+    assert "sents[0][2]" in message and "surrogate" in message
+    out = tmp_path / "env"
+    args = ["build", "--input", str(bad), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN), "--split", "test",
+            "--seeds", "1", "--output", str(out), "--no-progress"]
+    capsys.readouterr()
+    assert main(args) == 2
+    line = _one_line(capsys)
+    assert str(bad) in line and "document 1" in line and "sents[0][2]" in line, line
+    assert main(args + ["--on-error", "skip"]) == 0  # listed, the others built
+    errors = [json.loads(x) for x in (out / "errors" / "test.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(e["doc_index"], e["seed"], e["title"]) for e in errors] == [(1, None, "Tomas Berglund")]
+    assert "sents[0][2]" in errors[0]["error"]
+    assert len(_load(out)) == 2 and "\U0001F600" in " ".join(_load(out)[0]["sents"][0])
+
+
 # --------------------------------------------------------------------------- loading
 
 

@@ -94,6 +94,40 @@ def test_unlabelled_document_has_no_labels(redocred_dev, bert_tokenizer):
     assert "labels" not in batch
 
 
+def _tiny(sents, mentions, labels=True):
+    from envre_hf.documents import from_docred
+
+    raw = {"title": "T", "sents": sents, "vertexSet": [[{"name": n, "pos": [a, b], "sent_id": s, "type": "PER"}]
+                                                      for n, s, a, b in mentions]}
+    if labels:
+        raw["labels"] = []
+    return from_docred(raw)
+
+
+def test_one_entity_no_entities_and_empty_sentences_featurize_and_batch(bert_tokenizer):
+    one = _tiny([["Ann", "runs"]], [("Ann", 0, 0, 1)])
+    none = _tiny([["Rain", "."]], [])
+    gap = _tiny([["Ann"], [], ["Bob"]], [("Ann", 0, 0, 1), ("Bob", 2, 0, 1)])  # an empty middle sentence
+    feats = [featurize_document(d, bert_tokenizer) for d in (one, none, gap)]
+    assert [f["hts"] for f in feats] == [[], [], [[0, 1], [1, 0]]]
+    assert [len(f["labels"]) for f in feats] == [0, 0, 2]
+    tokens = bert_tokenizer.convert_ids_to_tokens(feats[2]["input_ids"])
+    assert [tokens[s:e] for span in feats[2]["entity_pos"] for s, e in span] == [["*", "ann", "*"], ["*", "bob", "*"]]
+    batch = DocRECollator(bert_tokenizer)(feats)
+    assert batch["labels"].shape == (2, 97) and batch["labels"][:, 0].tolist() == [1.0, 1.0]  # no relation
+    assert featurize_dataset([one, none, gap], bert_tokenizer, load_from_cache_file=False)["hts"] == [f["hts"] for f in feats]
+
+
+def test_no_documents_make_an_empty_dataset(bert_tokenizer):
+    from envre_hf.documents import DOCUMENT_FEATURES
+    from envre_hf.features.featurize import FEATURE_COLUMNS
+
+    empty = documents_to_dataset([])
+    assert len(empty) == 0 and empty.features == DOCUMENT_FEATURES
+    features = featurize_dataset([], bert_tokenizer, load_from_cache_file=False)
+    assert len(features) == 0 and features.features == FEATURE_COLUMNS
+
+
 def test_max_seq_length_drops_and_warns_with_counts(redocred_dev, bert_tokenizer, caplog):
     doc = max(redocred_dev[:100], key=lambda d: sum(len(s) for s in d.sents))
     full = featurize_document(doc, bert_tokenizer)

@@ -139,6 +139,64 @@ def test_resume_after_a_crash_mid_batch(dumps, entities, index, tmp_path, monkey
     assert tables(path) == tables(index)
 
 
+# SIGKILL while a new index file is being set up, at the first statement after: the file is switched to WAL
+# ("wal"), a table is made ("table"); or at the first meta row ("meta"); or once the index is complete, before it is
+# made one self-contained file again ("single").
+_KILL_AT_SETUP = """
+import os, signal, sqlite3, sys
+from envre_hf.kb import index_dump, wikidata_dump
+
+dump, path, point = sys.argv[1:4]
+seen = {"wal": False, "table": False}
+
+class Connection:
+    def __init__(self, conn):
+        self.conn = conn
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+    def _run(self, method, sql, *args):
+        if seen.get(point) or (point == "meta" and "INTO meta" in sql) or (
+            point == "single" and "journal_mode=DELETE" in sql
+        ):
+            os.kill(os.getpid(), signal.SIGKILL)
+        out = getattr(self.conn, method)(sql, *args)
+        seen["wal"] = seen["wal"] or "journal_mode=WAL" in sql
+        seen["table"] = seen["table"] or "CREATE TABLE" in sql
+        return out
+    def execute(self, sql, *args):
+        return self._run("execute", sql, *args)
+    def executemany(self, sql, rows):
+        return self._run("executemany", sql, rows)
+    def executescript(self, script):
+        return self._run("executescript", script)
+
+real_connect = sqlite3.connect
+wikidata_dump.sqlite3 = type("S", (), {"connect": staticmethod(lambda *a, **k: Connection(real_connect(*a, **k))),
+                                       "DatabaseError": sqlite3.DatabaseError,
+                                       "OperationalError": sqlite3.OperationalError})
+index_dump(dump, path, progress=False)
+"""
+
+
+@pytest.mark.parametrize("point", ["wal", "table", "meta", "single"])
+def test_a_kill_while_a_new_index_is_set_up_is_resumed(dumps, index, tmp_path, point):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "new.sqlite"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", _KILL_AT_SETUP, str(dumps["json"]), str(path), point], env=env,
+                         timeout=60)
+    assert run.returncode == -9 and path.exists()
+    stats = index_dump(dumps["json"], path, progress=False)  # the same command again, as docs/kb.md says
+    assert stats.complete and tables(path) == tables(index)
+    with closing(sqlite3.connect(path)) as conn:  # one self-contained file, like an uninterrupted index
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
 def test_complete_index_is_not_redone_and_other_dumps_are_refused(dumps, entities, index, tmp_path):
     again = index_dump(dumps["json"], index, progress=False)
     assert again.complete and again.items_this_run == 0
@@ -239,3 +297,22 @@ def test_dump_kb_pickles_and_snapshot(kb, index):
     assert clone.names(item) == kb.names(item)
     assert kb.snapshot_id().startswith("wikidata-dump:latest-all.json:")
     assert kb.snapshot_id() == WikidataDumpKB(index).snapshot_id()
+
+
+def test_a_file_that_is_not_a_dump_index_is_refused_and_left_alone(dumps, tmp_path):
+    theirs = tmp_path / "theirs.sqlite"
+    with closing(sqlite3.connect(theirs)) as conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
+        conn.commit()
+    ours_by_name = tmp_path / "items.sqlite"  # one of the index's table names, holding someone's rows
+    with closing(sqlite3.connect(ours_by_name)) as conn:
+        conn.execute("CREATE TABLE items (id INTEGER)")
+        conn.execute("INSERT INTO items VALUES (1)")
+        conn.commit()
+    text = tmp_path / "notes.sqlite"
+    text.write_text("not a database\n" * 100)
+    for path in (theirs, ours_by_name, text):
+        before = path.read_bytes()
+        with pytest.raises(KnowledgeBaseError, match="not a dump index"):
+            index_dump(dumps["json"], path, progress=False)
+        assert path.read_bytes() == before

@@ -163,7 +163,7 @@ def test_cache_makes_a_rebuild_send_no_request(server, items, tmp_path):
     assert second.client.stats.total_sent == 0 and sum(second.client.stats.cache_hits.values()) == sent
 
 
-@pytest.mark.parametrize("fault", ["429", "503", "500", "maxlag", "stall", "truncated"])
+@pytest.mark.parametrize("fault", ["429", "503", "500", "maxlag", "stall", "truncated", "cut"])
 def test_transient_faults_are_retried(server, items, tmp_path, fault):
     kb = make_kb(server, tmp_path / "cache")
     server.inject("wbgetentities", fault, fault)
@@ -203,6 +203,29 @@ def test_broken_json_every_time_is_reported(server, items, tmp_path):
     server.inject("wbsearchentities", "truncated", "truncated")
     with pytest.raises(KnowledgeBaseError, match="broken JSON reply"):
         kb.search("Kadel")
+
+
+@pytest.mark.parametrize(
+    "endpoint, fault, message",
+    [
+        ("wbgetentities", "shapeless", "no 'entities' object"),
+        ("wbgetentities", "bad-entity", "malformed entity"),
+        ("wbsearchentities", "shapeless", "no 'search' list"),
+    ],
+)
+def test_a_reply_of_the_wrong_shape_is_raised_and_not_cached(server, items, tmp_path, endpoint, fault, message):
+    """The KB error says 'rerun with --resume'; a cached bad reply would fail that rerun the same way forever."""
+    item = next(i for i in sorted(items) if english_names(items[i]))
+    ask = (lambda kb: kb.names(item)) if endpoint == "wbgetentities" else (lambda kb: kb.search(english_names(items[item])[0]))
+    kb = make_kb(server, tmp_path / "cache")
+    server.inject(endpoint, fault)
+    with pytest.raises(KnowledgeBaseError, match=message):
+        ask(kb)
+    kb.close()
+    again = make_kb(server, tmp_path / "cache")  # the resumed build, same cache
+    answer = ask(again)
+    assert answer == english_names(items[item]) if endpoint == "wbgetentities" else item in answer
+    assert server.counts[endpoint] == 2  # asked again: the bad reply was not kept
 
 
 def test_stalled_server_times_out(server, tmp_path):

@@ -163,23 +163,31 @@ class FakeWikidata:
         else:
             info = f'Unrecognized value for parameter "action": {endpoint}.'
             payload = {"error": {"code": "badvalue", "info": info}}
+        if fault == "shapeless":  # valid JSON without the reply's expected member (a proxy's or mirror's glitch)
+            payload = {"batchcomplete": ""}
+        elif fault == "bad-entity" and endpoint == "wbgetentities":
+            payload = {"entities": {key: {"id": key, "type": "item", "claims": {"P31": [{"rank": "normal"}]}}
+                                    for key in payload["entities"]}}  # a statement without its mainsnak
         body = json.dumps(payload).encode("utf-8")
         if fault == "truncated":
             body = body[: len(body) // 2]
         content_type = "application/sparql-results+json" if endpoint == "sparql" else "application/json"
+        if fault == "cut":  # the connection drops mid-body: Content-Length promises more than arrives
+            handler.close_connection = True
+            return self._send(handler, 200, body, content_type, length=len(body), send=body[: len(body) // 2])
         self._send(handler, 200, body, content_type)
 
     @staticmethod
     def _send(handler, status: int, body: bytes, content_type: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:
+              headers: dict[str, str] | None = None, length: int | None = None, send: bytes | None = None) -> None:
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", f"{content_type}; charset=utf-8")
-            handler.send_header("Content-Length", str(len(body)))
+            handler.send_header("Content-Length", str(len(body) if length is None else length))
             for key, value in (headers or {}).items():
                 handler.send_header(key, value)
             handler.end_headers()
-            handler.wfile.write(body)
+            handler.wfile.write(body if send is None else send)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (stall fault)
             pass
 

@@ -96,3 +96,56 @@ def test_an_appended_record_is_on_disk_before_the_next_one(tmp_path, monkeypatch
     on_disk = (tmp_path / "records.jsonl").read_text(encoding="utf-8")
     assert [json.loads(line)["doc"] for line in on_disk.splitlines()] == [0]
     log.close()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"\0" * 40 + b"\n",  # what a machine crash can leave at the end of an appended file (zeros, then data)
+        b"null\n",
+        b"[]\n",
+        b'{"doc": 2}\n',
+        b'{"doc": 2, "seed": 0}\n',  # neither a row nor an error
+        b'{"doc": "2", "seed": 0, "leaks": 0, "row": {}}\n',
+        b'{"doc": 2, "seed": 0, "error": "boom"}\n',
+    ],
+)
+def test_a_line_that_is_not_a_record_ends_the_good_records(tmp_path, bad):
+    path = tmp_path / "records.jsonl"
+    good = "".join(json.dumps(_record(d)) + "\n" for d in range(2)).encode()
+    path.write_bytes(good + bad + json.dumps(_record(3)).encode() + b"\n")
+    log = WorkLog(tmp_path, fsync_every=1)
+    log.read()
+    assert sorted(log.records) == [(0, 0), (1, 0)]  # the damaged line and what follows are done again
+    assert path.read_bytes() == good
+
+
+def test_a_records_file_with_a_zeroed_line_resumes_to_the_same_bytes(tmp_path):
+    from _renaming_fakes import FakePipeline, build_with
+    from malformed_inputs import SAMPLE_DOCS
+
+    clean = tmp_path / "clean"
+    build_with(FakePipeline(), SAMPLE_DOCS, clean)
+    out = tmp_path / "env"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        build_with(FakePipeline(crash_after=3), SAMPLE_DOCS, out)
+    records = out / ".build" / "test" / "records.jsonl"
+    lines = records.read_bytes().splitlines(keepends=True)
+    records.write_bytes(lines[0] + b"\0" * len(lines[1]) + lines[2])  # the 2nd record lost to a crash
+    result = build_with(FakePipeline(), SAMPLE_DOCS, out, resume=True)
+    assert result.resumed == 1
+    data = sorted(p.relative_to(clean) for p in clean.rglob("*.parquet"))
+    assert data and all((out / p).read_bytes() == (clean / p).read_bytes() for p in data)
+
+
+@pytest.mark.parametrize("damage", ["[]", '{"fingerp', ""])
+def test_a_damaged_manifest_is_refused_on_resume_and_replaced_with_overwrite(tmp_path, damage):
+    work = prepare_work_folder(tmp_path, "test", _manifest("a"), resume=False, overwrite=False)
+    (work / "records.jsonl").write_text(json.dumps(_record(0)) + "\n", encoding="utf-8")
+    (work / "manifest.json").write_text(damage, encoding="utf-8")
+    with pytest.raises(BuildError, match="manifest.json.*--overwrite"):
+        prepare_work_folder(tmp_path, "test", _manifest("a"), resume=True, overwrite=False)
+    assert (work / "records.jsonl").exists()  # nothing removed without --overwrite
+    assert prepare_work_folder(tmp_path, "test", _manifest("a"), resume=True, overwrite=True) == work
+    assert not (work / "records.jsonl").exists()
+    assert json.loads((work / "manifest.json").read_text(encoding="utf-8"))["fingerprint"] == "a"
