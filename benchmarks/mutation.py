@@ -137,14 +137,8 @@ TARGETS: dict[str, Target] = {
 
 #: (module, line number text stripped, mutation) -> why no test can tell the mutant apart.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    ('metric_io', 'if type(rec) is not dict or type(rec.get("title")) is not str or not rec.keys() <= _PLAIN_KEYS:', "'<=' -> '<'"): (
-        'a record with every plain key then goes through the typed reader: the same index, more slowly'
-    ),
-    ('metric_io', 'return False', 'return None'): (
-        "_plain_valid's answers are read by all(): None is as false as False"
-    ),
-    ('metric_io', 'if not (_is_int(h) and _is_int(t) and 0 <= h < len(vertex) and 0 <= t < len(vertex)):', "'<' -> '<='"): (
-        'GoldIndex._add and TrainFacts.from_records refuse an h or t past the entities with the same named DocumentError'
+    ('metric_io', 'if set(map(type, preds)) <= {dict} and all(', "'<=' -> '<'"): (
+        'a list of objects then goes through the per-prediction loop, which checks the same and returns the same list'
     ),
     ('metric_io', 'if not set(map(type, positions)) - {int} and (not positions or 0 <= min(positions) <= max(positions) < len(labels)):', "'<=' -> '<'"): (
         'a stored in-train entry it rejects is computed again and stored: the same labels, a cache miss'

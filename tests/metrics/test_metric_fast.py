@@ -374,3 +374,8 @@ def test_predictions_decoded_into_columns_score_as_the_typed_path(redocred_test,
         assert fast.to_dict() == typed.to_dict()
         if decoded is not None:
             assert decoded.to_dict() == typed.to_dict()
+
+
+def test_the_fast_readers_take_paths_as_strings(redocred_test_path, redocred_dev_path):
+    assert read_gold_index(str(redocred_test_path)).labels == read_gold_index(redocred_test_path).labels
+    assert read_train_facts(str(redocred_dev_path)) == read_train_facts(redocred_dev_path)
