@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -173,8 +174,14 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         list(iter_logits(model, infer_feats[: args.infer_batch_size], pad, args.infer_batch_size, False, autocast=autocast))
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
+    before = os.times()
     infer_s, logits = timed(infer, device)
+    after = os.times()
     result.update(
+        # CPU time in user and kernel mode: the kernel's share is mostly zeroing the pages of fresh large
+        # tensors (the released path's per-layer attentions), which depends on the allocator's state
+        inference_user_s=round(after.user - before.user, 3),
+        inference_sys_s=round(after.system - before.system, 3),
         infer_docs=len(infer_feats),
         infer_batch_size=args.infer_batch_size,
         inference_docs_per_s=round(len(infer_feats) / infer_s, 2),
