@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -121,11 +122,6 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    model.train()
-    step(batches[0])  # warm-up: allocator, optimizer state, kernels
-    if device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
-    steps = [timed(lambda b=b: step(b), device)[0] for _ in range(args.epochs) for b in batches]
     result = {
         "family": family,
         "path": path,
@@ -134,12 +130,20 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         "batch_size": args.batch_size,
         "mean_wordpieces": round(sum(lengths) / len(lengths)),
         "max_wordpieces": max(lengths),
-        "train_step_s": round(statistics.median(steps), 4),
-        "train_epoch_s": round(sum(steps) / args.epochs, 4),
-        "train_peak_mb": round(peak_memory_mb(device)),
     }
-    if path == "new" and args.head_share:
-        result.update(head_share(model, batches[0], device, amp))
+    if args.epochs:  # 0 (children of bench_roofline.py): inference only
+        model.train()
+        step(batches[0])  # warm-up: allocator, optimizer state, kernels
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        steps = [timed(lambda b=b: step(b), device)[0] for _ in range(args.epochs) for b in batches]
+        result.update(
+            train_step_s=round(statistics.median(steps), 4),
+            train_epoch_s=round(sum(steps) / args.epochs, 4),
+            train_peak_mb=round(peak_memory_mb(device)),
+        )
+        if path == "new" and args.head_share:
+            result.update(head_share(model, batches[0], device, amp))
 
     model.eval()
     pad = tokenizer.pad_token_id
@@ -170,8 +174,14 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
         list(iter_logits(model, infer_feats[: args.infer_batch_size], pad, args.infer_batch_size, False, autocast=autocast))
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
+    before = os.times()
     infer_s, logits = timed(infer, device)
+    after = os.times()
     result.update(
+        # CPU time in user and kernel mode: the kernel's share is mostly zeroing the pages of fresh large
+        # tensors (the released path's per-layer attentions), which depends on the allocator's state
+        inference_user_s=round(after.user - before.user, 3),
+        inference_sys_s=round(after.system - before.system, 3),
         infer_docs=len(infer_feats),
         infer_batch_size=args.infer_batch_size,
         inference_docs_per_s=round(len(infer_feats) / infer_s, 2),
@@ -299,7 +309,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEV, help="DocRED-format documents (the first ones are used)")
     parser.add_argument("--docs", type=int, default=8, help="training documents")
     parser.add_argument("--batch-size", type=int, default=4, help="training batch size")
-    parser.add_argument("--epochs", type=int, default=2, help="timed passes over the training documents")
+    parser.add_argument("--epochs", type=int, default=2, help="timed passes over the training documents (at least 1)")
     parser.add_argument("--infer-docs", type=int, default=None, help="inference documents (default: --docs)")
     parser.add_argument("--infer-batch-size", type=int, default=None, help="default: --batch-size")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default; CPU time is measured)")
@@ -320,6 +330,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure(args.child[0], args.child[1], args)))
         return
+    if args.epochs < 1:  # 0 only in the children bench_roofline.py starts (inference alone)
+        parser.error("--epochs must be at least 1")
 
     import envre_hf.models as models
 
