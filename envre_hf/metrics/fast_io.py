@@ -307,7 +307,7 @@ def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | 
         return plain.train_facts()
     if plain is not None and kind == "gold" and all(plain.has_labels):
         try:
-            return GoldIndex.from_columns(plain.columns, names_loader=plain.names)
+            return GoldIndex.from_columns(plain.columns, names_loader=plain.names, checked=True)
         except ValueError:  # repeated labels
             pass
     # Linked-DocRED, other fields, unlabelled gold, or an error that the typed reader names

@@ -1247,6 +1247,38 @@ def _check_label_range(hs: Sequence[int], ts: Sequence[int], n_ent: int, i: int,
                 raise DocumentError(f"({h}, {t}) points outside the {n_ent} entities", doc_index=i, title=title, label=j, field="h/t")
 
 
+def _fitting_columns(
+    keys: Sequence[Any],
+    titles: Sequence[Any],
+    masks: Sequence[Any],
+    n_ent: list[int],
+    doc: Sequence[Any],
+    hs: Sequence[Any],
+    ts: Sequence[Any],
+    rs: Sequence[Any],
+    evidence: Sequence[Any],
+) -> Sequence[list[int]]:
+    """The sentence masks of :meth:`GoldIndex.from_columns` as integers; ValueError unless the columns
+    fit together (lengths, types, ranges)."""
+    if not (len(keys) == len(titles) == len(masks) == len(set(keys))):
+        raise ValueError("document columns do not fit together")
+    if not len(doc) == len(hs) == len(ts) == len(rs) == len(evidence):
+        raise ValueError("label columns of different lengths")
+    if set(map(type, chain(keys, titles, rs))) - {str}:
+        raise ValueError("keys, titles or relations that are not strings")
+    if set(map(type, chain(doc, hs, ts, chain.from_iterable(evidence)))) - {int}:
+        raise ValueError("indices that are not integers")
+    mask_types = set(map(type, chain.from_iterable(masks)))
+    if mask_types - {int, str}:
+        raise ValueError("sentence masks that are neither integers nor strings")
+    if str in mask_types:  # documents of 64 sentences and more (ValueError: not a number)
+        masks = [list(map(int, doc_masks)) if doc_masks and type(doc_masks[0]) is str else doc_masks for doc_masks in masks]
+    sizes = list(map(n_ent.__getitem__, doc))  # IndexError: a document that is not there
+    if min(chain(doc, hs, ts), default=0) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
+        raise ValueError("label indices out of range")
+    return masks
+
+
 class GoldIndex:
     """Gold documents prepared for scoring (build once to score several submissions against one gold set).
 
@@ -1326,32 +1358,25 @@ class GoldIndex:
 
     @classmethod
     def from_columns(
-        cls, columns: Mapping[str, Any], names_loader: Callable[[], list[list[list[str]]]] | None = None
+        cls,
+        columns: Mapping[str, Any],
+        names_loader: Callable[[], list[list[list[str]]]] | None = None,
+        *,
+        checked: bool = False,
     ) -> "GoldIndex":
         """:meth:`to_columns` read back, checked for shape, types and ranges (ValueError when they do not fit).
 
         Without a ``names`` column the mention names are read on first use (only Ign needs them) from
         ``names_loader()``: per document in key order, checked like the other columns (:meth:`names_fit`).
+        ``checked``: the columns come from a reader that checked every type and range itself (the fast path's
+        :func:`~.fast_io._plain_columns`, which accepts exactly what ``envre build`` accepts), so only
+        repeated labels are looked for here.
         """
         keys, titles, masks, names = columns["keys"], columns["titles"], columns["sentence_masks"], columns.get("names")
         doc, hs, ts, rs, evidence = (columns[f"label_{c}"] for c in ("doc", "h", "t", "r", "evidence"))
         n_ent = list(map(len, masks))
-        if not (len(keys) == len(titles) == len(masks) == len(set(keys))):
-            raise ValueError("document columns do not fit together")
-        if not len(doc) == len(hs) == len(ts) == len(rs) == len(evidence):
-            raise ValueError("label columns of different lengths")
-        if set(map(type, chain(keys, titles, rs))) - {str}:
-            raise ValueError("keys, titles or relations that are not strings")
-        if set(map(type, chain(doc, hs, ts, chain.from_iterable(evidence)))) - {int}:
-            raise ValueError("indices that are not integers")
-        mask_types = set(map(type, chain.from_iterable(masks)))
-        if mask_types - {int, str}:
-            raise ValueError("sentence masks that are neither integers nor strings")
-        if str in mask_types:  # documents of 64 sentences and more (ValueError: not a number)
-            masks = [list(map(int, doc_masks)) if doc_masks and type(doc_masks[0]) is str else doc_masks for doc_masks in masks]
-        sizes = list(map(n_ent.__getitem__, doc))  # IndexError: a document that is not there
-        if min(chain(doc, hs, ts), default=0) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
-            raise ValueError("label indices out of range")
+        if not checked:
+            masks = _fitting_columns(keys, titles, masks, n_ent, doc, hs, ts, rs, evidence)
         index = cls()
         index.num_entities = dict(zip(keys, n_ent))
         if names is not None:
@@ -1824,10 +1849,13 @@ def _tally_columns(
     correct_inter = sum(map(operator.and_, correct, map(operator.not_, shared)))
     correct_keys = list(compress(rows, correct))
 
-    # evidence: sentence ids as sets; absent evidence (None) and [] count nothing
-    predicted_evidence = sum(map(len, map(set, filter(None, evs))))
-    scored = list(map(operator.and_, correct, map(bool, evs)))  # correct, with some predicted evidence
-    correct_evidence = sum(map(len, map(set.intersection, map(set, compress(evs, scored)), compress(gold_evs, scored))))
+    # evidence: sentence ids as sets (one per prediction with some); absent evidence (None) and [] count nothing
+    with_evidence = list(map(bool, evs))
+    evidence_sets = list(map(set, compress(evs, with_evidence)))
+    predicted_evidence = sum(map(len, evidence_sets))
+    gold_of_those = list(compress(gold_evs, with_evidence))
+    scored = list(map(is_not, gold_of_those, repeat(None)))  # correct, with some predicted evidence
+    correct_evidence = sum(map(len, map(set.intersection, compress(evidence_sets, scored), compress(gold_of_those, scored))))
 
     correct_in_train = 0
     if facts is not None and len(facts) > 0:
