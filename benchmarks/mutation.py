@@ -159,10 +159,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a mask of exactly 2**63 fits orjson's unsigned 64-bit integers: written as a number it reads back the same"
     ),
     ("metric", "correct_evidence: int = 0", "'0' -> '1'"): (
-        "both _Tally constructors (_tally_loop, _tally_bulk) pass correct_evidence: the default is never used"
+        "both _Tally constructors (_tally_loop, _tally_columns) pass correct_evidence: the default is never used"
     ),
     ("metric", "correct_intra: int = 0", "'0' -> '1'"): (
-        "both _Tally constructors (_tally_loop, _tally_bulk) pass correct_intra: the default is never used"
+        "both _Tally constructors (_tally_loop, _tally_columns) pass correct_intra: the default is never used"
     ),
     (
         "prediction",
