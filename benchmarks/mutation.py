@@ -158,6 +158,24 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("metric", "masks if max(masks, default=0) < _MAX_JSON_INT else list(map(str, masks))", "'<' -> '<='"): (
         "a mask of exactly 2**63 fits orjson's unsigned 64-bit integers: written as a number it reads back the same"
     ),
+    ("metric", "if hs and (min(hs) < 0 or min(ts) < 0 or max(hs) >= n_ent or max(ts) >= n_ent):", "'0' -> '1'"): (
+        "the pre-check only decides whether the per-label loop runs; the loop raises only for a label out of range"
+    ),
+    ("metric", "if min(chain(doc, hs, ts), default=0) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):", "'0' -> '1'"): (
+        "the default is the minimum of no columns at all: 0 < 0 and 1 < 0 are both false"
+    ),
+    ("metric", "if set(map(type, sent_ids)) - {int} or min(sent_ids, default=0) < 0:", "'0' -> '1'"): (
+        "the default is the minimum of no sentence ids at all: 0 < 0 and 1 < 0 are both false"
+    ),
+    ("metric", "any_evidence: bool = False", "'False' -> 'True'"): (
+        "both _Tally constructors (_tally_loop, _tally_columns) pass any_evidence: the default is never used"
+    ),
+    ("metric", "predicted_evidence: int = 0", "'0' -> '1'"): (
+        "both _Tally constructors (_tally_loop, _tally_columns) pass predicted_evidence: the default is never used"
+    ),
+    ("metric", "if facts is not None and len(facts) > 0:", "'>' -> '>='"): (
+        "with no training facts no gold label is in train: the intersection is empty, 0 either way"
+    ),
     ("metric", "correct_evidence: int = 0", "'0' -> '1'"): (
         "both _Tally constructors (_tally_loop, _tally_columns) pass correct_evidence: the default is never used"
     ),

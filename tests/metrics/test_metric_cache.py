@@ -124,6 +124,11 @@ def _damages():
         columns["titles"][0] = [7]
         _rewrite(path, orjson.dumps(columns))
 
+    def a_title_as_a_number(path):  # hashable, so only the type check refuses it
+        columns = orjson.loads(path.read_bytes().partition(b"\n")[2])
+        columns["titles"][0] = 7
+        _rewrite(path, orjson.dumps(columns))
+
     def a_title_missing(path):
         columns = orjson.loads(path.read_bytes().partition(b"\n")[2])
         columns["titles"].pop()
@@ -140,7 +145,8 @@ def _damages():
         _rewrite(path, orjson.dumps(columns))
 
     return [truncate, flip_payload_byte, other_format, not_json, label_out_of_range, label_of_a_missing_document,
-            columns_of_another_kind, wrong_types, a_title_missing, a_label_document_missing, a_count_as_text]  # fmt: skip
+            columns_of_another_kind, wrong_types, a_title_as_a_number, a_title_missing, a_label_document_missing,
+            a_count_as_text]  # fmt: skip
 
 
 @pytest.mark.parametrize("damage", _damages(), ids=lambda f: f.__name__)
@@ -277,6 +283,27 @@ def test_a_gold_file_changed_during_a_job_is_named_not_mixed(redocred_test, tmp_
     key = next(iter(index.docs))
     with pytest.raises(fast_io.DocumentError, match="changed while it was being scored"):
         index.names(key)
+
+
+def test_training_columns_of_other_types_are_refused():
+    for columns in ({"num_documents": "5", "by_relation": {}}, {"num_documents": 5, "by_relation": []}):
+        with pytest.raises(ValueError, match="unexpected column types"):
+            TrainFacts.from_columns(columns)
+
+
+def test_a_long_single_entity_document_is_read_from_the_cache_without_a_rebuild(tmp_path, monkeypatch):
+    """The masks of a document past 64 sentences are strings in the cache, also when it has one entity."""
+    doc = Document(title="Alone", sents=[["w"]] * 70, entities=[Entity([Mention("A", 69, (0, 1), "LOC")])], relations=[])
+    other = Document(title="Pair", sents=[["a", "b"]], entities=[Entity([Mention("a", 0, (0, 1), "LOC")]),
+                     Entity([Mention("b", 0, (1, 2), "LOC")])], relations=[Relation(0, 1, "P17", [0])])  # fmt: skip
+    gold = tmp_path / "gold.json"
+    write_documents([doc, other], gold)
+    built = read_gold_index(gold, cache=tmp_path / "cache")
+    builds = []
+    real = fast_io._build
+    monkeypatch.setattr(fast_io, "_build", lambda *args: builds.append(args) or real(*args))
+    cached = read_gold_index(gold, cache=tmp_path / "cache")
+    assert builds == [] and cached.sentence_masks == built.sentence_masks == {"Alone": [1 << 69], "Pair": [1, 1]}
 
 
 def test_training_columns_that_are_not_lists_are_refused():

@@ -78,6 +78,7 @@ def _docred_dicts(docs, tmp_path):
     "breakage, field",
     [
         (lambda d: d["labels"][0].update(h=999), "h/t"),
+        (lambda d: d["labels"][0].update(h=-1), "h/t"),  # a negative head, the tail in range
         (lambda d: d["labels"][0].update(h=len(d["vertexSet"])), "h/t"),  # the first index past the entities
         (lambda d: d["labels"][0].update(evidence=["x"]), "evidence"),
         (lambda d: d["vertexSet"][0][0].update(sent_id="2"), "sent_id"),
@@ -379,3 +380,9 @@ def test_predictions_decoded_into_columns_score_as_the_typed_path(redocred_test,
 def test_the_fast_readers_take_paths_as_strings(redocred_test_path, redocred_dev_path):
     assert read_gold_index(str(redocred_test_path)).labels == read_gold_index(redocred_test_path).labels
     assert read_train_facts(str(redocred_dev_path)) == read_train_facts(redocred_dev_path)
+
+
+def test_an_empty_training_file_has_no_documents(tmp_path):
+    (tmp_path / "train.json").write_text("[]", encoding="utf-8")
+    for facts in (read_train_facts(tmp_path / "train.json"), TrainFacts.from_records([])):
+        assert facts.num_documents == 0 and len(facts) == 0
