@@ -37,6 +37,7 @@ from .docre import (
     GoldIndex,
     PredictionError,
     TrainFacts,
+    read_predictions,
     _bulk_keys,
     _scores,
     _tally_columns,
@@ -226,10 +227,28 @@ def _relations() -> frozenset[str]:
 _RELATIONS: frozenset[str] | None = None
 
 
+#: Where ``str.splitlines`` (the typed readers' JSON Lines split) ends a line and ``bytes.splitlines`` does not.
+_UNICODE_LINE_ENDS = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+
+
+def _plain_text(path: Path, data: bytes) -> bool:
+    """Whether the typed readers see ``data`` as msgspec and orjson do: UTF-8 text (msgspec does not check the
+    strings and keys it skips) and, for JSON Lines, no line boundary that only ``str.splitlines`` sees (a raw
+    U+2028 in a string ends the line there). Otherwise the typed reader reads the file."""
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return not _is_jsonl(path) or not any(map(data.__contains__, _UNICODE_LINE_ENDS))
+
+
 def _plain_file(path: Path, data: bytes) -> PlainFile | None:
     """``data`` (the bytes of ``path``) decoded and checked, when it is a JSON list (or JSON Lines) of valid
     plain DocRED records with distinct keys; None otherwise (the caller then reads the file through the
     typed reader, which accepts the same files and names the first error)."""
+    if not _plain_text(path, data):
+        return None
     try:
         if _is_jsonl(path):
             records = [_RECORD_DECODER.decode(line) for line in data.splitlines() if line.strip()]
@@ -310,10 +329,12 @@ def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | 
             return GoldIndex.from_columns(plain.columns, names_loader=plain.names, checked=True)
         except ValueError:  # repeated labels
             pass
-    # Linked-DocRED, other fields, unlabelled gold, or an error that the typed reader names
-    records = read_json_records(path, data=data)
-    read_documents(path)  # raises DocumentError naming the file, document and field of a bad record
-    return (GoldIndex if kind == "gold" else TrainFacts).from_records(records)
+    # Linked-DocRED, other fields, unlabelled gold, text that only Python's json reads (a byte-order mark,
+    # NaN), or an error that the typed reader names (DocumentError naming the file, document and field)
+    docs = read_documents(path)
+    if path.read_bytes() != data:  # the index must be that of the bytes the caller hashed
+        raise DocumentError(f"{path} changed while it was being scored: score again")
+    return GoldIndex(docs) if kind == "gold" else TrainFacts.from_documents(docs)
 
 
 @paused_gc()
@@ -323,7 +344,16 @@ def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
 
 
 def _checked_predictions(path: PathLike, data: bytes | None = None) -> list[dict[str, Any]]:
-    preds = read_json_records(path, what="predictions", data=data)
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        return read_predictions(path)
+    data = path.read_bytes() if data is None else data
+    if not _plain_text(path, data):
+        return read_predictions(path)
+    try:
+        preds = read_json_records(path, what="predictions", data=data)
+    except PredictionError:  # not JSON to orjson (a byte-order mark, NaN, a bad escape): the typed reader
+        return read_predictions(path)  # reads it (Python's json) or names the error in its own words
     if set(map(type, preds)) <= {dict} and all(
         set(map(type, map(dict.get, preds, repeat(key)))) <= {str, type(None)} for key in ("title", "doc_id")
     ):
@@ -357,6 +387,8 @@ def _score_decoded(path: Path, data: bytes, index: GoldIndex, facts: TrainFacts 
     """The scores of a prediction file decoded straight into typed columns (msgspec checks the types while
     parsing), or None when a prediction is not regular (a type, a document or an index that the
     per-prediction loop must look at: it names the first bad one)."""
+    if not _plain_text(path, data):
+        return None
     try:
         if _is_jsonl(path):
             preds = [_PREDICTION.decode(line) for line in data.splitlines() if line.strip()]

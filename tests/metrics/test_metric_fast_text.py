@@ -1,0 +1,120 @@
+"""Files whose text the typed readers take differently from a plain orjson / msgspec parse of the bytes (a
+byte-order mark, gzip, NaN, unpaired surrogates, JSON Lines split at Unicode line boundaries): the fast
+path must accept exactly what the typed path accepts, score it the same, or raise the same error."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from envre_hf.documents import DocumentError, read_documents
+from envre_hf.metrics import PredictionError, read_predictions, read_predictions_fast, score_files, score_predictions
+from envre_hf.metrics.cache import ScoringCache
+
+
+def _doc(title="A", **fields):
+    doc = {
+        "title": title,
+        "sents": [["x", "y", "z"], ["x", "y", "z"]],
+        "vertexSet": [
+            [{"name": "a", "sent_id": 0, "pos": [0, 1], "type": "PER"}],
+            [{"name": "b", "sent_id": 1, "pos": [1, 3], "type": "ORG"}],
+        ],
+        "labels": [{"h": 0, "t": 1, "r": "P17", "evidence": [0, 1]}],
+    }
+    doc.update(fields)
+    return doc
+
+
+PREDS = [{"title": "A", "h_idx": 0, "t_idx": 1, "r": "P17", "evidence": [1]}, {"title": "A", "h_idx": 1, "t_idx": 0, "r": "P17"}]
+BOM = b"\xef\xbb\xbf"
+
+
+def _lines(objs, sep="\n", **options):
+    return sep.join(json.dumps(o, **options) for o in objs).encode() + b"\n"
+
+
+def _with_token(token):
+    doc = _doc()
+    doc["sents"][0][0] = token
+    return doc
+
+
+def _with_mention_field(value):
+    doc = _doc()
+    doc["vertexSet"][0][0]["note"] = value
+    return doc
+
+
+# name -> (file name, bytes) of the gold file, the training file or the prediction file
+CASES = {
+    "gold with a byte-order mark": ("gold", "g.json", BOM + json.dumps([_doc()]).encode()),
+    "gold with NaN in an extra field": ("gold", "g.json", json.dumps([_doc()]).encode()[:-2] + b', "x": NaN}]'),
+    "gold with an unpaired surrogate in a token": ("gold", "g.json", json.dumps([_with_token("\ud800")]).encode()),
+    "gold with an unpaired surrogate in a mention's extra field": (
+        "gold", "g.json", json.dumps([_with_mention_field("\udc00")]).encode(),
+    ),
+    "gold JSON Lines with U+2028 in a token": ("gold", "g.jsonl", _lines([_with_token("a\u2028b")], ensure_ascii=False)),
+    "gold JSON Lines with U+0085 in a mention's extra field": (
+        "gold", "g.jsonl", _lines([_with_mention_field("a\x85b")], ensure_ascii=False),
+    ),
+    "gold JSON Lines ending a line with a form feed": ("gold", "g.jsonl", _lines([_doc(), _doc("B")], sep="\x0c\n")),
+    "gold with a byte that is not UTF-8 in a mention's extra field": (
+        "gold", "g.json", json.dumps([_with_mention_field("@")]).encode().replace(b'"@"', b'"\xff"'),
+    ),
+    "gold with a UTF-8-encoded surrogate in a label's extra field": (
+        "gold", "g.json", json.dumps([_doc()]).encode().replace(b'"P17"', b'"P17", "note": "\xed\xa0\x80"'),
+    ),
+    "gold that is not valid JSON": ("gold", "g.json", b'[{"title": }]'),
+    "training file with a byte-order mark": ("train", "t.json", BOM + json.dumps([_doc("T")]).encode()),
+    "training JSON Lines with U+2028 in a token": ("train", "t.jsonl", _lines([_doc("T", sents=[["a\u2028b", "y", "z"]] * 2)], ensure_ascii=False)),
+    "predictions with a byte-order mark": ("preds", "p.json", BOM + json.dumps(PREDS).encode()),
+    "gzipped predictions": ("preds", "p.json.gz", gzip.compress(json.dumps(PREDS).encode())),
+    "gzipped prediction lines": ("preds", "p.jsonl.gz", gzip.compress(_lines(PREDS))),
+    "predictions with NaN scores": ("preds", "p.json", json.dumps([dict(p, score=float("nan")) for p in PREDS]).encode()),
+    "predictions with an unpaired surrogate": ("preds", "p.json", json.dumps([dict(p, note="\ud800") for p in PREDS]).encode()),
+    "prediction lines with U+2028 in a string": ("preds", "p.jsonl", _lines([dict(p, note="a\u2028b") for p in PREDS], ensure_ascii=False)),
+    "prediction lines ending with a form feed": ("preds", "p.jsonl", _lines(PREDS, sep="\x0c\n")),
+    "predictions with a byte that is not UTF-8 in an extra field": (
+        "preds", "p.json", json.dumps([dict(p, note="@") for p in PREDS]).encode().replace(b'"@"', b'"\xff"'),
+    ),
+    "prediction lines with a byte that is not UTF-8 in a key": (
+        "preds", "p.jsonl", _lines([dict(p, note=1) for p in PREDS]).replace(b'"note"', b'"\xc3"'),
+    ),
+    "predictions that are not valid JSON": ("preds", "p.json", b'[{"title": "A",]'),
+    "prediction lines that are not valid JSON": ("preds", "p.jsonl", b'{"title": "A"}\n{oops\n'),
+}
+
+
+def _outcome(score):
+    try:
+        return "ok", score().to_dict()
+    except (DocumentError, PredictionError) as err:
+        return type(err).__name__, str(err)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_files_the_typed_readers_take_differently_from_orjson(case, tmp_path):
+    kind, name, data = CASES[case]
+    paths = {"gold": tmp_path / "g.json", "train": tmp_path / "t.json", "preds": tmp_path / "p.json"}
+    paths[kind] = tmp_path / name
+    contents = {"gold": json.dumps([_doc()]).encode(), "train": json.dumps([_doc("T")]).encode(), "preds": json.dumps(PREDS).encode()}
+    contents[kind] = data
+    for k, path in paths.items():
+        path.write_bytes(contents[k])
+    gold, train, preds = paths["gold"], paths["train"], paths["preds"]
+    typed = _outcome(lambda: score_predictions(read_predictions(preds), read_documents(gold), read_documents(train)))
+    cache = ScoringCache(tmp_path / "cache")
+    for option in (None, cache, cache):  # no cache, a cold cache, a warm one
+        assert _outcome(lambda: score_files(preds, gold, train, cache=option)) == typed
+    if kind == "preds":
+        try:
+            expected = ("ok", read_predictions(preds))
+        except PredictionError as err:
+            expected = ("PredictionError", str(err))
+        try:
+            assert ("ok", read_predictions_fast(preds)) == expected
+        except PredictionError as err:
+            assert ("PredictionError", str(err)) == expected
