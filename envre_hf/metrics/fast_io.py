@@ -20,6 +20,7 @@ of the whole job (``benchmarks/bench_metric.py``).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import add, and_, attrgetter, is_not, le, lt
@@ -343,12 +344,16 @@ def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
     return _checked_predictions(path)
 
 
+#: 19 digits in a row: perhaps an integer past 64 bits, which orjson (not Python's json) reads as a float.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
 def _checked_predictions(path: PathLike, data: bytes | None = None) -> list[dict[str, Any]]:
     path = Path(path)
     if path.name.endswith(".gz"):
         return read_predictions(path)
     data = path.read_bytes() if data is None else data
-    if not _plain_text(path, data):
+    if not _plain_text(path, data) or _LONG_DIGITS.search(data):  # orjson reads integers past 64 bits as floats
         return read_predictions(path)
     try:
         preds = read_json_records(path, what="predictions", data=data)

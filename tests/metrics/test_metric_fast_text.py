@@ -83,6 +83,15 @@ CASES = {
     "prediction lines with a byte that is not UTF-8 in a key": (
         "preds", "p.jsonl", _lines([dict(p, note=1) for p in PREDS]).replace(b'"note"', b'"\xc3"'),
     ),
+    "predictions with an entity index past 64 bits": (
+        "preds", "p.json", json.dumps([PREDS[0], dict(PREDS[1], h_idx=2**64)]).encode(),
+    ),
+    "predictions with a negative entity index past 64 bits": (
+        "preds", "p.jsonl", _lines([PREDS[0], dict(PREDS[1], t_idx=-(2**70))]),
+    ),
+    "predictions with evidence past 64 bits and an unknown document": (
+        "preds", "p.json", json.dumps([dict(PREDS[0], evidence=[2**70]), dict(PREDS[1], title="Q")]).encode(),
+    ),
     "predictions that are not valid JSON": ("preds", "p.json", b'[{"title": "A",]'),
     "prediction lines that are not valid JSON": ("preds", "p.jsonl", b'{"title": "A"}\n{oops\n'),
 }
@@ -105,10 +114,15 @@ def test_files_the_typed_readers_take_differently_from_orjson(case, tmp_path):
     for k, path in paths.items():
         path.write_bytes(contents[k])
     gold, train, preds = paths["gold"], paths["train"], paths["preds"]
-    typed = _outcome(lambda: score_predictions(read_predictions(preds), read_documents(gold), read_documents(train)))
-    cache = ScoringCache(tmp_path / "cache")
-    for option in (None, cache, cache):  # no cache, a cold cache, a warm one
-        assert _outcome(lambda: score_files(preds, gold, train, cache=option)) == typed
+    for unknown in (False, True):
+        typed = _outcome(
+            lambda: score_predictions(
+                read_predictions(preds), read_documents(gold), read_documents(train), allow_unknown_documents=unknown
+            )
+        )
+        cache = ScoringCache(tmp_path / f"cache-{unknown}")
+        for option in (None, cache, cache):  # no cache, a cold cache, a warm one
+            assert _outcome(lambda: score_files(preds, gold, train, cache=option, allow_unknown_documents=unknown)) == typed
     if kind == "preds":
         try:
             expected = ("ok", read_predictions(preds))
