@@ -32,6 +32,7 @@ import orjson
 from msgspec import UNSET, Meta, UnsetType
 
 from ..documents import DocumentError, read_documents
+from ..documents.io import _is_jsonl as _reads_lines  # .jsonl and .jsonl.gz
 from .cache import ScoringCache, digest, resolve_cache
 from .docre import (
     DocREScores,
@@ -283,7 +284,7 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
     # The bytes that are hashed are the bytes that are parsed: a file rewritten meanwhile cannot end up
     # stored under the digest of its old content.
     data = Path(path).read_bytes()
-    source = digest(data)
+    source = _source(path, data)
     columns = cache.load(kind, source)
     if columns is not None:
         try:
@@ -301,6 +302,13 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
     return built, source
 
 
+def _source(path: PathLike, data: bytes) -> str:
+    """What names a file's cache entries: the digest of its bytes, and of how its name says to read them (the
+    same bytes can be a valid JSON list in ``x.json`` and invalid JSON Lines in ``x.jsonl``, or the reverse)."""
+    source = digest(data)
+    return digest(b"jsonl " + source.encode()) if _reads_lines(path) else source
+
+
 def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldIndex) -> list[list[list[str]]]:
     """The mention names of a gold file whose ``index`` came from the cache: from their entry when they fit
     the index, else from the file (and stored)."""
@@ -308,7 +316,7 @@ def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldI
     if index.names_fit(names):
         return names
     data = Path(path).read_bytes()
-    if digest(data) != source:
+    if _source(path, data) != source:
         raise DocumentError(f"{path} changed while it was being scored: score again")
     built = _build(path, "gold", data)
     names = [built.names(key) for key in built.docs]

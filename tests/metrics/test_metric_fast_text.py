@@ -132,3 +132,29 @@ def test_files_the_typed_readers_take_differently_from_orjson(case, tmp_path):
             assert ("ok", read_predictions_fast(preds)) == expected
         except PredictionError as err:
             assert ("PredictionError", str(err)) == expected
+
+
+@pytest.mark.parametrize("kind", ["gold", "train"])
+@pytest.mark.parametrize("first, second", [("d.jsonl", "d.json"), ("d.json", "d.jsonl"), ("d.jsonl.gz", "d.json.gz")])
+def test_the_cache_tells_the_same_bytes_read_as_a_list_from_the_same_bytes_read_as_lines(kind, first, second, tmp_path):
+    """The file name says how its bytes are read (a JSON list, or JSON Lines): the same bytes can be a valid
+    file under one name and an invalid one under the other, so the cache must not hand one's index to the other."""
+    docs = [_doc(), _doc("B")] if kind == "gold" else [_doc("T"), _doc("U")]
+    jsonl = first.startswith("d.jsonl")
+    data = _lines(docs) if jsonl else json.dumps(docs).encode()
+    if first.endswith(".gz"):
+        data = gzip.compress(data)
+    (tmp_path / first).write_bytes(data)
+    (tmp_path / second).write_bytes(data)
+    preds = tmp_path / "p.json"
+    preds.write_bytes(json.dumps(PREDS).encode())
+    gold, train = tmp_path / "g.json", tmp_path / "t.json"
+    gold.write_bytes(json.dumps([_doc()]).encode())
+    train.write_bytes(json.dumps([_doc("T")]).encode())
+    files = {"gold": gold, "train": train}
+    cache = ScoringCache(tmp_path / "cache")
+    for name in (first, second):
+        files[kind] = tmp_path / name
+        typed = _outcome(lambda: score_predictions(read_predictions(preds), read_documents(files["gold"]), read_documents(files["train"])))
+        assert _outcome(lambda: score_files(preds, files["gold"], files["train"], cache=cache)) == typed, name
+    assert typed[0] == "DocumentError"  # the second name does not read these bytes
