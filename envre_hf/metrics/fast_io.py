@@ -326,11 +326,8 @@ def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldI
 
 def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | TrainFacts:
     path = Path(path)
-    if path.name.endswith(".gz"):
-        docs = read_documents(path)
-        return GoldIndex(docs) if kind == "gold" else TrainFacts.from_documents(docs)
     data = path.read_bytes() if data is None else data
-    plain = _plain_file(path, data)
+    plain = None if path.name.endswith(".gz") else _plain_file(path, data)
     if plain is not None and kind == "train" and not plain.repeats_a_label():
         return plain.train_facts()
     if plain is not None and kind == "gold" and all(plain.has_labels):
@@ -338,7 +335,7 @@ def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | 
             return GoldIndex.from_columns(plain.columns, names_loader=plain.names, checked=True)
         except ValueError:  # repeated labels
             pass
-    # Linked-DocRED, other fields, unlabelled gold, text that only Python's json reads (a byte-order mark,
+    # gzip, Linked-DocRED, other fields, unlabelled gold, text that only Python's json reads (a byte-order mark,
     # NaN), or an error that the typed reader names (DocumentError naming the file, document and field)
     docs = read_documents(path)
     if path.read_bytes() != data:  # the index must be that of the bytes the caller hashed

@@ -158,3 +158,29 @@ def test_the_cache_tells_the_same_bytes_read_as_a_list_from_the_same_bytes_read_
         typed = _outcome(lambda: score_predictions(read_predictions(preds), read_documents(files["gold"]), read_documents(files["train"])))
         assert _outcome(lambda: score_files(preds, files["gold"], files["train"], cache=cache)) == typed, name
     assert typed[0] == "DocumentError"  # the second name does not read these bytes
+
+
+@pytest.mark.parametrize("name", ["g.json.gz", "g.jsonl.gz", "g.json"])
+def test_a_file_the_typed_reader_reads_is_not_cached_under_the_digest_of_other_bytes(name, tmp_path, monkeypatch):
+    """The typed reader reads the file again: if it changed after the fast path hashed it, the index of the new
+    content must not be stored under the old content's digest."""
+    from envre_hf.metrics import fast_io, read_gold_index
+
+    old = _lines([_doc()]) if "jsonl" in name else BOM + json.dumps([_doc()]).encode()  # a BOM: the typed reader reads it
+    new = old.replace(b'"P17"', b'"P131"')
+    if name.endswith(".gz"):
+        old, new = gzip.compress(old), gzip.compress(new)
+    path = tmp_path / name
+    path.write_bytes(old)
+    typed_reader = fast_io.read_documents
+
+    def rewritten_first(p):
+        path.write_bytes(new)
+        return typed_reader(p)
+
+    monkeypatch.setattr(fast_io, "read_documents", rewritten_first)
+    cache = ScoringCache(tmp_path / "cache")
+    with pytest.raises(DocumentError, match="changed while it was being scored"):
+        read_gold_index(path, cache=cache)
+    monkeypatch.setattr(fast_io, "read_documents", typed_reader)
+    assert set(read_gold_index(path, cache=cache).labels) == {("A", 0, 1, "P131")}
