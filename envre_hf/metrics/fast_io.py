@@ -237,12 +237,14 @@ def _plain_text(path: Path, data: bytes) -> bool:
     """Whether the typed readers see ``data`` as msgspec and orjson do: UTF-8 text (msgspec does not check the
     strings and keys it skips) and, for JSON Lines, no line boundary that only ``str.splitlines`` sees (a raw
     U+2028 in a string ends the line there). Otherwise the typed reader reads the file."""
-    if not data.isascii():
+    ascii_only = data.isascii()
+    if not ascii_only:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
             return False
-    return not _is_jsonl(path) or not any(map(data.__contains__, _UNICODE_LINE_ENDS))
+    line_ends = _UNICODE_LINE_ENDS[:5] if ascii_only else _UNICODE_LINE_ENDS  # the first five are ASCII (memchr)
+    return not _is_jsonl(path) or not any(map(data.__contains__, line_ends))
 
 
 def _plain_file(path: Path, data: bytes) -> PlainFile | None:
