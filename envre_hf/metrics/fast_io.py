@@ -222,7 +222,7 @@ def _plain_columns(records: list[_Record], relations: frozenset[str]) -> PlainFi
 def _relations() -> frozenset[str]:
     global _RELATIONS
     if _RELATIONS is None:
-        _RELATIONS = frozenset(docred_schema().rel2index)
+        _RELATIONS = frozenset(docred_schema().id2name)  # what validate_document accepts: rel2index also holds "Na"
     return _RELATIONS
 
 
