@@ -184,3 +184,35 @@ def test_a_file_the_typed_reader_reads_is_not_cached_under_the_digest_of_other_b
         read_gold_index(path, cache=cache)
     monkeypatch.setattr(fast_io, "read_documents", typed_reader)
     assert set(read_gold_index(path, cache=cache).labels) == {("A", 0, 1, "P131")}
+
+
+@pytest.mark.parametrize("jsonl", [False, True])
+def test_decoded_predictions_keep_the_first_occurrences_evidence(jsonl, tmp_path):
+    """_tally_columns de-duplicates from the reversed columns: the first occurrence's evidence is the one scored,
+    however the repeats are placed (next to each other, apart, three times), as the typed path does."""
+    from envre_hf.metrics import fast_io
+    from envre_hf.metrics.docre import GoldIndex, TrainFacts
+
+    gold = tmp_path / "g.json"
+    label = _doc()["labels"][0]
+    docs = [_doc(labels=[dict(label, evidence=[0])]), _doc("B", labels=[dict(label, evidence=[1])])]
+    gold.write_bytes(json.dumps(docs).encode())
+    a, b = dict(PREDS[0], evidence=[0]), dict(PREDS[0], title="B", evidence=[1])  # correct, with the right evidence
+    submissions = [  # (predicted, correct) evidence when the first occurrence is kept: (3, 2), (1, 1), (1, 0), (2, 1), (3, 1)
+        [a, dict(b, evidence=[0, 1])],  # no repeat: each prediction keeps its own evidence
+        [a, dict(a, evidence=[1])],
+        [dict(a, evidence=[1]), a],
+        [dict(a, evidence=None), dict(b, evidence=[0, 1]), a, b],
+        [dict(b, evidence=[0]), dict(a, evidence=[0, 1]), dict(b, evidence=[]), b, a],
+    ]
+    docs = read_documents(gold)
+    index, facts = GoldIndex(docs), TrainFacts.from_documents(docs)
+    seen = set()
+    for submission in submissions:
+        path = tmp_path / ("p.jsonl" if jsonl else "p.json")
+        path.write_bytes(_lines(submission) if jsonl else json.dumps(submission).encode())
+        decoded = fast_io._score_decoded(path, path.read_bytes(), index, facts)
+        typed = score_predictions(read_predictions(path), docs, docs)
+        assert decoded is not None and decoded.to_dict() == typed.to_dict() == score_files(path, gold, gold).to_dict()
+        seen.add((typed.num_predicted_evidence, typed.num_correct_evidence))
+    assert len(seen) == len(submissions)  # the evidence kept differs from one submission to the next
