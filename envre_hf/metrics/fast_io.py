@@ -259,7 +259,7 @@ def _plain_file(path: Path, data: bytes) -> PlainFile | None:
         else:
             records = _DECODER.decode(data)
         return _plain_columns(records, _relations())
-    except (msgspec.ValidationError, msgspec.DecodeError):  # raised by the sentences' decoder too
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):  # sentences' decoder too; too deep
         return None
 
 
@@ -406,7 +406,7 @@ def _score_decoded(path: Path, data: bytes, index: GoldIndex, facts: TrainFacts 
             preds = [_PREDICTION.decode(line) for line in data.splitlines() if line.strip()]
         else:
             preds = _PREDICTIONS.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
         return None
     if not preds:
         return None

@@ -67,6 +67,12 @@ CASES = {
     "gold with a UTF-8-encoded surrogate in a label's extra field": (
         "gold", "g.json", json.dumps([_doc()]).encode().replace(b'"P17"', b'"P17", "note": "\xed\xa0\x80"'),
     ),
+    "gold nested 3000 deep in a mention's extra field": (
+        "gold", "g.json", json.dumps([_doc()]).encode().replace(b'"PER"', b'"PER", "deep": ' + b"[" * 3000 + b"]" * 3000),
+    ),
+    "gold JSON Lines nested 3000 deep in a token": (
+        "gold", "g.jsonl", _lines([_doc()]).replace(b'"y"', b"[" * 3000 + b"]" * 3000, 1),
+    ),
     "gold that is not valid JSON": ("gold", "g.json", b'[{"title": }]'),
     "training file with a byte-order mark": ("train", "t.json", BOM + json.dumps([_doc("T")]).encode()),
     "training JSON Lines with U+2028 in a token": ("train", "t.jsonl", _lines([_doc("T", sents=[["a\u2028b", "y", "z"]] * 2)], ensure_ascii=False)),
@@ -92,6 +98,10 @@ CASES = {
     "predictions with evidence past 64 bits and an unknown document": (
         "preds", "p.json", json.dumps([dict(PREDS[0], evidence=[2**70]), dict(PREDS[1], title="Q")]).encode(),
     ),
+    "predictions nested 3000 deep in an extra field": (
+        "preds", "p.json", json.dumps(PREDS).encode()[:-2] + b', "deep": ' + b"[" * 3000 + b"]" * 3000 + b"}]",
+    ),
+    "prediction lines nested 3000 deep": ("preds", "p.jsonl", _lines(PREDS) + b"[" * 3000 + b"]" * 3000 + b"\n"),
     "predictions that are not valid JSON": ("preds", "p.json", b'[{"title": "A",]'),
     "prediction lines that are not valid JSON": ("preds", "p.jsonl", b'{"title": "A"}\n{oops\n'),
 }
