@@ -6,7 +6,8 @@ sentence sets, labels and, for Ign, mention names. :func:`score_files` decodes e
 msgspec into small structs whose types (and lower bounds) msgspec checks while it parses, in C; the
 ranges that depend on the document are checked column-wise over the whole file (:func:`_plain_columns`),
 so the fast path accepts exactly the files ``envre build`` accepts; a file it does not take (JSON Lines
-with other fields, Linked-DocRED, a bad record) goes through the typed reader, which names the error.
+with other fields, Linked-DocRED, a bad record, gzip, text that Python's json reads otherwise than msgspec /
+orjson: :func:`_plain_text`) goes through the typed reader, which names the error.
 The gold index is built with :meth:`GoldIndex.from_columns`, as from the scoring cache, and the
 predictions are counted from typed columns (:func:`~.docre._tally_columns`); the scores equal those of
 the typed path to the last digit.
