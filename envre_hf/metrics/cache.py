@@ -9,9 +9,10 @@ under ``$ENVRE_SCORING_CACHE``, else ``$ENVRE_CACHE/scoring`` (default ``~/.cach
 * ``train-<digest>.json``: the :class:`~.docre.TrainFacts` of a training file;
 * ``in-train-<gold digest>-<train digest>.json``: which gold labels are "in train" (:meth:`GoldIndex.labels_in_train`).
 
-``<digest>`` is the BLAKE2b hash of the file's bytes, so an edited file gets a new entry and a stale
-one is never read. Entries are JSON (no pickle): a header line (format, kind, source digest, BLAKE2b of
-the payload) then the payload. An entry whose header or payload digest does not match,
+``<digest>`` is the BLAKE2b hash of the file's bytes (for JSON Lines, ``.jsonl`` / ``.jsonl.gz``, the hash of
+``"jsonl "`` and that hash: the same bytes read as a JSON list are another file), so an edited file gets
+a new entry and a stale one is never read. Entries are JSON (no pickle): a header line (format, kind,
+source digest, BLAKE2b of the payload) then the payload. An entry whose header or payload digest does not match,
 or whose columns fail :meth:`GoldIndex.from_columns`' checks, is ignored and rebuilt; entries are written
 atomically (temporary file + ``os.replace``), and a cache that cannot be written is skipped silently.
 Entries are only written from files that passed the full validation, so a hit skips it safely.

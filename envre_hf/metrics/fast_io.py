@@ -6,7 +6,8 @@ sentence sets, labels and, for Ign, mention names. :func:`score_files` decodes e
 msgspec into small structs whose types (and lower bounds) msgspec checks while it parses, in C; the
 ranges that depend on the document are checked column-wise over the whole file (:func:`_plain_columns`),
 so the fast path accepts exactly the files ``envre build`` accepts; a file it does not take (JSON Lines
-with other fields, Linked-DocRED, a bad record) goes through the typed reader, which names the error.
+with other fields, Linked-DocRED, a bad record, gzip, text that Python's json reads otherwise than msgspec /
+orjson: :func:`_plain_text`) goes through the typed reader, which names the error.
 The gold index is built with :meth:`GoldIndex.from_columns`, as from the scoring cache, and the
 predictions are counted from typed columns (:func:`~.docre._tally_columns`); the scores equal those of
 the typed path to the last digit.
@@ -20,6 +21,7 @@ of the whole job (``benchmarks/bench_metric.py``).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import add, and_, attrgetter, is_not, le, lt
@@ -31,12 +33,14 @@ import orjson
 from msgspec import UNSET, Meta, UnsetType
 
 from ..documents import DocumentError, read_documents
+from ..documents.io import _is_jsonl as _reads_lines  # .jsonl and .jsonl.gz
 from .cache import ScoringCache, digest, resolve_cache
 from .docre import (
     DocREScores,
     GoldIndex,
     PredictionError,
     TrainFacts,
+    read_predictions,
     _bulk_keys,
     _scores,
     _tally_columns,
@@ -219,24 +223,44 @@ def _plain_columns(records: list[_Record], relations: frozenset[str]) -> PlainFi
 def _relations() -> frozenset[str]:
     global _RELATIONS
     if _RELATIONS is None:
-        _RELATIONS = frozenset(docred_schema().rel2index)
+        _RELATIONS = frozenset(docred_schema().id2name)  # what validate_document accepts: rel2index also holds "Na"
     return _RELATIONS
 
 
 _RELATIONS: frozenset[str] | None = None
 
 
+#: Where ``str.splitlines`` (the typed readers' JSON Lines split) ends a line and ``bytes.splitlines`` does not.
+_UNICODE_LINE_ENDS = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+
+
+def _plain_text(path: Path, data: bytes) -> bool:
+    """Whether the typed readers see ``data`` as msgspec and orjson do: UTF-8 text (msgspec does not check the
+    strings and keys it skips) and, for JSON Lines, no line boundary that only ``str.splitlines`` sees (a raw
+    U+2028 in a string ends the line there). Otherwise the typed reader reads the file."""
+    ascii_only = data.isascii()
+    if not ascii_only:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    line_ends = _UNICODE_LINE_ENDS[:5] if ascii_only else _UNICODE_LINE_ENDS  # the first five are ASCII (memchr)
+    return not _is_jsonl(path) or not any(map(data.__contains__, line_ends))
+
+
 def _plain_file(path: Path, data: bytes) -> PlainFile | None:
     """``data`` (the bytes of ``path``) decoded and checked, when it is a JSON list (or JSON Lines) of valid
     plain DocRED records with distinct keys; None otherwise (the caller then reads the file through the
     typed reader, which accepts the same files and names the first error)."""
+    if not _plain_text(path, data):
+        return None
     try:
         if _is_jsonl(path):
             records = [_RECORD_DECODER.decode(line) for line in data.splitlines() if line.strip()]
         else:
             records = _DECODER.decode(data)
         return _plain_columns(records, _relations())
-    except (msgspec.ValidationError, msgspec.DecodeError):  # raised by the sentences' decoder too
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):  # sentences' decoder too; too deep
         return None
 
 
@@ -263,7 +287,7 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
     # The bytes that are hashed are the bytes that are parsed: a file rewritten meanwhile cannot end up
     # stored under the digest of its old content.
     data = Path(path).read_bytes()
-    source = digest(data)
+    source = _source(path, data)
     columns = cache.load(kind, source)
     if columns is not None:
         try:
@@ -281,6 +305,13 @@ def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple
     return built, source
 
 
+def _source(path: PathLike, data: bytes) -> str:
+    """What names a file's cache entries: the digest of its bytes, and of how its name says to read them (the
+    same bytes can be a valid JSON list in ``x.json`` and invalid JSON Lines in ``x.jsonl``, or the reverse)."""
+    source = digest(data)
+    return digest(b"jsonl " + source.encode()) if _reads_lines(path) else source
+
+
 def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldIndex) -> list[list[list[str]]]:
     """The mention names of a gold file whose ``index`` came from the cache: from their entry when they fit
     the index, else from the file (and stored)."""
@@ -288,7 +319,7 @@ def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldI
     if index.names_fit(names):
         return names
     data = Path(path).read_bytes()
-    if digest(data) != source:
+    if _source(path, data) != source:
         raise DocumentError(f"{path} changed while it was being scored: score again")
     built = _build(path, "gold", data)
     names = [built.names(key) for key in built.docs]
@@ -298,11 +329,8 @@ def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldI
 
 def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | TrainFacts:
     path = Path(path)
-    if path.name.endswith(".gz"):
-        docs = read_documents(path)
-        return GoldIndex(docs) if kind == "gold" else TrainFacts.from_documents(docs)
     data = path.read_bytes() if data is None else data
-    plain = _plain_file(path, data)
+    plain = None if path.name.endswith(".gz") else _plain_file(path, data)
     if plain is not None and kind == "train" and not plain.repeats_a_label():
         return plain.train_facts()
     if plain is not None and kind == "gold" and all(plain.has_labels):
@@ -310,10 +338,12 @@ def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | 
             return GoldIndex.from_columns(plain.columns, names_loader=plain.names, checked=True)
         except ValueError:  # repeated labels
             pass
-    # Linked-DocRED, other fields, unlabelled gold, or an error that the typed reader names
-    records = read_json_records(path, data=data)
-    read_documents(path)  # raises DocumentError naming the file, document and field of a bad record
-    return (GoldIndex if kind == "gold" else TrainFacts).from_records(records)
+    # gzip, Linked-DocRED, other fields, unlabelled gold, text that only Python's json reads (a byte-order mark,
+    # NaN), or an error that the typed reader names (DocumentError naming the file, document and field)
+    docs = read_documents(path)
+    if path.read_bytes() != data:  # the index must be that of the bytes the caller hashed
+        raise DocumentError(f"{path} changed while it was being scored: score again")
+    return GoldIndex(docs) if kind == "gold" else TrainFacts.from_documents(docs)
 
 
 @paused_gc()
@@ -322,8 +352,21 @@ def read_predictions_fast(path: PathLike) -> list[dict[str, Any]]:
     return _checked_predictions(path)
 
 
+#: 19 digits in a row: perhaps an integer past 64 bits, which orjson (not Python's json) reads as a float.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
 def _checked_predictions(path: PathLike, data: bytes | None = None) -> list[dict[str, Any]]:
-    preds = read_json_records(path, what="predictions", data=data)
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        return read_predictions(path)
+    data = path.read_bytes() if data is None else data
+    if not _plain_text(path, data) or _LONG_DIGITS.search(data):  # orjson reads integers past 64 bits as floats
+        return read_predictions(path)
+    try:
+        preds = read_json_records(path, what="predictions", data=data)
+    except PredictionError:  # not JSON to orjson (a byte-order mark, NaN, a bad escape): the typed reader
+        return read_predictions(path)  # reads it (Python's json) or names the error in its own words
     if set(map(type, preds)) <= {dict} and all(
         set(map(type, map(dict.get, preds, repeat(key)))) <= {str, type(None)} for key in ("title", "doc_id")
     ):
@@ -357,12 +400,14 @@ def _score_decoded(path: Path, data: bytes, index: GoldIndex, facts: TrainFacts 
     """The scores of a prediction file decoded straight into typed columns (msgspec checks the types while
     parsing), or None when a prediction is not regular (a type, a document or an index that the
     per-prediction loop must look at: it names the first bad one)."""
+    if not _plain_text(path, data):
+        return None
     try:
         if _is_jsonl(path):
             preds = [_PREDICTION.decode(line) for line in data.splitlines() if line.strip()]
         else:
             preds = _PREDICTIONS.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
         return None
     if not preds:
         return None

@@ -241,6 +241,7 @@ EDITS = {
     "h past the entities": lambda d: d["labels"][0].update(h=len(d["vertexSet"])),
     "t negative": lambda d: d["labels"][0].update(t=-1),
     "unknown relation": lambda d: d["labels"][0].update(r="P0"),
+    "the no-relation label Na": lambda d: d["labels"][0].update(r="Na"),
     "repeated label": lambda d: d["labels"].append(dict(d["labels"][0])),
     "evidence past the sentences": lambda d: d["labels"][0].update(evidence=[len(d["sents"])]),
     "evidence negative": lambda d: d["labels"][0].update(evidence=[-1]),
