@@ -65,12 +65,13 @@ TARGETS: dict[str, Target] = {
     "metric": Target(
         "envre_hf/metrics/docre.py",
         ("tests/metrics/test_metric.py", P + "test_prop_metric.py", "tests/metrics/test_metric_fast.py", "tests/metrics/test_metric_reference.py",
-         "tests/metrics/test_metric_bulk.py", "tests/metrics/test_metric_cache.py"),
+         "tests/metrics/test_metric_bulk.py", "tests/metrics/test_metric_cache.py", "tests/metrics/test_metric_fast_text.py"),
         ("tests/analysis/test_analysis.py",),
     ),
     "metric_io": Target(
         "envre_hf/metrics/fast_io.py",
-        ("tests/metrics/test_metric_fast.py", "tests/metrics/test_metric_cache.py", "tests/metrics/test_metric.py"),
+        ("tests/metrics/test_metric_fast.py", "tests/metrics/test_metric_fast_text.py", "tests/metrics/test_metric_cache.py",
+         "tests/metrics/test_metric.py"),
         ("tests/cli/test_reliability.py", "tests/cli/test_reliability_campaign.py"),
     ),
     "metric_cache": Target(
@@ -139,6 +140,15 @@ TARGETS: dict[str, Target] = {
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     ('metric_io', 'if set(map(type, preds)) <= {dict} and all(', "'<=' -> '<'"): (
         'a list of objects then goes through the per-prediction loop, which checks the same and returns the same list'
+    ),
+    ('metric_io', 'if not ascii_only and not every_string_decoded:', "'and' -> 'or'"): (
+        'the UTF-8 of a file whose strings msgspec decodes all is then checked a second time: the same answer, more slowly'
+    ),
+    ('metric_io', 'if not _plain_text(path, data, every_string_decoded=True):  # _Record, _Mention, _Label refuse unknown fields', "'True' -> 'False'"): (
+        'the UTF-8 of a file whose strings msgspec decodes all is then checked a second time: the same answer, more slowly'
+    ),
+    ('metric_io', 'return preds', 'return None'): (
+        "the loop's return is unreachable: the bulk checks fail only on an item the loop raises for"
     ),
     ('metric_io', 'if not set(map(type, positions)) - {int} and (not positions or 0 <= min(positions) <= max(positions) < len(labels)):', "'<=' -> '<'"): (
         'a stored in-train entry it rejects is computed again and stored: the same labels, a cache miss'

@@ -180,6 +180,27 @@ def test_damaged_train_and_in_train_entries_are_rebuilt(files, redocred_test, tm
     assert score_files(preds, gold, train, cache=store, allow_unknown_documents=True).to_dict() == expected
 
 
+def test_in_train_entries_past_the_labels_are_rebuilt_and_empty_ones_are_used(redocred_test, tmp_path, monkeypatch):
+    gold, train = tmp_path / "gold.json", tmp_path / "train.json"
+    write_documents(redocred_test[:40], gold)
+    write_documents(redocred_test[40:80], train)
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps(perturbed(redocred_test[:40])), encoding="utf-8")
+    store = ScoringCache(tmp_path / "cache")
+    expected = score_files(preds, gold, train).to_dict()
+    assert score_files(preds, gold, train, cache=store).to_dict() == expected
+    num_labels = sum(len(d.relations) for d in redocred_test[:40])
+    _rewrite(_entry_path(store, "in"), orjson.dumps({"num_labels": num_labels, "positions": [num_labels]}))  # one past the end
+    assert score_files(preds, gold, train, cache=store).to_dict() == expected
+    # no gold label in train: the stored positions are [], read back as such (not computed again)
+    _rewrite(_entry_path(store, "in"), orjson.dumps({"num_labels": num_labels, "positions": []}))
+    from envre_hf.metrics import docre
+
+    monkeypatch.setattr(docre, "_labels_in_train", lambda *args: pytest.fail("computed again"))
+    none_in_train = score_files(preds, gold, train, cache=store)
+    assert none_in_train.num_correct_in_train == 0
+
+
 @pytest.mark.parametrize("names", [b'[["x"]]', b'"not a list"', None], ids=["foreign", "not-a-list", "missing"])
 def test_mention_names_are_read_from_their_entry_or_else_from_the_file(files, redocred_test, tmp_path, names):
     """A warm gold index reads mention names only when Ign needs them (new training file)."""

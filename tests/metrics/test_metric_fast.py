@@ -388,3 +388,19 @@ def test_an_empty_training_file_has_no_documents(tmp_path):
     (tmp_path / "train.json").write_text("[]", encoding="utf-8")
     for facts in (read_train_facts(tmp_path / "train.json"), TrainFacts.from_records([])):
         assert facts.num_documents == 0 and len(facts) == 0
+
+
+def test_a_one_sentence_document_takes_the_fast_path(tmp_path):
+    from envre_hf.documents import Document, Entity, Mention, Relation
+    from envre_hf.metrics.fast_io import _plain_file
+
+    doc = Document(title="One", sents=[["a", "b"]], entities=[Entity([Mention("a", 0, (0, 1), "LOC")]),
+                   Entity([Mention("b", 0, (1, 2), "LOC")])], relations=[Relation(0, 1, "P17", [0])])  # fmt: skip
+    write_documents([doc], tmp_path / "gold.json")
+    plain = _plain_file(tmp_path / "gold.json", (tmp_path / "gold.json").read_bytes())
+    assert plain is not None and plain.columns["sentence_masks"] == [[1, 1]]
+
+
+def test_the_fast_prediction_reader_takes_a_path_as_a_string(tmp_path):
+    (tmp_path / "p.json").write_text('[{"doc_id": "a", "h_idx": 0, "t_idx": 1, "r": "P17"}]', encoding="utf-8")
+    assert read_predictions_fast(str(tmp_path / "p.json")) == read_predictions_fast(tmp_path / "p.json")
