@@ -37,6 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_common import DEV, machine, minilm_path, run_child, timed, write_json  # noqa: E402
+from _released_style import released_families  # noqa: E402
 
 BENCH_MODELS = Path(__file__).resolve().parent / "bench_models.py"
 #: The group-bilinear classifier's chunk of pairs in prediction (``group_bilinear_classify``'s default).
@@ -288,7 +289,7 @@ def profile_prediction(model: Any, features: Sequence[dict], pad_id: int, batch_
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--family", default="atlop", choices=["atlop", "ncrl"], help="same FLOPs; the loss differs")
+    parser.add_argument("--family", default="atlop", choices=released_families(), help="same FLOPs; the loss differs")
     parser.add_argument("--data", type=Path, default=DEV)
     parser.add_argument("--infer-docs", type=int, default=32)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[4, 8])
