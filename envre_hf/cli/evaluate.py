@@ -30,7 +30,9 @@ from .common import UsageError, existing_path, model_location, non_negative_int,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common = parser.add_argument_group("gold data and output (all modes)")
-    common.add_argument("--gold", type=existing_path, help="gold documents (DocRED / Re-DocRED JSON, .jsonl or Linked-DocRED)")
+    common.add_argument(
+        "--gold", type=existing_path, help="gold documents (DocRED / Re-DocRED JSON, .jsonl, Linked-DocRED, or an envre build folder)"
+    )
     common.add_argument(
         "--train",
         type=existing_path,

@@ -273,7 +273,8 @@ def _plain_file(path: Path, data: bytes) -> PlainFile | None:
 
 @paused_gc()
 def read_gold_index(path: PathLike, *, cache: CacheArg = None) -> GoldIndex:
-    """:class:`GoldIndex` of a gold file (DocRED / Re-DocRED JSON or JSONL; Linked-DocRED via the typed reader).
+    """:class:`GoldIndex` of a gold file (DocRED / Re-DocRED JSON or JSONL; Linked-DocRED via the typed reader),
+    or of an ``envre build`` folder or saved dataset folder (typed reader, not cached).
 
     ``cache``: None / False (none), True (``$ENVRE_CACHE/scoring``), a folder or a :class:`ScoringCache`; the
     index of a file read before (same bytes) is read from it instead of the file (:mod:`~.cache`).
@@ -288,7 +289,11 @@ def read_train_facts(path: PathLike, *, cache: CacheArg = None) -> TrainFacts:
 
 
 def _read_cached(path: PathLike, kind: str, cache: ScoringCache | None) -> tuple[Any, str | None]:
-    """The index (``kind`` gold) or facts (train) of a file and the file's digest (None without a cache)."""
+    """The index (``kind`` gold) or facts (train) of a file and the file's digest (None without a cache, and for
+    a folder: an ``envre build`` folder or a saved dataset, read by the typed reader and not cached)."""
+    if Path(path).is_dir():
+        docs = read_documents(path)
+        return (GoldIndex(docs) if kind == "gold" else TrainFacts.from_documents(docs)), None
     if cache is None:
         return _build(path, kind), None
     # The bytes that are hashed are the bytes that are parsed: a file rewritten meanwhile cannot end up
@@ -447,7 +452,7 @@ def score_files(
     facts = None
     if train is not None:
         facts, train_digest = _read_cached(train, "train", store)
-        if store is not None:
+        if store is not None and gold_digest is not None and train_digest is not None:
             _cached_labels_in_train(index, facts, store, f"{gold_digest}-{train_digest}")
     path = Path(predictions)
     data = path.read_bytes()

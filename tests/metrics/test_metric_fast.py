@@ -404,3 +404,26 @@ def test_a_one_sentence_document_takes_the_fast_path(tmp_path):
 def test_the_fast_prediction_reader_takes_a_path_as_a_string(tmp_path):
     (tmp_path / "p.json").write_text('[{"doc_id": "a", "h_idx": 0, "t_idx": 1, "r": "P17"}]', encoding="utf-8")
     assert read_predictions_fast(str(tmp_path / "p.json")) == read_predictions_fast(tmp_path / "p.json")
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_gold_and_training_folders_are_scored_through_the_typed_reader(redocred_test, tmp_path, cache, monkeypatch, capsys):
+    """An envre build folder or a saved dataset is a gold (or training) source like a file: no single file to
+    hash, so it is read by the typed reader and not cached."""
+    from envre_hf.cli.main import main
+    from envre_hf.documents.hf import documents_to_dataset
+
+    gold, train = redocred_test[:30], redocred_test[30:60]
+    documents_to_dataset(gold).save_to_disk(str(tmp_path / "gold"))
+    documents_to_dataset(train).save_to_disk(str(tmp_path / "train"))
+    preds = perturbed(gold, 5)
+    (tmp_path / "p.json").write_text(json.dumps(preds), encoding="utf-8")
+    monkeypatch.setenv("ENVRE_SCORING_CACHE", str(tmp_path / "cache"))
+    expected = score_predictions(preds, gold, train).to_dict()
+    assert score_files(tmp_path / "p.json", tmp_path / "gold", tmp_path / "train", cache=cache).to_dict() == expected
+    argv = ["evaluate", "--predictions", str(tmp_path / "p.json"), "--gold", str(tmp_path / "gold"), "--train",
+            str(tmp_path / "train"), "--output", str(tmp_path / "s.json")] + ([] if cache else ["--no-cache"])  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(expected))
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
