@@ -427,3 +427,19 @@ def test_gold_and_training_folders_are_scored_through_the_typed_reader(redocred_
     capsys.readouterr()
     assert json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(expected))
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_a_gold_folder_with_a_cached_training_file_stores_no_in_train_entry(redocred_test, tmp_path):
+    """Which gold labels are in train is cached per pair of file digests: a folder has none, so nothing is stored
+    under a key that another folder would share."""
+    from envre_hf.documents.hf import documents_to_dataset
+
+    gold = redocred_test[:20]
+    documents_to_dataset(gold).save_to_disk(str(tmp_path / "gold"))
+    write_documents(redocred_test[20:40], tmp_path / "train.json")
+    preds = perturbed(gold, 6)
+    (tmp_path / "p.json").write_text(json.dumps(preds), encoding="utf-8")
+    scores = score_files(tmp_path / "p.json", tmp_path / "gold", tmp_path / "train.json", cache=tmp_path / "cache")
+    assert scores.to_dict() == score_predictions(preds, gold, redocred_test[20:40]).to_dict()
+    stored = sorted(p.name.split("-")[0] for p in (tmp_path / "cache").iterdir())
+    assert stored == ["train"]
