@@ -115,6 +115,15 @@ def _marked_words(doc: Document, marker: str) -> tuple[list[str], list[list[tupl
     return words, [[(start_word[s], end_word[t]) for s, t in ent] for ent in spans]
 
 
+def check_max_seq_length(max_seq_length: int | None, n_special: int) -> None:
+    """Refuse a cap that leaves no room for a token of the document besides the tokenizer's ``n_special``."""
+    if max_seq_length is not None and max_seq_length <= n_special:
+        raise ValueError(
+            f"max_seq_length={max_seq_length} leaves no room for the document: the tokenizer adds {n_special} "
+            f"special tokens, so the minimum is {n_special + 1}"
+        )
+
+
 def featurize_document(
     doc: Document,
     tokenizer: Any,
@@ -138,6 +147,7 @@ def featurize_document(
     encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
     input_ids = list(encoding["input_ids"])
     word_ids = encoding.word_ids()
+    check_max_seq_length(max_seq_length, sum(1 for w in word_ids if w is None))
     first_piece: dict[int, int] = {}
     last_piece: dict[int, int] = {}
     for pos, w in enumerate(word_ids):

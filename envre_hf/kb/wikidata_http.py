@@ -89,6 +89,12 @@ def _sparql_error(payload: Any) -> str | None:
         return "not a SPARQL JSON results document (no 'results')"
     if not isinstance(payload["results"].get("bindings"), list):
         return "SPARQL results without a 'bindings' list"
+    for i, row in enumerate(payload["results"]["bindings"]):
+        if not isinstance(row, dict):
+            return f"results.bindings[{i}] is not an object ({type(row).__name__})"
+        for var, binding in row.items():
+            if not (isinstance(binding, dict) and "value" in binding):
+                return f"results.bindings[{i}] -> {var!r} is not an object with a 'value'"
     return None
 
 
@@ -212,6 +218,9 @@ class WikidataHTTPKB(KnowledgeBase):
             headers={"Accept": SPARQL_ACCEPT},
             error_payload=_sparql_error,
         )
+        problem = _sparql_error(payload)
+        if problem is not None:  # only a damaged cache gets here: fresh replies were checked before caching
+            raise KnowledgeBaseError(f"SPARQL reply at {self.sparql_url}: {problem}")
         return payload["results"]["bindings"]
 
     def search(self, name: str) -> list[str]:

@@ -50,7 +50,8 @@ from .output_folder import (
     claim_output_folder,
     finish_pending_commits,
     locked_output_folder,
-    read_json_file,
+    read_names,
+    read_statistics,
 )
 from .split_writer import MAX_ROWS_PER_SHARD, assemble_split
 from .worklog import WorkLog, prepare_work_folder, unit_record
@@ -160,7 +161,7 @@ def _difference(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 def _check_replacement(config: BuildConfig, source: SourceInfo) -> None:
     """Refuse to replace a split built from something else, unless ``overwrite``."""
-    old = read_json_file(config.output_dir / STATISTICS_FILE, {}).get(config.split)
+    old = read_statistics(config.output_dir).get(config.split)
     if not old or config.overwrite or old.get("fingerprint") == source.fingerprint(config.seeds):
         return
     new = {
@@ -177,7 +178,7 @@ def _check_replacement(config: BuildConfig, source: SourceInfo) -> None:
 
 def _result_of_existing(config: BuildConfig, n_units: int, start: float) -> BuildResult:
     """The result of a split that is already built as asked (``resume`` after the commit finished)."""
-    stats = read_json_file(config.output_dir / STATISTICS_FILE, {})[config.split]
+    stats = read_statistics(config.output_dir)[config.split]
     failures = []
     errors = config.output_dir / "errors" / f"{config.split}.jsonl"
     if errors.exists():
@@ -225,7 +226,8 @@ def build_split(
     with locked_output_folder(config.output_dir):
         repaired = finish_pending_commits(config.output_dir)
         work = config.output_dir / WORK_DIR / config.split
-        built = read_json_file(config.output_dir / STATISTICS_FILE, {}).get(config.split, {})
+        built = read_statistics(config.output_dir).get(config.split, {})
+        read_names(config.output_dir)  # checked before anything is written (the split's commit rewrites both)
         if config.resume and not work.exists() and built.get("fingerprint") == manifest["fingerprint"] and (
             config.split in repaired
         ):

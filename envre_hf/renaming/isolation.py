@@ -75,8 +75,26 @@ def load_excluded_names(sources: str | os.PathLike | Iterable[str | os.PathLike]
     return frozenset(names)
 
 
+def names_file_problem(raw: object) -> str | None:
+    """What is wrong with the parsed JSON of a ``names_used.json`` file (``None``: nothing)."""
+    if not isinstance(raw, dict):
+        return f"expected a JSON object with 'format' and 'splits', got {type(raw).__name__}"
+    if raw.get("format") != NAMES_FORMAT:
+        return f"field 'format' must be {NAMES_FORMAT!r}"
+    splits = raw.get("splits")
+    if not isinstance(splits, dict):
+        return "field 'splits' must be an object of split name -> list of names"
+    for split, split_names in splits.items():
+        if not isinstance(split_names, list) or not all(isinstance(name, str) for name in split_names):
+            return f"field 'splits' -> {split!r} must be a list of names (strings)"
+    return None
+
+
 def _names_file(path: Path) -> set[str] | None:
-    """The names of a ``names_used.json``-format file, or ``None`` when ``path`` is something else."""
+    """The names of a ``names_used.json``-format file, or ``None`` when ``path`` is something else.
+
+    A file named ``names_used.json`` must be one; another JSON file is one when it is an object with its format tag.
+    """
     if path.is_dir() or not path.name.endswith(".json"):
         return None
     if path.name != NAMES_FILE:
@@ -85,13 +103,10 @@ def _names_file(path: Path) -> set[str] | None:
         if not head.startswith(b"{"):
             return None
     raw = parse_json(read_text(path), path)
-    if not (isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT):
+    if path.name != NAMES_FILE and not (isinstance(raw, dict) and raw.get("format") == NAMES_FORMAT):
         return None
-    splits = raw.get("splits")
-    if not isinstance(splits, dict):
-        raise DocumentError(f"{path}: field 'splits' must be an object of split name -> list of names")
-    for split, split_names in splits.items():
-        if not isinstance(split_names, list) or not all(isinstance(name, str) for name in split_names):
-            raise DocumentError(f"{path}: field 'splits' -> {split!r} must be a list of names (strings)")
-    return {name for split_names in splits.values() for name in split_names}
+    problem = names_file_problem(raw)
+    if problem:
+        raise DocumentError(f"{path}: {problem}")
+    return {name for split_names in raw["splits"].values() for name in split_names}
 

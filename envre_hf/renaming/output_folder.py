@@ -22,6 +22,7 @@ from ..atomic import fsync_dir, write_json
 from ..documents import DocumentError
 from ..documents.build_folder import COMMIT_FILE, STATISTICS_FILE, WORK_DIR, pending_commits
 from ..documents.io import parse_json, read_text
+from .isolation import NAMES_FILE, NAMES_FORMAT, names_file_problem
 
 PathLike = str | os.PathLike
 
@@ -51,6 +52,39 @@ def read_json_file(path: Path, default: Any) -> Any:
         return parse_json(read_text(path), path)
     except DocumentError as err:
         raise BuildError(f"{path} is damaged ({err}); restore it or build into a new folder") from None
+
+
+def read_statistics(folder: Path) -> dict[str, dict[str, Any]]:
+    """``folder/statistics.json`` (``{}`` when absent); a file of another shape than a build writes (people edit
+    it) is a :class:`BuildError` naming it and what is wrong."""
+    path = folder / STATISTICS_FILE
+    stats = read_json_file(path, {})
+    problem = None
+    if not isinstance(stats, dict):
+        problem = f"expected a JSON object of split name -> statistics, got {type(stats).__name__}"
+    else:
+        for split, entry in stats.items():
+            if not isinstance(entry, dict):
+                problem = f"split {split!r}: expected an object, got {type(entry).__name__}"
+            elif not isinstance(entry.get("data_files"), list):  # (items not file names are never touched)
+                problem = f"split {split!r} field 'data_files' must be a list of file names"
+            if problem:
+                break
+    if problem:
+        raise BuildError(f"{path}: {problem}; restore it or build into a new folder")
+    return stats
+
+
+def read_names(folder: Path) -> dict[str, Any]:
+    """``folder/names_used.json`` (an empty one when absent); a file of the wrong shape is a :class:`BuildError`."""
+    path = folder / NAMES_FILE
+    if not path.exists():
+        return {"format": NAMES_FORMAT, "splits": {}}
+    names = read_json_file(path, None)
+    problem = names_file_problem(names)
+    if problem:
+        raise BuildError(f"{path}: {problem}; restore it or build into a new folder")
+    return names
 
 
 def _is_legacy_build(folder: Path) -> bool:

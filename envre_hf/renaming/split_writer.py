@@ -20,8 +20,8 @@ from ..documents.build_folder import COMMIT_FILE, STATISTICS_FILE, is_shard_of
 from .card import dataset_card_text
 from .driver import DocumentFailure
 from .inputs import SourceInfo
-from .isolation import NAMES_FILE, NAMES_FORMAT, used_names
-from .output_folder import STAGE_DIR, apply_commit, read_json_file, write_json_file
+from .isolation import NAMES_FILE, used_names
+from .output_folder import STAGE_DIR, apply_commit, read_names, read_statistics, write_json_file
 from .stats import construction_statistics
 
 #: Rows per parquet shard (Env-Re-DocRED test, 2,500 rows, fits one shard).
@@ -112,11 +112,11 @@ def assemble_split(
     if export_json:
         write_documents(renamed, stage / "json" / f"{split}.json")
         moves.append((f"json/{split}.json", f"json/{split}.json"))
-    all_stats = read_json_file(out / STATISTICS_FILE, {})
+    all_stats = read_statistics(out)
     old = all_stats.get(split) or {}
     all_stats[split] = stats
     all_stats = dict(sorted(all_stats.items()))
-    names = read_json_file(out / NAMES_FILE, {"format": NAMES_FORMAT, "splits": {}})
+    names = read_names(out)
     names["splits"][split] = sorted(names_used)
     names["splits"] = dict(sorted(names["splits"].items()))
     write_json_file(stage / NAMES_FILE, names)
@@ -124,7 +124,9 @@ def assemble_split(
     sizes = {}
     for name, split_stats in all_stats.items():
         base = stage if name == split else out
-        sizes[name] = sum((base / f).stat().st_size for f in split_stats["data_files"] if (base / f).exists())
+        sizes[name] = sum(
+            (base / f).stat().st_size for f in split_stats["data_files"] if isinstance(f, str) and (base / f).exists()
+        )
     write_text(stage / "README.md", dataset_card_text(all_stats, sizes=sizes, **card))
     moves += [(NAMES_FILE, NAMES_FILE), (STATISTICS_FILE, STATISTICS_FILE), ("README.md", "README.md")]
     new_files = {dst for _, dst in moves}

@@ -30,6 +30,7 @@ from ..kb.corpus import CorpusKB
 from ..renaming import RenamingConfig, RenamingPipeline
 from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, load_excluded_names
 from ..features import DocRECollator, featurize_document
+from ..features.featurize import check_max_seq_length
 from ..renaming.isolation import used_names
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
 from .trainer import EVRTTrainer
@@ -254,6 +255,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     drops = configure_logging(training_args)
     set_seed(training_args.seed)
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+    check_max_seq_length(data_args.max_seq_length, tokenizer.num_special_tokens_to_add())  # before any work
     model = build_model(model_args, training_args.evrt_preset)
 
     all_train = load_documents(data_args.train_file)

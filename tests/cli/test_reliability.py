@@ -197,6 +197,43 @@ def test_split_names_are_checked_before_anything_is_written(tmp_path):
     assert len(read_benchmark(out, "test")) == 3 and len(read_benchmark(out, "test_hard")) == 6
 
 
+
+@pytest.mark.parametrize(
+    "name, content, field",
+    [
+        ("statistics.json", b"[1]", "expected a JSON object"),
+        ("statistics.json", b"5", "expected a JSON object"),
+        ("statistics.json", b"null", "expected a JSON object"),
+        ("statistics.json", b'{"test": 5}', "split 'test'"),
+        ("statistics.json", b'{"test": []}', "split 'test'"),
+        ("statistics.json", b'{"validation": "x"}', "split 'validation'"),
+        ("statistics.json", b'{"test": {"data_files": 5}}', "split 'test' field 'data_files'"),
+        ("statistics.json", b'{"validation": {"seeds": [0]}}', "split 'validation' field 'data_files'"),
+        ("names_used.json", b"[1]", "expected a JSON object"),
+        ("names_used.json", b"5", "expected a JSON object"),
+        ("names_used.json", b'{"format": "envre-names-used/1"}', "field 'splits'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": ["test"]}', "field 'splits'"),
+        ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"validation": 5}}', "'splits' -> 'validation'"),
+        ("names_used.json", b'{"splits": {}}', "field 'format'"),
+    ],
+)
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_hand_edited_build_file_of_the_wrong_shape_is_one_line_and_changes_nothing(
+    name, content, field, overwrite, tmp_path, capsys
+):
+    out = tmp_path / "env"
+    _build(out)
+    (out / name).write_bytes(content)
+    before = _snapshot(out)
+    args = ["build", "--input", str(SAMPLE_DOCS), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN), "--split",
+            "test", "--seeds", "1", "--output", str(out), "--no-progress"] + ["--overwrite"] * overwrite
+    capsys.readouterr()
+    assert main(args) == 2
+    line = _one_line(capsys)
+    assert str(out / name) in line and field in line, line
+    assert _snapshot(out) == before and not (out / WORK_DIR).exists()
+
+
 # --------------------------------------------------------------------------- documents
 
 
@@ -293,6 +330,9 @@ def test_append_only_logs_end_at_a_line_that_is_not_a_record(tmp_path, bad):
         ("names_used.json", b'{"format": "envre-names-used/1"}', "field 'splits'"),
         ("names_used.json", b'{"format": "envre-names-used/1", "splits": {"te', "not valid JSON"),
         ("names_used.json", b'\xff{"format": "envre-names-used/1", "splits": {}}', "UTF-8"),
+        ("names_used.json", b"[]", "expected a JSON object"),
+        ("names_used.json", b"5", "expected a JSON object"),
+        ("names_used.json", b"{}", "field 'format'"),
         ("other.json", b'{"format": "envre-names-used/1", "splits": {"te', "not valid JSON"),
         ("names.txt", b"Ann\n\xffBob\n", "UTF-8"),
     ],

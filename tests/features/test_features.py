@@ -143,6 +143,22 @@ def test_max_seq_length_drops_and_warns_with_counts(redocred_dev, bert_tokenizer
     assert full["dropped_mentions"] == 0
 
 
+@pytest.mark.parametrize("tok_name", ["bert_tokenizer", "roberta_tokenizer"])
+def test_a_max_seq_length_without_room_for_the_document_is_refused(request, tok_name):
+    """A cap at or below the special tokens gave [CLS][SEP] or [SEP] alone (1, 2), or the whole document (0)."""
+    tokenizer = request.getfixturevalue(tok_name)
+    doc = _tiny([["Ann", "runs"]], [("Ann", 0, 0, 1)])
+    n_special = tokenizer.num_special_tokens_to_add()
+    assert n_special == 2
+    for cap in (-1, 0, 1, n_special):
+        with pytest.raises(ValueError, match=rf"max_seq_length={cap}\b.*minimum is {n_special + 1}"):
+            featurize_document(doc, tokenizer, max_seq_length=cap)
+    smallest = featurize_document(doc, tokenizer, max_seq_length=n_special + 1)
+    full = featurize_document(doc, tokenizer)["input_ids"]
+    assert smallest["input_ids"] == full[:2] + full[-1:]  # [CLS], the start marker, [SEP]
+    assert smallest["dropped_mentions"] == 1
+
+
 def test_featurize_dataset_matches_and_caches(redocred_dev, bert_tokenizer, tmp_path):
     from datasets import load_from_disk
 

@@ -228,6 +228,42 @@ def test_a_reply_of_the_wrong_shape_is_raised_and_not_cached(server, items, tmp_
     assert server.counts[endpoint] == 2  # asked again: the bad reply was not kept
 
 
+@pytest.mark.parametrize("fault", ["bad-row", "bare-value", "no-value"])
+@pytest.mark.parametrize("query", ["candidates", "popularity"])
+def test_sparql_rows_of_the_wrong_shape_are_raised_and_not_cached(server, items, tmp_path, fault, query):
+    """Rows of results.bindings must be objects whose bindings are objects with a 'value'; checked before the
+    reply is cached (a cached bad reply would fail every resumed build the same way)."""
+    target = max(server.incoming, key=lambda i: (server.incoming[i], i) if i in items else (-1, i))
+    if query == "candidates":
+        ask, expected = (lambda kb: [c.item_id for c in kb.candidates("Q5", 3)]), expected_candidates(items, "Q5", 3)
+    else:
+        ask = lambda kb: kb.popularity(target)  # noqa: E731
+        expected = sum(len(v) for v in items[target]["claims"].values()) + server.incoming[target]
+    kb = make_kb(server, tmp_path / "cache", count_incoming=True)
+    if query == "popularity":
+        kb.entity(target)  # the entity request first: only the SPARQL reply is bad
+    server.inject("sparql", fault)
+    with pytest.raises(KnowledgeBaseError, match=r"results\.bindings"):
+        ask(kb)
+    kb.close()
+    again = make_kb(server, tmp_path / "cache", count_incoming=True)  # the resumed build, same cache
+    assert ask(again) == expected
+    assert server.counts["sparql"] == 2  # asked again: the bad reply was not kept
+
+
+def test_a_cached_sparql_reply_of_the_wrong_shape_is_a_kb_error(server, tmp_path):
+    """A cache written before the rows were checked may hold such a reply: a KnowledgeBaseError, not a crash."""
+    from envre_hf.kb.wikidata_http import SPARQL_ACCEPT, candidates_query
+
+    kb = make_kb(server, tmp_path / "cache", sparql_page_size=7)
+    server.inject("sparql", "bad-row")
+    params = {"query": candidates_query("Q5", 3, "en", 7, 0), "format": "json"}
+    kb.client.get_json(server.sparql_url, params, headers={"Accept": SPARQL_ACCEPT})  # cached unchecked
+    with pytest.raises(KnowledgeBaseError, match=r"results\.bindings\[0\] is not an object"):
+        kb.candidates("Q5", 3)
+    assert server.counts["sparql"] == 1
+
+
 def test_stalled_server_times_out(server, tmp_path):
     kb = make_kb(server, tmp_path / "cache", max_retries=0)
     server.inject("sparql", "stall")

