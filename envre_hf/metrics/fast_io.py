@@ -255,6 +255,19 @@ def _plain_text(path: Path, data: bytes, *, every_string_decoded: bool = False) 
     return not _is_jsonl(path) or not any(map(data.__contains__, line_ends))
 
 
+#: What msgspec raises for text it does not take: a type or bound (ValidationError), not JSON or not UTF-8
+#: (DecodeError), nested too deeply (RecursionError, raised even inside fields it skips).
+_NOT_DECODED = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
+
+def _decode(path: Path, data: bytes, one: msgspec.json.Decoder, many: msgspec.json.Decoder) -> list[Any]:
+    """``data`` decoded as a JSON list (``many``) or, for a JSON Lines file, line by line (``one``): the
+    typed readers' rule for which is which. Raises one of :data:`_NOT_DECODED`."""
+    if _is_jsonl(path):
+        return [one.decode(line) for line in data.splitlines() if line.strip()]
+    return many.decode(data)
+
+
 def _plain_file(path: Path, data: bytes) -> PlainFile | None:
     """``data`` (the bytes of ``path``) decoded and checked, when it is a JSON list (or JSON Lines) of valid
     plain DocRED records with distinct keys; None otherwise (the caller then reads the file through the
@@ -262,12 +275,8 @@ def _plain_file(path: Path, data: bytes) -> PlainFile | None:
     if not _plain_text(path, data, every_string_decoded=True):  # _Record, _Mention, _Label refuse unknown fields
         return None
     try:
-        if _is_jsonl(path):
-            records = [_RECORD_DECODER.decode(line) for line in data.splitlines() if line.strip()]
-        else:
-            records = _DECODER.decode(data)
-        return _plain_columns(records, _relations())
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):  # sentences' decoder too; too deep
+        return _plain_columns(_decode(path, data, _RECORD_DECODER, _DECODER), _relations())
+    except _NOT_DECODED:  # the sentences' decoder raises them too
         return None
 
 
@@ -415,11 +424,8 @@ def _score_decoded(path: Path, data: bytes, index: GoldIndex, facts: TrainFacts 
     if not _plain_text(path, data):
         return None
     try:
-        if _is_jsonl(path):
-            preds = [_PREDICTION.decode(line) for line in data.splitlines() if line.strip()]
-        else:
-            preds = _PREDICTIONS.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
+        preds = _decode(path, data, _PREDICTION, _PREDICTIONS)
+    except _NOT_DECODED:
         return None
     if not preds:
         return None
