@@ -147,7 +147,8 @@ def featurize_document(
     encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
     input_ids = list(encoding["input_ids"])
     word_ids = encoding.word_ids()
-    check_max_seq_length(max_seq_length, sum(1 for w in word_ids if w is None))
+    if max_seq_length is not None:
+        check_max_seq_length(max_seq_length, word_ids.count(None))
     first_piece: dict[int, int] = {}
     last_piece: dict[int, int] = {}
     for pos, w in enumerate(word_ids):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import operator
 import os
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -303,7 +303,8 @@ class GoldIndex:
     """
 
     def __init__(self, gold: Sequence[Document] = ()):
-        #: key -> its Document, or (fast path) its raw ``vertexSet``: where mention names are read from
+        #: key -> where its mention names are read from: its Document, its raw ``vertexSet`` (from_records), its
+        #: names (from_columns with a names column), or None until the names loader runs (from_columns)
         self.docs: dict[str, Any] = {}
         self.num_entities: dict[str, int] = {}
         #: key -> per entity, the sentences its mentions occur in as a bit mask (bit s: sentence s);
@@ -339,9 +340,8 @@ class GoldIndex:
     @classmethod
     def from_fields(cls, documents: Iterable[tuple]) -> "GoldIndex":
         """The index of documents given as ``(key, title, has labels, sentence mask per entity, label columns
-        (hs, ts, rs, evidence lists), names source)``, as a reader that parsed and checked a file itself has them (:mod:`~.fast_io`).
-        The names source is a typed document, a raw ``vertexSet`` or a function returning the distinct
-        mention names per entity; it is read only when Ign needs the names."""
+        (hs, ts, rs, evidence lists), names source)``; the names source (a typed document or a raw
+        ``vertexSet``) is read only when Ign needs the names."""
         index = cls()
         for i, fields in enumerate(documents):
             index._add(i, *fields)
@@ -509,8 +509,6 @@ class GoldIndex:
                 return self._names[key]
             if isinstance(source, Document):
                 names = [e.names for e in source.entities]
-            elif callable(source):  # from_fields: the reader's own function
-                names = source()
             else:  # a raw vertexSet (from_records): Entity.names' rule, distinct names in mention order
                 names = [list(dict.fromkeys(map(_NAME, cluster))) for cluster in source]
             names = self._names[key] = names
@@ -843,7 +841,7 @@ def _tally_columns(
     relation strings, evidence lists of ints or None), with C-level ``map`` / ``zip`` / set operations;
     None when an entity index is out of range (the loop then names the prediction)."""
     n = len(keys)
-    sizes = list(map(len, map(index.sentence_masks.__getitem__, keys)))
+    sizes = list(map(index.num_entities.__getitem__, keys))
     if min(hs) < 0 or min(ts) < 0 or any(map(operator.ge, hs, sizes)) or any(map(operator.ge, ts, sizes)):
         return None
 

@@ -33,7 +33,7 @@ import orjson
 from msgspec import UNSET, Meta, UnsetType
 
 from ..documents import DocumentError, read_documents
-from ..documents.io import _is_jsonl as _reads_lines  # .jsonl and .jsonl.gz
+from ..documents.io import _is_jsonl  # .jsonl and .jsonl.gz: the typed readers' rule
 from .cache import ScoringCache, digest, resolve_cache
 from .docre import (
     DocREScores,
@@ -52,10 +52,6 @@ from ..documents.relations import docred_schema
 PathLike = str | os.PathLike
 #: The ``cache`` argument: None / False (no cache), True (the default folder), a folder, or a cache.
 CacheArg = bool | PathLike | ScoringCache | None
-
-
-def _is_jsonl(path: Path) -> bool:
-    return path.name.endswith(".jsonl")
 
 
 def read_json_records(path: PathLike, *, what: str = "documents", data: bytes | None = None) -> list[Any]:
@@ -330,7 +326,7 @@ def _source(path: PathLike, data: bytes) -> str:
     """What names a file's cache entries: the digest of its bytes, and of how its name says to read them (the
     same bytes can be a valid JSON list in ``x.json`` and invalid JSON Lines in ``x.jsonl``, or the reverse)."""
     source = digest(data)
-    return digest(b"jsonl " + source.encode()) if _reads_lines(path) else source
+    return digest(b"jsonl " + source.encode()) if _is_jsonl(path) else source
 
 
 def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldIndex) -> list[list[list[str]]]:
@@ -348,9 +344,10 @@ def _cached_names(path: PathLike, source: str, cache: ScoringCache, index: GoldI
     return names
 
 
-def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | TrainFacts:
+def _build(path: PathLike, kind: str, hashed: bytes | None = None) -> GoldIndex | TrainFacts:
+    """The index or facts of ``path``; ``hashed``: its bytes as the caller read (and hashed) them."""
     path = Path(path)
-    data = path.read_bytes() if data is None else data
+    data = path.read_bytes() if hashed is None else hashed
     plain = None if path.name.endswith(".gz") else _plain_file(path, data)
     if plain is not None and kind == "train" and not plain.repeats_a_label():
         return plain.train_facts()
@@ -362,7 +359,7 @@ def _build(path: PathLike, kind: str, data: bytes | None = None) -> GoldIndex | 
     # gzip, Linked-DocRED, other fields, unlabelled gold, text that only Python's json reads (a byte-order mark,
     # NaN), or an error that the typed reader names (DocumentError naming the file, document and field)
     docs = read_documents(path)
-    if path.read_bytes() != data:  # the index must be that of the bytes the caller hashed
+    if hashed is not None and path.read_bytes() != hashed:  # the index must be that of the bytes the caller hashed
         raise DocumentError(f"{path} changed while it was being scored: score again")
     return GoldIndex(docs) if kind == "gold" else TrainFacts.from_documents(docs)
 
