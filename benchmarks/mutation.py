@@ -147,6 +147,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ('metric_io', 'if not _plain_text(path, data, every_string_decoded=True):  # _Record, _Mention, _Label refuse unknown fields', "'True' -> 'False'"): (
         'the UTF-8 of a file whose strings msgspec decodes all is then checked a second time: the same answer, more slowly'
     ),
+    ('metric_io', 'return False', 'return None'): (
+        "_plain_text's answer is read by `if not`: None is as false as False"
+    ),
+    ('metric_io', 'set(map(type, map(dict.get, preds, repeat(key)))) <= {str, type(None)} for key in ("title", "doc_id")', "'<=' -> '<'"): (
+        'the predictions then go through the per-prediction loop, which checks the same and returns the same list'
+    ),
+    ("metric", "if set(map(type, doc_ids)) == {str} and index.docs.keys() >= set(doc_ids):", "'>=' -> '>'"): (
+        "predictions naming every gold document then have their doc_ids resolved one distinct pair at a time: the same keys"
+    ),
     ('metric_io', 'return preds', 'return None'): (
         "the loop's return is unreachable: the bulk checks fail only on an item the loop raises for"
     ),
