@@ -124,12 +124,45 @@ def check_max_seq_length(max_seq_length: int | None, n_special: int) -> None:
         )
 
 
+def _encode(doc: Document, tokenizer: Any, marker: str) -> tuple[list[int], list[int | None], list[list[tuple[int, int]]]]:
+    """``input_ids``, ``word_ids`` and every mention's ``(start, end)`` piece span of the whole (uncapped) document."""
+    words, word_spans = _marked_words(doc, marker)
+    # verbose=False: no "longer than the model's maximum" warning; long inputs are windowed by the models
+    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
+    word_ids = encoding.word_ids()
+    first_piece: dict[int, int] = {}
+    last_piece: dict[int, int] = {}
+    for pos, w in enumerate(word_ids):
+        if w is not None:
+            first_piece.setdefault(w, pos)
+            last_piece[w] = pos
+    if any(w not in first_piece for span in word_spans for pair in span for w in pair):
+        raise DocumentError(
+            f"the tokenizer produced no pieces for the marker {marker!r}; choose another marker",
+            title=doc.title,
+            field="sents",
+        )
+    entity_pos = [[(first_piece[s], last_piece[t] + 1) for s, t in span] for span in word_spans]
+    return list(encoding["input_ids"]), word_ids, entity_pos
+
+
+def _fits(word_ids: list[int | None], entity_pos: list[list[tuple[int, int]]], max_seq_length: int | None):
+    """``(keep, n_special_end, fits)``: the pieces kept before the closing special tokens, and per mention whether
+    it lies inside them (all True without a cap or when the document fits)."""
+    n_special_end = len(word_ids) - 1 - max((i for i, w in enumerate(word_ids) if w is not None), default=len(word_ids) - 1)
+    if max_seq_length is None or len(word_ids) <= max_seq_length:
+        return len(word_ids) - n_special_end, n_special_end, [[True] * len(span) for span in entity_pos]
+    keep = max_seq_length - n_special_end
+    return keep, n_special_end, [[t <= keep for _, t in span] for span in entity_pos]
+
+
 def featurize_document(
     doc: Document,
     tokenizer: Any,
     schema: RelationSchema | None = None,
     max_seq_length: int | None = None,
     marker: str = DEFAULT_MARKER,
+    align_with: Document | None = None,
 ) -> dict[str, Any]:
     """Encoder inputs of one document.
 
@@ -138,53 +171,46 @@ def featurize_document(
     end marker), ``hts`` (all ordered pairs, row-major), ``labels`` (n_pairs x num_labels multi-hot,
     class 0 = none; ``None`` for unlabelled documents), ``doc_key`` and ``dropped_mentions`` (mentions
     lost to ``max_seq_length``; always 0 without a cap).
+
+    ``align_with``: another version of the document with the same entities and mentions (a renamed twin,
+    or the original of a twin). A mention is then kept only when it fits under ``max_seq_length`` in both
+    texts, so a document and its twin keep the same mentions although the cap cuts them at different
+    places (EVRT compares their pairs row by row).
     """
     schema = schema if schema is not None else docred_schema()
     if doc.num_entities < 1:
         logger.warning("document %r has no entities: it yields no entity pairs", doc.key)
-    words, word_spans = _marked_words(doc, marker)
-    # verbose=False: no "longer than the model's maximum" warning; long inputs are windowed by the models
-    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
-    input_ids = list(encoding["input_ids"])
-    word_ids = encoding.word_ids()
+    input_ids, word_ids, entity_pos = _encode(doc, tokenizer, marker)
     if max_seq_length is not None:
         check_max_seq_length(max_seq_length, word_ids.count(None))
-    first_piece: dict[int, int] = {}
-    last_piece: dict[int, int] = {}
-    for pos, w in enumerate(word_ids):
-        if w is not None:
-            first_piece.setdefault(w, pos)
-            last_piece[w] = pos
-    missing = [w for span in word_spans for pair in span for w in pair if w not in first_piece]
-    if missing:
-        raise DocumentError(
-            f"the tokenizer produced no pieces for the marker {marker!r}; choose another marker",
-            title=doc.title,
-            field="sents",
-        )
-    entity_pos = [[(first_piece[s], last_piece[t] + 1) for s, t in span] for span in word_spans]
-    dropped = 0
-    if max_seq_length is not None and len(input_ids) > max_seq_length:
-        n_special_end = len(word_ids) - 1 - max(i for i, w in enumerate(word_ids) if w is not None)
-        keep = max_seq_length - n_special_end
-        input_ids = input_ids[:keep] + input_ids[len(input_ids) - n_special_end :]
-        kept = [[(s, t) for s, t in span if t <= keep] for span in entity_pos]
-        dropped = sum(len(a) - len(b) for a, b in zip(entity_pos, kept))
-        lost = sum(1 for span in kept if not span)
-        entity_pos = kept
-        if dropped:
-            logger.warning(
-                "document %r: max_seq_length=%d dropped %d of %d mentions (%d entities lost all mentions)",
-                doc.key,
-                max_seq_length,
-                dropped,
-                sum(len(span) for span in word_spans),
-                lost,
+    keep, n_special_end, fits = _fits(word_ids, entity_pos, max_seq_length)
+    if align_with is not None:
+        if [len(e.mentions) for e in align_with.entities] != [len(span) for span in entity_pos]:
+            raise DocumentError(
+                f"cannot align with {align_with.key!r}: its entities do not have the same mentions",
+                title=doc.title,
+                field="vertexSet",
             )
+        _, other_ids, other_pos = _encode(align_with, tokenizer, marker)
+        other_fits = _fits(other_ids, other_pos, max_seq_length)[2]
+        fits = [[a and b for a, b in zip(x, y)] for x, y in zip(fits, other_fits)]
+    if len(input_ids) > keep + n_special_end:
+        input_ids = input_ids[:keep] + input_ids[len(input_ids) - n_special_end :]
+    kept = [[p for p, ok in zip(span, ok_span) if ok] for span, ok_span in zip(entity_pos, fits)]
+    dropped = sum(len(a) - len(b) for a, b in zip(entity_pos, kept))
+    if dropped:
+        logger.warning(
+            "document %r: max_seq_length=%d dropped %d of %d mentions (%d entities lost all mentions)",
+            doc.key,
+            max_seq_length,
+            dropped,
+            sum(len(span) for span in entity_pos),
+            sum(1 for span in kept if not span),
+        )
     return {
         "doc_key": doc.key,
         "input_ids": input_ids,
-        "entity_pos": [[list(p) for p in span] for span in entity_pos],
+        "entity_pos": [[list(p) for p in span] for span in kept],
         "hts": entity_pairs(doc.num_entities),
         "labels": multi_hot_labels(doc, schema) if doc.has_labels else None,
         "dropped_mentions": dropped,

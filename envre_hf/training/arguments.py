@@ -19,6 +19,9 @@ from .presets import get_preset
 EVRT_LOSSES = ("clp", "rcr", "pcr")
 #: Where the renamed twin of each training document comes from.
 TWIN_SOURCES = ("on_the_fly", "prebuilt")
+#: ``evrt_twins`` values for on-the-fly renaming: one renaming per document kept for the whole run (released), or a
+#: new one every epoch.
+EVRT_TWINS = ("fixed", "fresh")
 
 
 def _has_accelerator() -> bool:
@@ -97,6 +100,15 @@ class EVRTTrainingArguments(TrainingArguments):
             "choices": list(TWIN_SOURCES),
         },
     )
+    evrt_twins: str = field(
+        default="fixed",
+        metadata={
+            "help": "With twin_source=on_the_fly: fixed renames each training document once (seed rename_seed), "
+            "before training, saved as <output_dir>/evrt_twins.json and reused on resume, as the released code "
+            "trains (its evrt.json); fresh renames anew every epoch (seed rename_seed + epoch).",
+            "choices": list(EVRT_TWINS),
+        },
+    )
     twin_file: str | None = field(
         default=None,
         metadata={"help": "Pre-built renamed training set (DocRED JSON/JSONL or a saved dataset) for twin_source=prebuilt."},
@@ -117,7 +129,7 @@ class EVRTTrainingArguments(TrainingArguments):
     )
     rename_seed: int = field(
         default=0,
-        metadata={"help": "Base seed of the training renames; epoch e uses rename_seed + e."},
+        metadata={"help": "Seed of the training renames (evrt_twins=fixed); with fresh twins epoch e uses rename_seed + e."},
     )
     classifier_learning_rate: float | None = field(
         default=None,
@@ -161,6 +173,8 @@ class EVRTTrainingArguments(TrainingArguments):
         if unknown:
             raise ValueError(f"evrt_losses: unknown term(s) {unknown}; choose from {list(EVRT_LOSSES)}")
         self.evrt_losses = [name for name in EVRT_LOSSES if name in self.evrt_losses]
+        if self.evrt_twins not in EVRT_TWINS:
+            raise ValueError(f"evrt_twins must be one of {list(EVRT_TWINS)}, got {self.evrt_twins!r}")
         if self.twin_source not in TWIN_SOURCES:
             raise ValueError(f"twin_source must be one of {list(TWIN_SOURCES)}, got {self.twin_source!r}")
         if self.evrt and self.twin_source == "prebuilt" and not self.twin_file:

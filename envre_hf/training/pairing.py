@@ -10,8 +10,15 @@ Twins come from one of two sources:
 * :class:`PrebuiltTwins`: a renamed copy of the training set, matched to the originals by key
   (a twin's ``doc_id`` is ``<original key>#<seed>``; ``orig_title`` is the fallback). When a document
   has several twins (several seeds), each epoch draws one with a seeded choice.
+* :func:`fixed_twins`: each document renamed once, before training, at one seed (the released code's
+  ``evrt.json``), saved beside the run and reused on resume: a :class:`PrebuiltTwins` (the default of
+  ``evrt_twins="fixed"``).
 * :class:`OnTheFlyTwins`: renaming through a :class:`~envre_hf.renaming.RenamingPipeline` with a fresh
-  seed per epoch (``base_seed + epoch``), so the model sees new names every epoch.
+  seed per epoch (``base_seed + epoch``), so the model sees new names every epoch (``evrt_twins="fresh"``).
+
+Under a length cap a document and its twin are cut at different places (names have other lengths), so
+both are featurized with ``align_with`` the other: they keep the same mentions. Pairs whose head or tail
+lost every mention are left out of the consistency losses (``aligned`` mask of each item).
 
 Name isolation: training renames must never use the names of the evaluation benchmarks, or the
 robustness measured on those benchmarks would be inflated.
@@ -29,9 +36,11 @@ from typing import Any
 
 import torch
 
-from ..documents import Document, DocumentError
+from pathlib import Path
+
+from ..documents import Document, DocumentError, read_documents, write_documents
 from ..renaming.isolation import load_excluded_names  # noqa: F401  (re-exported: the one loader of excluded names)
-from ..renaming.driver import rename_unit
+from ..renaming.driver import RenamingDriver, rename_unit
 from ..renaming.stats import substitution_rates
 from ..documents.tokenize import name_key
 
@@ -193,6 +202,25 @@ class PrebuiltTwins(TwinSource):
         return [twin for twins in self.by_key.values() for twin in twins]
 
 
+def fixed_twins(
+    originals: Sequence[Document], pipeline: Any, seed: int, path: str | Path | None = None, progress: bool = True
+) -> PrebuiltTwins:
+    """Each of ``originals`` renamed once at ``seed``, as the released code trains (its ``evrt.json``).
+
+    With ``path``, the twins are written there (DocRED JSON, atomically) and a rerun or resumed run
+    reads them back instead of renaming again, so a resumed run trains on the same twins.
+    """
+    if path is not None and Path(path).exists():
+        renamed = read_documents(path)
+    else:
+        renamed = RenamingDriver(pipeline).rename_documents(
+            list(originals), [seed], desc="Renaming training twins", progress=progress, leave=False
+        )
+        if path is not None:
+            write_documents(renamed, path)
+    return PrebuiltTwins(originals, renamed, base_seed=seed)
+
+
 class OnTheFlyTwins(TwinSource):
     """Twins renamed through ``pipeline`` at seed ``base_seed + epoch`` (a fresh renaming every epoch).
 
@@ -245,8 +273,10 @@ class EVRTPairDataset(DocumentFeaturesDataset):
     """Each item is ``{"original": features, "twin": features}`` with aligned entity pairs.
 
     ``set_epoch`` selects the twins of an epoch (called by :class:`~envre_hf.training.trainer.EVRTTrainer`
-    at the start of each epoch, also after resuming). Original features are cached; twin features
-    are cached only for pre-built twins (on-the-fly twins change every epoch).
+    at the start of each epoch, also after resuming). Both sides are featurized with ``align_with`` the
+    other (the featurizer must take it, as :func:`~envre_hf.features.featurize_document` does), so they keep
+    the same mentions under a length cap; ``aligned`` marks the pairs whose entities both kept a mention.
+    Items are cached only for pre-built twins (on-the-fly twins change every epoch).
     """
 
     def __init__(self, documents: Sequence[Document], featurize: Featurizer, twins: TwinSource, epoch: int = 0):
@@ -273,15 +303,21 @@ class EVRTPairDataset(DocumentFeaturesDataset):
         """
         return substitution_rates(self.twin_document(i) for i in range(len(self)))
 
-    def __getitem__(self, index: int) -> dict[str, Features]:
-        original = super().__getitem__(index)
-        twin_doc = self.twin_document(index)
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        doc, twin_doc = self.documents[index], self.twin_document(index)
         cache_key = f"{index}\x00{twin_doc.key}"
         if cache_key not in self._twin_cache:
-            twin = self.featurize(twin_doc)
+            original = self.featurize(doc, align_with=twin_doc)
+            twin = self.featurize(twin_doc, align_with=doc)
             assert_aligned(original, twin)
-            self._twin_cache[cache_key] = twin
-        return {"original": original, "twin": self._twin_cache[cache_key]}
+            self._twin_cache[cache_key] = {"original": original, "twin": twin, "aligned": aligned_pairs(original)}
+        return self._twin_cache[cache_key]
+
+
+def aligned_pairs(features: Features) -> list[bool]:
+    """Per entity pair (``hts`` order), whether both entities kept a mention: the pairs EVRT may compare."""
+    placed = [bool(span) for span in features["entity_pos"]]
+    return [placed[int(h)] and placed[int(t)] for h, t in _as_pairs(features["hts"])]
 
 
 # --------------------------------------------------------------------------- collator
@@ -292,7 +328,8 @@ class EVRTPairCollator:
 
     The output is the base collator's batch of ``originals + twins`` plus ``num_originals`` (B), so
     documents ``i`` and ``B + i`` are a pair, and pair rows ``k`` and ``P + k`` (P = number of pairs
-    of the originals) are the same entity pair. Plain (unpaired) examples are passed to the base
+    of the originals) are the same entity pair; ``consistency_mask`` (P booleans) marks the pairs the
+    consistency losses may compare (both entities kept a mention on both sides). Plain (unpaired) examples are passed to the base
     collator unchanged, so the same collator serves evaluation sets.
     """
 
@@ -308,6 +345,8 @@ class EVRTPairCollator:
             assert_aligned(original, twin)
         batch = self.base_collator(originals + twins)
         batch["num_originals"] = len(examples)
+        if all("aligned" in ex for ex in examples):
+            batch["consistency_mask"] = torch.tensor([ok for ex in examples for ok in ex["aligned"]], dtype=torch.bool)
         return batch
 
 

@@ -28,7 +28,7 @@ from ..models import DocREConfig, DocREModel
 from .presets import get_preset
 from ..kb.corpus import CorpusKB
 from ..renaming import RenamingConfig, RenamingPipeline
-from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, load_excluded_names
+from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, fixed_twins, load_excluded_names
 from ..features import DocRECollator, featurize_document
 from ..features.featurize import check_max_seq_length
 from ..renaming.isolation import used_names
@@ -202,7 +202,11 @@ def build_twin_source(
         check_name_isolation(twins.all_twins(), excluded)
         return twins
     pool = [doc for path in args.rename_kb_pool for doc in load_documents(path)] or default_pool or train_docs
-    return OnTheFlyTwins(build_corpus_pipeline(pool, excluded), base_seed=args.rename_seed)
+    pipeline = build_corpus_pipeline(pool, excluded)
+    if args.evrt_twins == "fixed":
+        path = Path(args.output_dir) / "evrt_twins.json"
+        return fixed_twins(train_docs, pipeline, args.rename_seed, path, progress=args.process_index == 0)
+    return OnTheFlyTwins(pipeline, base_seed=args.rename_seed)
 
 
 def _DropSummaryCallback(summary: MentionDropSummary) -> Any:

@@ -55,7 +55,7 @@ from ..features.featurize import featurize_document
 #: DocREScores attributes reported by evaluation, in this order.
 EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
 #: Batch keys that are bookkeeping, never model inputs.
-_NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key")
+_NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key", "consistency_mask")
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ class EVRTTrainer(Trainer):
         self._loss_sums: dict[str, torch.Tensor] = {}
         self._loss_counts: dict[str, int] = {}
         self._warned_unpaired = False
+        self._left_out = 0
         self.twin_rates: dict[str, float] | None = None
 
     def train(self, *args: Any, **kwargs: Any):
@@ -246,6 +247,8 @@ class EVRTTrainer(Trainer):
         num_items_in_batch: torch.Tensor | int | None = None,
     ):
         args: EVRTTrainingArguments = self.args
+        inputs = dict(inputs)
+        mask = inputs.pop("consistency_mask", None)
         paired = "num_originals" in inputs
         use = {term: paired and args.uses(term) for term in ("clp", "rcr", "pcr")}
         if not paired and args.evrt and model.training and not self._warned_unpaired:
@@ -268,6 +271,10 @@ class EVRTTrainer(Trainer):
         if use["clp"]:
             self._record("clp", clp)
             loss = loss + clp
+        if mask is not None and (use["rcr"] or use["pcr"]):
+            mask = mask.to(outputs.logits.device)
+            self._left_out += int((~mask).sum()) if model.training else 0
+            outputs, twin_out = self._aligned_rows(outputs, mask), self._aligned_rows(twin_out, mask)
         if use["rcr"]:
             rcr = self._rcr(model, outputs, twin_out)
             self._record("rcr", rcr)
@@ -327,6 +334,21 @@ class EVRTTrainer(Trainer):
         twin_out = model(**twin_inputs)
         return outputs, twin_out, outputs.loss.float(), (twin_out.loss.float() if with_clp else None)
 
+    def _aligned_rows(self, outputs: Any, mask: torch.Tensor) -> Any:
+        """``outputs`` restricted to the pairs of ``mask`` (the pairs a document and its twin both place), so the
+        consistency losses never compare a pair with a different one; the left-out pairs are counted in the logs
+        (``consistency_pairs_left_out``)."""
+        if bool(mask.all()):
+            return outputs
+
+        def rows(value: Any) -> Any:
+            if isinstance(value, tuple):
+                return tuple(rows(v) for v in value)
+            return value[mask] if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == mask.shape[0] else value
+
+        fields = {f.name: getattr(outputs, f.name) for f in dataclasses.fields(outputs) if f.name != "loss"}
+        return type(outputs)(loss=outputs.loss, **{k: rows(v) for k, v in fields.items()})
+
     def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any) -> torch.Tensor:
         """L_rcr; from the group-bilinear factors in closed form when the family exposes them."""
         reduction = self.args.evrt_rcr_reduction
@@ -349,6 +371,8 @@ class EVRTTrainer(Trainer):
             for name, value in zip(names, means.tolist()):
                 logs[f"loss_{name}"] = round(value, 6)
             self._loss_sums, self._loss_counts = {}, {}
+            if self.args.evrt:
+                logs["consistency_pairs_left_out"], self._left_out = self._left_out, 0
         super().log(logs, start_time)
 
     # ------------------------------------------------------------------ evaluation
