@@ -1,47 +1,66 @@
 #!/usr/bin/env python3
 """Replication experiment: does EVRT make a DocRE model more robust to entity renaming?
 
-Trains ATLOP and NCRL on Re-DocRED dev with and without EVRT, from the real MiniLM-L6 encoder,
-then scores each model on Re-DocRED test and on its renamed version built with the offline corpus
-KB, and writes the robustness table (P, R, F1, Ign F1, Intra/Inter F1 and the relative drops),
-the twins' substitution rates, the loss components per logging step and the time per epoch to
+Trains DocRE models on Re-DocRED dev with and without EVRT, from the real MiniLM-L6 encoder, over several
+seeds, selects each run's checkpoint on a validation slice of dev kept out of training (dev F1 + dev Ign F1,
+as the released code selects), then scores it on Re-DocRED test and on its renamed version built with the
+offline corpus KB. It writes per run and seed the robustness table (P, R, F1, Ign F1, Intra/Inter F1 and the
+relative drops), their mean and std over the seeds with EVRT's cost against vanilla of the same seed, the
+twins' substitution and fallback rates, the loss components per logging step and the time per epoch to
 ``<output-dir>/replicate_results.json`` (``--results`` also copies it, e.g. to
-``benchmarks/results/replicate-cpu.json``). ``--save-models`` keeps the trained models
-(``<output-dir>/models/<run>``, ``save_pretrained`` format) for the attribution study.
+``benchmarks/results/replicate-cpu.json``). The file is rewritten after every finished (run, seed), and a
+rerun with the same settings skips what it already holds (resume). ``--save-models`` keeps the selected
+models (``<output-dir>/models/<run>-s<seed>``) for the probe and the attribution study.
+
+Runs (``--runs``): ``vanilla``; ``evrt`` (L_clo + L_clp + 0.1 L_rcr + 0.1 L_pcr, the released recipe:
+fixed twins, released BCE L_pcr); and ablations of it: ``evrt_sym_kl`` (the paper's symmetric-KL L_pcr),
+``evrt_clp`` (L_clp alone), ``evrt_no_pcr`` (L_clp + L_rcr), ``evrt_fresh`` (a new twin every epoch).
 
 The recipe is the released one (THU-BPM/Env-DocRE ``scripts/run_re-docred_bert.sh``,
 ``envre_hf.training.presets``: NCRL shift 0.04, EVRT weights 0.1/0.1, released loss forms,
-warm-up 6%, clipping 1.0, AdamW eps 1e-6, top-4 decoding) except what a 2-core CPU cannot afford
-in about an hour: MiniLM-L6 instead of BERT-base, a smaller head (emb 384, block 32), documents
-capped at 256 word pieces, batch 2 with the learning rates 1e-4 (encoder) / 1e-3 (head) so that
-a short run learns, and a subset of the documents (``--max-train-docs``/``--max-test-docs``). The
-study's EVRT rows are NCRL, but NCRL learns nothing that clears its threshold within this budget
-(``benchmarks/results/replicate-cpu-ncrl-underfit.json``): the default runs ATLOP (the same
-architecture with adaptive thresholding); ``--heads atlop ncrl`` adds NCRL where more steps are affordable.
+warm-up 6%, clipping 1.0, AdamW eps 1e-6, top-4 decoding, one fixed renaming per training document)
+except what a 2-core CPU cannot afford: MiniLM-L6 instead of BERT-base, a smaller head (emb 384,
+block 32), documents capped at 256 word pieces (a document and its twin keep the same mentions), batch 2
+with the learning rates 1e-4 (encoder) / 1e-3 (ATLOP head; NCRL's head ``--ncrl-head-lr``, see
+``benchmarks/results/ncrl-sweep-cpu.json``) so that a short run learns, 6 epochs, and subsets of the
+documents. Every family gets the same number of steps (same documents, epochs and batch size).
 
 Name isolation, both ways: the renamed test set is drawn from the test split's own entities and
-never uses a name of the training documents; the training twins are drawn from the training
-documents and never use a name of the renamed test set (so isolation costs the twins nothing:
-their substitution rates are printed and stored).
+never uses a name of the training or validation documents; the training twins are drawn from the
+training documents and never use a name of the renamed test set.
 
-On a GPU, at the released size:
+``--workers 2`` trains two (run, seed) jobs at once, one thread each (on 2 cores more throughput than one
+job on two threads). On a GPU, at the released size:
 
-    python benchmarks/replicate.py --device cuda --bf16 --max-seq-length 0 --emb-size 768 \
-        --block-size 64 --batch-size 4 --lr 5e-5 --head-lr 1e-4 --encoder bert-base-cased
+    python benchmarks/replicate.py --device cuda --bf16 --max-seq-length 0 --emb-size 768 \\
+        --block-size 64 --batch-size 4 --lr 5e-5 --head-lr 1e-4 --encoder bert-base-cased --workers 1
 
-A smoke run: ``python benchmarks/replicate.py --max-train-docs 8 --max-test-docs 8 --epochs 1``.
+A smoke run: ``python benchmarks/replicate.py --max-train-docs 8 --val-docs 4 --max-test-docs 8 --epochs 1 --seeds 1``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import logging
 import os
 import time
 from pathlib import Path
 
 from envre_hf.models.registry import HEAD_TYPES
+
+#: Run name -> EVRT settings (None: vanilla). ``evrt`` is the released recipe; the others ablate one choice.
+RUNS: dict[str, dict | None] = {
+    "vanilla": None,
+    "evrt": {},
+    "evrt_sym_kl": {"evrt_pcr_form": "sym_kl"},
+    "evrt_clp": {"evrt_losses": ["clp"]},
+    "evrt_no_pcr": {"evrt_losses": ["clp", "rcr"]},
+    "evrt_fresh": {"evrt_twins": "fresh"},
+}
+#: NCRL's CPU head learning rate, from the sweep in benchmarks/results/ncrl-sweep-cpu.json.
+NCRL_CPU_HEAD_LR = 3e-4
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "redocred"
 
@@ -57,22 +76,26 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--encoder", default=None, help="encoder directory or hub id (default: MiniLM-L6, offline)")
     p.add_argument("--train", type=Path, default=SHARED / "dev_revised.json", help="training documents")
     p.add_argument("--test", type=Path, default=SHARED / "test_revised.json", help="test documents")
-    p.add_argument("--max-train-docs", type=int, default=200)
+    p.add_argument("--max-train-docs", type=int, default=160)
+    p.add_argument(
+        "--val-docs", type=int, default=40,
+        help="validation documents after the training ones in --train, kept out of training; 0: no selection",
+    )
     p.add_argument("--max-test-docs", type=int, default=250)
     p.add_argument("--test-seeds", type=int, nargs="+", default=[1], help="renamed test sets (one per seed)")
-    p.add_argument(
-        "--heads", nargs="+", default=["atlop"], choices=HEAD_TYPES,
-        help="atlop by default: NCRL (the study's EVRT family) learns nothing that clears its threshold within a CPU "
-        "budget (benchmarks/results/replicate-cpu-ncrl-underfit.json); add ncrl where more steps are affordable",
-    )
-    p.add_argument("--epochs", type=float, default=8, help="released: 8")
-    p.add_argument(
-        "--runs", nargs="+", default=["vanilla", "evrt"], choices=["vanilla", "evrt"],
-        help="which of the two runs per head (an ablation of the EVRT terms needs only evrt)",
-    )
+    p.add_argument("--heads", nargs="+", default=["atlop"], choices=HEAD_TYPES)
+    p.add_argument("--epochs", type=float, default=6, help="released: 8")
+    p.add_argument("--runs", nargs="+", default=["vanilla", "evrt"], choices=list(RUNS))
+    p.add_argument("--seeds", type=int, default=3, help="seeds per run: --seed, --seed + 1, ...")
+    p.add_argument("--workers", type=int, default=2, help="jobs trained at once (one thread each on CPU)")
     p.add_argument("--batch-size", type=int, default=2)
     p.add_argument("--lr", type=float, default=1e-4, help="encoder learning rate")
     p.add_argument("--head-lr", type=float, default=1e-3, help="learning rate of the DocRE head (classifier_learning_rate)")
+    p.add_argument(
+        "--ncrl-head-lr", type=float, default=NCRL_CPU_HEAD_LR,
+        help="head learning rate of NCRL (at 1e-3 its margins blow up and it collapses to the constant predictor; "
+        "benchmarks/results/ncrl-sweep-cpu.json)",
+    )
     p.add_argument("--max-seq-length", type=int, default=256, help="0: no cap (long documents are windowed)")
     p.add_argument("--emb-size", type=int, default=384, help="ATLOP uses 768")
     p.add_argument("--block-size", type=int, default=32, help="ATLOP uses 64")
@@ -80,12 +103,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--evrt-alpha", type=float, default=0.1, help="weight of L_rcr (released Re-DocRED: 0.1)")
     p.add_argument("--evrt-beta", type=float, default=0.1, help="weight of L_pcr (released Re-DocRED: 0.1)")
     p.add_argument("--evrt-rcr-reduction", default="mean", choices=["mean", "sum"])
-    p.add_argument("--evrt-pcr-form", default="bce_margin", choices=["bce_margin", "sym_kl"])
     p.add_argument("--top-k", type=int, default=4, help="relations per pair at decoding (released: 4)")
     p.add_argument("--save-models", action="store_true", help="keep the trained models under <output-dir>/models")
     p.add_argument("--results", type=Path, default=None, help="also write the results JSON here")
-    p.add_argument("--evrt-losses", nargs="+", default=["clp", "rcr", "pcr"])
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--keep-checkpoints", action="store_true", help="keep each job's Trainer checkpoints")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (GPU; also legal on CPU)")
     p.add_argument("--eval-batch-size", type=int, default=4)
@@ -113,16 +135,42 @@ class EpochTimer:
         self.callback = _Callback()
 
 
-def main() -> None:
-    cli = parse_args()
+def _data(cli: argparse.Namespace) -> dict:
+    """Training, validation and test documents and the renamed test set: the same in every job (deterministic)."""
+    from envre_hf.documents import read_documents
+    from envre_hf.kb.corpus import CorpusKB
+    from envre_hf.renaming import RenamingConfig, RenamingPipeline, document_names
+    from envre_hf.training.run import rename_documents
+
+    dev = read_documents(cli.train)
+    train_docs = dev[: cli.max_train_docs]
+    val_docs = dev[cli.max_train_docs : cli.max_train_docs + cli.val_docs]
+    all_test = read_documents(cli.test)
+    test_docs = all_test[: cli.max_test_docs]
+    # Renamed test set(s): corpus KB over the test documents, no name of the training (or validation) documents.
+    test_pipeline = RenamingPipeline(
+        CorpusKB(all_test), RenamingConfig(exclude_names=frozenset(document_names(train_docs + val_docs)))
+    )
+    renamed_test = [
+        d for seed in cli.test_seeds for d in rename_documents(test_pipeline, test_docs, seed, f"Renaming test (seed {seed})", progress=False)
+    ]
+    return {"train": train_docs, "val": val_docs, "test": test_docs, "renamed_test": renamed_test}
+
+
+def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
+    """Train one (head, run, seed), select its checkpoint on the validation slice, score it on test and renamed test."""
+    import shutil
+
     import torch
+
+    if cli.device == "cpu" and cli.workers > 1:
+        torch.set_num_threads(1)
     from transformers import AutoTokenizer, set_seed
 
-    from envre_hf.documents import read_documents
     from envre_hf.features import DocRECollator, featurize_document
     from envre_hf.kb.corpus import CorpusKB
     from envre_hf.models import DocREModel
-    from envre_hf.renaming import RenamingConfig, RenamingPipeline, document_names, used_names
+    from envre_hf.renaming import RenamingConfig, RenamingPipeline, match_counts, used_names
     from envre_hf.training import (
         DocumentFeaturesDataset,
         EVRTPairCollator,
@@ -130,159 +178,250 @@ def main() -> None:
         EVRTTrainer,
         EVRTTrainingArguments,
         OnTheFlyTwins,
+        fixed_twins,
     )
     from envre_hf.training.robustness import model_robustness_report
-    from envre_hf.training.run import rename_documents
 
-    encoder = cli.encoder or default_encoder()
     # max_seq_length drops mentions of long documents; featurize warns once per document, too chatty here.
     logging.getLogger("envre_hf.features").setLevel(logging.ERROR)
+    encoder = cli.encoder or default_encoder()
+    data = _data(cli)
     max_len = cli.max_seq_length or None
-    started = time.perf_counter()
-    train_docs = read_documents(cli.train)[: cli.max_train_docs]
-    all_test = read_documents(cli.test)
-    test_docs = all_test[: cli.max_test_docs]
-    print(f"train: {len(train_docs)} documents from {cli.train}; test: {len(test_docs)} from {cli.test}")
-
-    # Renamed test set(s): corpus KB over the test documents, no name of the training documents.
-    test_pipeline = RenamingPipeline(
-        CorpusKB(all_test), RenamingConfig(exclude_names=frozenset(document_names(train_docs)))
-    )
-    renamed_test = [d for seed in cli.test_seeds for d in rename_documents(test_pipeline, test_docs, seed, f"Renaming test (seed {seed})")]
-    # Training twins: corpus KB over the training documents, no name of the renamed test set.
-    twin_pipeline = RenamingPipeline(
-        CorpusKB(train_docs), RenamingConfig(exclude_names=frozenset(used_names(renamed_test)))
-    )
     tokenizer = AutoTokenizer.from_pretrained(encoder)
     featurize = functools.partial(featurize_document, tokenizer=tokenizer, max_seq_length=max_len)
-    collator = EVRTPairCollator(DocRECollator(tokenizer))
-    cli.output_dir.mkdir(parents=True, exist_ok=True)
-
-    heads = cli.heads
-    results: dict[str, dict] = {}
-    for head in heads:
-        for evrt in [run == "evrt" for run in cli.runs]:
-            name = f"{head}{'+evrt' if evrt else ''}"
-            set_seed(cli.seed)
-            model = DocREModel.from_encoder_pretrained(
-                encoder,
-                head_type=head,
-                emb_size=cli.emb_size,
-                block_size=cli.block_size,
-                ncrl_margin=cli.ncrl_shift,
-                top_k=cli.top_k,
-            )
-            args = EVRTTrainingArguments(
-                output_dir=str(cli.output_dir / name),
-                evrt=evrt,
-                evrt_losses=cli.evrt_losses,
-                evrt_alpha=cli.evrt_alpha,
-                evrt_beta=cli.evrt_beta,
-                evrt_rcr_reduction=cli.evrt_rcr_reduction,
-                evrt_pcr_form=cli.evrt_pcr_form,
-                num_train_epochs=cli.epochs,
-                per_device_train_batch_size=cli.batch_size,
-                learning_rate=cli.lr,
-                classifier_learning_rate=cli.head_lr,
-                warmup_steps=0.06,
-                max_grad_norm=1.0,
-                adam_epsilon=1e-6,
-                weight_decay=0.0,
-                logging_steps=10,
-                save_strategy="no",
-                eval_strategy="no",
-                report_to=[],
-                seed=cli.seed,
-                bf16=cli.bf16,
-                use_cpu=cli.device == "cpu",
-                dataloader_num_workers=0,
-                disable_tqdm=True,
-            )
-            dataset = (
-                EVRTPairDataset(train_docs, featurize, OnTheFlyTwins(twin_pipeline, base_seed=cli.seed))
-                if evrt
-                else DocumentFeaturesDataset(train_docs, featurize)
-            )
-            timer = EpochTimer()
-            trainer = EVRTTrainer(
-                model=model,
-                args=args,
-                train_dataset=dataset,
-                data_collator=collator,
-                processing_class=tokenizer,
-                callbacks=[timer.callback],
-                max_seq_length=max_len,
-            )
-            print(f"\n=== {name}: training {cli.epochs} epoch(s) on {len(train_docs)} documents ===", flush=True)
-            trainer.train()
-            model.eval()
-            if cli.save_models:
-                model.save_pretrained(cli.output_dir / "models" / name)
-                tokenizer.save_pretrained(cli.output_dir / "models" / name)
-            with torch.autocast(args.device.type, dtype=torch.bfloat16, enabled=cli.bf16):
-                report = model_robustness_report(
-                    model,
-                    tokenizer,
-                    test_docs,
-                    renamed_test,
-                    train=train_docs,
-                    batch_size=cli.eval_batch_size,
-                    max_seq_length=max_len,
-                )
-            history = trainer.state.log_history
-            results[name] = {
-                "report": report.to_dict(),
-                "epoch_seconds": timer.epochs,
-                "twin_substitution_rates": trainer.twin_rates,
-                "loss_curve": [
-                    {k: v for k, v in e.items() if k.startswith("loss") or k in ("epoch", "step", "grad_norm")}
-                    for e in history
-                    if "loss" in e
-                ],
-                "final_train_loss": next((e["train_loss"] for e in history if "train_loss" in e), None),
-                "markdown": report.to_markdown(title=name),
-            }
-            print(results[name]["markdown"], flush=True)
-            _write(cli, encoder, results, started, renamed_test)
-            del trainer, model
-
-    print("\n## Results (Re-DocRED test vs renamed test, corpus KB, names isolated from training)\n")
-    for name, result in results.items():
-        print(result["markdown"])
-        epochs = ", ".join(f"{s:.0f}s" for s in result["epoch_seconds"])
-        print(f"\ntime per epoch of {name}: {epochs}\n")
-    for head in heads:
-        if head not in results or f"{head}+evrt" not in results:
-            continue
-        base, evrt = results[head]["report"], results[f"{head}+evrt"]["report"]
-        print(
-            f"{head}: original F1 {100 * (base['original']['f1'] or 0):.2f} -> {100 * (evrt['original']['f1'] or 0):.2f}, "
-            f"renamed F1 {100 * (base['renamed']['f1'] or 0):.2f} -> {100 * (evrt['renamed']['f1'] or 0):.2f} "
-            f"with EVRT; relative F1 drop {_pct(base['relative_drop']['f1'])} -> {_pct(evrt['relative_drop']['f1'])}"
+    name = _name(head, run)
+    out = cli.output_dir / f"{name}-s{seed}"
+    evrt = RUNS[run]
+    set_seed(seed)
+    model = DocREModel.from_encoder_pretrained(
+        encoder, head_type=head, emb_size=cli.emb_size, block_size=cli.block_size, ncrl_margin=cli.ncrl_shift,
+        top_k=cli.top_k,
+    )
+    select = bool(data["val"])
+    args = EVRTTrainingArguments(
+        output_dir=str(out),
+        evrt=evrt is not None,
+        evrt_alpha=cli.evrt_alpha,
+        evrt_beta=cli.evrt_beta,
+        evrt_rcr_reduction=cli.evrt_rcr_reduction,
+        **(evrt or {}),
+        num_train_epochs=cli.epochs,
+        per_device_train_batch_size=cli.batch_size,
+        learning_rate=cli.lr,
+        classifier_learning_rate=cli.ncrl_head_lr if head == "ncrl" else cli.head_lr,
+        warmup_steps=0.06,
+        max_grad_norm=1.0,
+        adam_epsilon=1e-6,
+        weight_decay=0.0,
+        logging_steps=10,
+        eval_strategy="epoch" if select else "no",
+        save_strategy="epoch" if select else "no",
+        save_only_model=True,
+        save_total_limit=1,
+        load_best_model_at_end=select,
+        metric_for_best_model="dev_f1_plus_ign_f1" if select else None,
+        greater_is_better=True,
+        report_to=[],
+        seed=seed,
+        rename_seed=seed,
+        bf16=cli.bf16,
+        use_cpu=cli.device == "cpu",
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    twin_rates = fallback = None
+    if evrt is None:
+        dataset = DocumentFeaturesDataset(data["train"], featurize)
+    else:
+        # Training twins: corpus KB over the training documents, no name of the renamed test set.
+        pipeline = RenamingPipeline(
+            CorpusKB(data["train"]), RenamingConfig(exclude_names=frozenset(used_names(data["renamed_test"])))
         )
-    out = _write(cli, encoder, results, started, renamed_test)
-    print(f"\ntotal {(time.perf_counter() - started) / 60:.1f} min; results written to {out}")
+        if args.evrt_twins == "fixed":
+            twins = fixed_twins(data["train"], pipeline, seed, out / "evrt_twins.json", progress=False)
+            counts = match_counts(twins.all_twins())
+        else:
+            twins = OnTheFlyTwins(pipeline, base_seed=seed)
+            counts = match_counts(twins.twin(d, 0) for d in data["train"])
+        named = sum(v for k, v in counts.items() if k in ("exact", "relaxed", "rule"))
+        fallback = {"counts": dict(counts), "relaxed_share": round(counts.get("relaxed", 0) / max(named, 1), 4)}
+        dataset = EVRTPairDataset(data["train"], featurize, twins)
+    timer = EpochTimer()
+    trainer = EVRTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        data_collator=EVRTPairCollator(DocRECollator(tokenizer)),
+        processing_class=tokenizer,
+        callbacks=[timer.callback],
+        eval_documents={"dev": data["val"]} if select else None,
+        train_documents_for_ign=data["train"],
+        max_seq_length=max_len,
+    )
+    print(f"=== {name} seed {seed}: training {cli.epochs} epoch(s) on {len(data['train'])} documents ===", flush=True)
+    started = time.perf_counter()
+    trainer.train()
+    twin_rates = trainer.twin_rates
+    model.eval()
+    history = trainer.state.log_history
+    if cli.save_models:
+        model.save_pretrained(cli.output_dir / "models" / f"{name}-s{seed}")
+        tokenizer.save_pretrained(cli.output_dir / "models" / f"{name}-s{seed}")
+    with torch.autocast(args.device.type, dtype=torch.bfloat16, enabled=cli.bf16):
+        report = model_robustness_report(
+            model, tokenizer, data["test"], data["renamed_test"], train=data["train"],
+            batch_size=cli.eval_batch_size, max_seq_length=max_len,
+        )
+    shutil.rmtree(out, ignore_errors=True) if not cli.keep_checkpoints else None
+    return {
+        "head": head,
+        "run": run,
+        "seed": seed,
+        "report": report.to_dict(),
+        "selected_checkpoint": trainer.state.best_model_checkpoint and os.path.basename(trainer.state.best_model_checkpoint),
+        "validation": [
+            {k: e[k] for k in ("epoch", "eval_dev_f1", "eval_dev_ign_f1") if k in e} for e in history if "eval_dev_f1" in e
+        ],
+        "train_seconds": time.perf_counter() - started,
+        "epoch_seconds": timer.epochs,
+        "twin_substitution_rates": twin_rates,
+        "twin_matches": fallback,
+        "loss_curve": [
+            {k: v for k, v in e.items() if k.startswith("loss") or k in ("epoch", "step", "grad_norm", "consistency_pairs_left_out")}
+            for e in history
+            if "loss" in e
+        ],
+        "final_train_loss": next((e["train_loss"] for e in history if "train_loss" in e), None),
+    }
 
 
-def _write(cli: argparse.Namespace, encoder: str, results: dict, started: float, renamed_test: list) -> Path:
+def _name(head: str, run: str) -> str:
+    return head if run == "vanilla" else f"{head}+{run}"
+
+
+def _settings(cli: argparse.Namespace) -> dict:
+    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(cli).items() if k not in ("workers", "results", "save_models", "keep_checkpoints")}
+
+
+def main() -> None:
+    cli = parse_args()
+    started = time.perf_counter()
+    cli.output_dir.mkdir(parents=True, exist_ok=True)
+    path = cli.output_dir / "replicate_results.json"
+    done: dict[str, dict] = {}
+    if path.exists():
+        previous = json.loads(path.read_text())
+        same = {k: v for k, v in previous.get("settings", {}).items() if k not in ("runs", "heads", "seeds")}
+        mine = {k: v for k, v in _settings(cli).items() if k not in ("runs", "heads", "seeds")}
+        if same == mine:
+            done = {f"{j['head']}|{j['run']}|{j['seed']}": j for j in previous.get("jobs", [])}
+            print(f"resuming: {len(done)} finished job(s) in {path}")
+        else:
+            raise SystemExit(f"{path} holds results of other settings; choose another --output-dir")
+    seeds = [cli.seed + i for i in range(cli.seeds)]
+    # seed-major: after each round every run has one more seed, so partial results compare like with like
+    jobs = [(h, r, s) for s in seeds for h in cli.heads for r in cli.runs if f"{h}|{r}|{s}" not in done]
+    data = _data(cli)
+    print(
+        f"train {len(data['train'])}, validation {len(data['val'])}, test {len(data['test'])} documents; "
+        f"{len(jobs)} job(s) to run on {cli.workers} worker(s)", flush=True,
+    )
+    _write(cli, done, started, data["renamed_test"])
+    if cli.workers > 1 and len(jobs) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(cli.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_job, cli, *job): job for job in jobs}
+            for future in as_completed(futures):
+                result = future.result()
+                done[f"{result['head']}|{result['run']}|{result['seed']}"] = result
+                _report(result)
+                _write(cli, done, started, data["renamed_test"])
+    else:
+        for job in jobs:
+            result = _job(cli, *job)
+            done[f"{result['head']}|{result['run']}|{result['seed']}"] = result
+            _report(result)
+            _write(cli, done, started, data["renamed_test"])
+    summary = _write(cli, done, started, data["renamed_test"])
+    print("\n## Mean +- std over seeds (Re-DocRED test vs renamed test, corpus KB, names isolated from training)\n")
+    print(json.dumps(json.loads(summary.read_text())["summary"], indent=1))
+    print(f"\ntotal {(time.perf_counter() - started) / 60:.1f} min; results written to {summary}")
+
+
+def _report(result: dict) -> None:
+    rep = result["report"]
+    print(
+        f"--- {_name(result['head'], result['run'])} seed {result['seed']}: F1 {100 * (rep['original']['f1'] or 0):.2f}, "
+        f"Ign F1 {100 * (rep['original']['ign_f1'] or 0):.2f}, renamed F1 {100 * (rep['renamed']['f1'] or 0):.2f}, "
+        f"drop {_pct(rep['relative_drop']['f1'])} ({result['train_seconds'] / 60:.1f} min)", flush=True,
+    )
+
+
+def _mean_std(values: list[float]) -> dict:
+    import statistics
+
+    return {
+        "mean": round(statistics.fmean(values), 4),
+        "std": round(statistics.stdev(values), 4) if len(values) > 1 else None,
+        "n": len(values),
+        "values": [round(v, 4) for v in values],
+    }
+
+
+def _summary(done: dict[str, dict]) -> dict:
+    """Per run: mean +- std (x100) of F1, Ign F1, renamed F1, relative drop; per EVRT run its cost against vanilla
+    of the same head and seed, and the relative-drop reduction."""
+    groups: dict[str, list[dict]] = {}
+    for job in done.values():
+        groups.setdefault(_name(job["head"], job["run"]), []).append(job)
+    out: dict[str, dict] = {}
+    for name, jobs in sorted(groups.items()):
+        jobs.sort(key=lambda j: j["seed"])
+        pick = lambda f: [100 * (f(j["report"]) or 0.0) for j in jobs]  # noqa: E731
+        entry = {
+            "seeds": [j["seed"] for j in jobs],
+            "f1": _mean_std(pick(lambda r: r["original"]["f1"])),
+            "ign_f1": _mean_std(pick(lambda r: r["original"]["ign_f1"])),
+            "renamed_f1": _mean_std(pick(lambda r: r["renamed"]["f1"])),
+            "relative_drop_f1": _mean_std(pick(lambda r: r["relative_drop"]["f1"])),
+        }
+        base = {j["seed"]: j for j in done.values() if j["head"] == jobs[0]["head"] and j["run"] == "vanilla"}
+        paired = [j for j in jobs if j["run"] != "vanilla" and j["seed"] in base]
+        if paired:
+            entry["cost_f1_vs_vanilla"] = _mean_std(
+                [100 * ((base[j["seed"]]["report"]["original"]["f1"] or 0) - (j["report"]["original"]["f1"] or 0)) for j in paired]
+            )
+            b = statistics_mean([base[j["seed"]]["report"]["relative_drop"]["f1"] or 0 for j in paired])
+            e = statistics_mean([j["report"]["relative_drop"]["f1"] or 0 for j in paired])
+            entry["relative_drop_reduction"] = round(1 - e / b, 4) if b else None
+        out[name] = entry
+    return out
+
+
+def statistics_mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _write(cli: argparse.Namespace, done: dict[str, dict], started: float, renamed_test: list) -> Path:
     """The results so far, atomically, to the output folder (and ``--results``)."""
     import sys
 
+    from envre_hf.atomic import write_json
     from envre_hf.renaming import substitution_rates
 
+    encoder = cli.encoder or default_encoder()
     summary = {
         "command": "python benchmarks/replicate.py " + " ".join(sys.argv[1:]),
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(cli).items()},
+        "settings": _settings(cli),
         "encoder": os.path.basename(encoder.rstrip("/")) if os.path.isdir(encoder) else encoder,
-        "renamed_test_substitution_rates": {
-            k: round(v["rate"], 4) for k, v in substitution_rates(renamed_test).items()
-        },
-        "runs": results,
+        "renamed_test_substitution_rates": {k: round(v["rate"], 4) for k, v in substitution_rates(renamed_test).items()},
+        "summary": _summary(done),
+        "jobs": sorted(done.values(), key=lambda j: (j["head"], j["run"], j["seed"])),
         "total_seconds": time.perf_counter() - started,
     }
     targets = [cli.output_dir / "replicate_results.json"] + ([cli.results] if cli.results else [])
-    from envre_hf.atomic import write_json
-
     for target in targets:
         write_json(target, summary)
     return targets[-1]
