@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss", "threshold_margins"]
+__all__ = ["AFL_WEIGHTS", "adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss", "threshold_margins"]
 
 _NEG_INF = -1e30  # removes a class from a softmax (losses are computed in float32)
 
@@ -40,23 +40,34 @@ def threshold_margins(logits: torch.Tensor) -> torch.Tensor:
     return logits[:, 1:] - logits[:, :1]
 
 
-def adaptive_focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 1.0) -> torch.Tensor:
+#: ``adaptive_focal_loss`` weights of a positive term: the released KD-DocRE code's ``1 + (1 - p) ** gamma``
+#: (its ``losses.py``), or the paper's focal ``(1 - p) ** gamma``.
+AFL_WEIGHTS = ("released", "paper")
+
+
+def adaptive_focal_loss(
+    logits: torch.Tensor, labels: torch.Tensor, gamma: float = 1.0, weight: str = "released"
+) -> torch.Tensor:
     """KD-DocRE's adaptive focal loss, averaged over pairs.
 
     ``labels`` is multi-hot (pairs x classes) with class 0 set for pairs without relation
     (class 0 is ignored: a pair with no positive relation only gets the negative part).
 
     Positive part: for each positive relation, ``p = softmax([logit_r, logit_0])[0]`` and the term
-    ``-(1 - p) ** gamma * log p``; ``gamma = 0`` gives a plain per-class ranking against the
-    threshold. Negative part: ``-log softmax(logit_0 over {0} + negative relations)`` pushes the
-    threshold above every negative relation.
+    ``-w * log p`` with ``w = 1 + (1 - p) ** gamma`` (``weight="released"``, the released code: hard
+    positives count up to twice) or ``w = (1 - p) ** gamma`` (``"paper"``: an easy positive stops counting;
+    ``gamma = 0`` gives a plain per-class ranking against the threshold). Negative part:
+    ``-log softmax(logit_0 over {0} + negative relations)`` pushes the threshold above every negative relation.
     """
+    if weight not in AFL_WEIGHTS:
+        raise ValueError(f"afl weight must be one of {AFL_WEIGHTS}, got {weight!r}")
     _check(logits, labels)
     logits = logits.float()
     positive = (labels[:, 1:] > 0).float()
     # Two-way softmax of each relation against the threshold = sigmoid of the margin.
     log_p = F.logsigmoid(threshold_margins(logits))
     focal = (1.0 - log_p.exp()).pow(gamma) if gamma != 0 else torch.ones_like(log_p)
+    focal = focal + 1.0 if weight == "released" else focal
     loss_pos = -(focal * log_p * positive).sum(dim=1)
     # Threshold above negatives: positives are removed from the softmax.
     mask = torch.cat([torch.zeros_like(positive[:, :1]), positive], dim=1)

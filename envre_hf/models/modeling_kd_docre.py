@@ -51,7 +51,7 @@ class KDDocREModel(DocREPreTrainedModel):
         self.post_init()
 
     def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return adaptive_focal_loss(logits, labels, gamma=self.settings.afl_gamma)
+        return adaptive_focal_loss(logits, labels, gamma=self.settings.afl_gamma, weight=self.settings.afl_weight)
 
     def forward(
         self,

@@ -187,7 +187,8 @@ class KDDocREHeadConfig(HeadSettings):
     ``pair_dim``: width of the pair matrix (``None``: the encoder's hidden size, as in KD-DocRE).
     ``axial_layers`` / ``axial_heads`` / ``axial_dropout``: the axial transformer (KD-DocRE uses 6
     layers on BERT-base; 2 already give two-hop paths at a third of the cost). ``afl_gamma``: focal
-    exponent of the adaptive focal loss (0 = plain per-class ranking against the threshold).
+    exponent of the adaptive focal loss. ``afl_weight``: ``"released"`` weighs each positive term by
+    ``1 + (1 - p) ** afl_gamma`` as the released KD-DocRE code does, ``"paper"`` by ``(1 - p) ** afl_gamma``.
     ``use_distillation`` / ``distillation_weight``: the optional KD term on ``teacher_logits``.
     """
 
@@ -196,6 +197,7 @@ class KDDocREHeadConfig(HeadSettings):
     axial_heads: int = 8
     axial_dropout: float = 0.1
     afl_gamma: float = 1.0
+    afl_weight: str = "released"
     use_distillation: bool = False
     distillation_weight: float = 1.0
 
@@ -204,6 +206,8 @@ class KDDocREHeadConfig(HeadSettings):
             raise ValueError("axial_layers must be >= 0 and axial_heads >= 1")
         if self.afl_gamma < 0 or self.distillation_weight < 0:
             raise ValueError("afl_gamma and distillation_weight must be >= 0")
+        if self.afl_weight not in ("released", "paper"):
+            raise ValueError(f"afl_weight must be 'released' or 'paper', got {self.afl_weight!r}")
 
     def resolve(self, config: Any) -> KDDocREHeadConfig:
         return self if self.pair_dim is not None else dataclasses.replace(self, pair_dim=int(config.hidden_size))

@@ -31,7 +31,7 @@ def _labels(rows: list[list[int]], num_classes: int = 6) -> torch.Tensor:
 # ----------------------------------------------------------------------------- losses
 
 
-def _afl_reference(logits: torch.Tensor, labels: torch.Tensor, gamma: float) -> float:
+def _afl_reference(logits: torch.Tensor, labels: torch.Tensor, gamma: float, weight: str) -> float:
     total = 0.0
     for row, lab in zip(logits.tolist(), labels.tolist()):
         th = row[0]
@@ -39,7 +39,8 @@ def _afl_reference(logits: torch.Tensor, labels: torch.Tensor, gamma: float) -> 
         neg = [r for r in range(1, len(row)) if lab[r] == 0]
         for r in pos:
             p = math.exp(row[r]) / (math.exp(row[r]) + math.exp(th))
-            total += -((1 - p) ** gamma) * math.log(p)
+            focal = (1 - p) ** gamma
+            total += -(1 + focal if weight == "released" else focal) * math.log(p)
         total += -(th - math.log(math.exp(th) + sum(math.exp(row[r]) for r in neg)))
     return total / len(logits)
 
@@ -55,13 +56,23 @@ def _balanced_reference(logits: torch.Tensor, labels: torch.Tensor) -> float:
     return total / len(logits)
 
 
+@pytest.mark.parametrize("weight", ["released", "paper"])
 @pytest.mark.parametrize("gamma", [0.0, 1.0, 2.0])
-def test_adaptive_focal_loss_matches_its_definition(gamma):
+def test_adaptive_focal_loss_matches_its_definition(gamma, weight):
     torch.manual_seed(0)
     logits = torch.randn(5, 6) * 2
     labels = _labels([[0], [1, 3], [2], [0], [1, 2, 5]])
-    got = adaptive_focal_loss(logits, labels, gamma=gamma).item()
-    assert got == pytest.approx(_afl_reference(logits, labels, gamma), rel=1e-5)
+    got = adaptive_focal_loss(logits, labels, gamma=gamma, weight=weight).item()
+    assert got == pytest.approx(_afl_reference(logits, labels, gamma, weight), rel=1e-5)
+
+
+def test_adaptive_focal_loss_defaults_to_the_released_weight():
+    """One positive at margin 0 (p = 1/2), gamma 1: the released weight is 1 + 1/2, the paper's 1/2."""
+    logits = torch.tensor([[0.0, 0.0, -50.0]])
+    labels = _labels([[1]], num_classes=3)
+    negative = math.log(1 + math.exp(-50.0))  # the threshold against the one negative
+    assert adaptive_focal_loss(logits, labels).item() == pytest.approx(1.5 * math.log(2) + negative, rel=1e-6)
+    assert adaptive_focal_loss(logits, labels, weight="paper").item() == pytest.approx(0.5 * math.log(2) + negative, rel=1e-6)
 
 
 def test_balanced_threshold_loss_matches_its_definition():
@@ -86,12 +97,13 @@ def test_losses_push_positives_above_and_negatives_below_the_threshold(loss_fn):
 
 
 def test_focal_weighting_favours_hard_positives():
+    """The paper's weight; the released 1 + (1 - p)^gamma only doubles a hard positive at most."""
     labels = _labels([[1], [1]])
     easy_hard = torch.tensor([[0.0, 3.0, -9, -9, -9, -9], [0.0, -3.0, -9, -9, -9, -9]], requires_grad=True)
-    adaptive_focal_loss(easy_hard, labels, gamma=2.0).backward()
+    adaptive_focal_loss(easy_hard, labels, gamma=2.0, weight="paper").backward()
     with_focus = easy_hard.grad[:, 1].abs()
     easy_hard.grad = None
-    adaptive_focal_loss(easy_hard, labels, gamma=0.0).backward()
+    adaptive_focal_loss(easy_hard, labels, gamma=0.0, weight="paper").backward()
     plain = easy_hard.grad[:, 1].abs()
     # Relative to plain ranking, the focal weight shrinks the easy positive's gradient much more.
     assert with_focus[0] / plain[0] < 0.1 * (with_focus[1] / plain[1])
