@@ -134,7 +134,7 @@ class RenamingConfig:
     rule_versions: str = RULE_VERSIONS
 
     def fingerprint(self) -> str:
-        """A stable hash of every option (the name set sorted), for caches and build manifests."""
+        """A stable hash of every option (the name set sorted): decides whether a build may replace a split."""
         digest = hashlib.sha256()
         for key, value in sorted(self.__dict__.items()):
             if isinstance(value, (set, frozenset)):
