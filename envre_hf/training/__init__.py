@@ -12,7 +12,6 @@ from .pairing import (
     assert_aligned,
     check_document_alignment,
     check_name_isolation,
-    load_excluded_names,
     original_key,
     split_pair_batch,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "assert_aligned",
     "check_document_alignment",
     "check_name_isolation",
-    "load_excluded_names",
     "original_key",
     "prediction_consistency_loss",
     "representation_consistency_loss",

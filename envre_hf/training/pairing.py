@@ -30,7 +30,6 @@ from typing import Any
 import torch
 
 from ..documents import Document, DocumentError
-from ..renaming.isolation import load_excluded_names  # noqa: F401  (re-exported: the one loader of excluded names)
 from ..renaming.driver import rename_unit
 from ..renaming.stats import substitution_rates
 from ..documents.tokenize import name_key

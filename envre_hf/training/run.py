@@ -28,10 +28,10 @@ from ..models import DocREConfig, DocREModel
 from .presets import get_preset
 from ..kb.corpus import CorpusKB
 from ..renaming import RenamingConfig, RenamingPipeline
-from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, load_excluded_names
+from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation
 from ..features import DocRECollator, featurize_document
 from ..features.featurize import check_max_seq_length
-from ..renaming.isolation import used_names
+from ..renaming.isolation import load_excluded_names, used_names
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
 from .trainer import EVRTTrainer
 from ..atomic import write_json
@@ -60,8 +60,7 @@ class ModelArguments:
     head_settings: str | None = field(
         default=None,
         metadata={
-            "help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).',
-            "aliases": ["--extra_head"],  # its name in earlier versions
+            "help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).'
         },
     )
 
@@ -233,8 +232,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
             import yaml
 
             settings = yaml.safe_load(text)
-        if isinstance(settings, dict) and "extra_head" in settings:  # its name in earlier versions
-            settings.setdefault("head_settings", settings.pop("extra_head"))
         if isinstance(settings, dict) and isinstance(settings.get("head_settings"), dict):
             settings["head_settings"] = json.dumps(settings["head_settings"])
         return parser.parse_dict(settings)
