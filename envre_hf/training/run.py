@@ -218,12 +218,15 @@ def _DropSummaryCallback(summary: MentionDropSummary) -> Any:
     return DropSummaryCallback()
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, EVRTTrainingArguments]:
-    """Parse the command line (or a single .json/.yaml config file) into the three dataclasses."""
+def parse_args(
+    argv: list[str] | None = None, parser_class: type | None = None
+) -> tuple[ModelArguments, DataArguments, EVRTTrainingArguments]:
+    """Parse the command line (or a single .json/.yaml config file) into the three dataclasses, with
+    ``parser_class`` (an ``HfArgumentParser`` subclass; ``envre train`` makes its errors one line)."""
     from transformers import HfArgumentParser
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = HfArgumentParser((ModelArguments, DataArguments, EVRTTrainingArguments))
+    parser = (parser_class or HfArgumentParser)((ModelArguments, DataArguments, EVRTTrainingArguments))
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
         text = Path(argv[0]).read_text(encoding="utf-8")
         if argv[0].endswith(".json"):
