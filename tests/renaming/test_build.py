@@ -326,7 +326,7 @@ def test_cli_wikidata_mirror_and_dump_index(synthetic_doc_file, tmp_path, monkey
     from kb_fixtures.fake_wikidata import FakeWikidata
 
     from envre_hf.cli.main import main
-    from envre_hf.kb.synthetic import synthetic_entities, write_synthetic_dump
+    from kb_fixtures.synthetic import synthetic_entities, write_synthetic_dump
     from envre_hf.kb.wikidata_dump import index_dump
 
     monkeypatch.setenv("ENVRE_USER_AGENT", "envre-hf-tests/0.1 (https://example.org; tests@example.org)")
