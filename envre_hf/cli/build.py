@@ -53,9 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "dev_revised.json -> validation)",
     )
     parser.add_argument(
-        "--resume", action="store_true", help="continue an interrupted build of this split (or finish its last write)"
-    )
-    parser.add_argument(
         "--overwrite",
         action="store_true",
         help="replace the split even if it was built from another input / seeds / KB / config",
@@ -137,7 +134,6 @@ def run(args: argparse.Namespace) -> int:
         split=split,
         seeds=tuple(range(args.seeds)),
         on_error=args.on_error,
-        resume=args.resume,
         overwrite=args.overwrite,
         export_json=args.export_json,
         num_proc=args.num_proc,
@@ -162,12 +158,12 @@ def run(args: argparse.Namespace) -> int:
             )
         except KnowledgeBaseError as err:
             raise KnowledgeBaseError(
-                f"the knowledge base failed: {err}; finished documents are kept: rerun with --resume to continue"
+                f"the knowledge base failed: {err}; run the same build again (Wikidata replies so far are cached)"
             ) from err
     n_done = result.statistics["renamed_documents"]
-    rate = (n_done - result.resumed) / result.seconds if result.seconds else 0.0
+    rate = n_done / result.seconds if result.seconds else 0.0
     print(f"\nBuilt split {split!r} of {result.output_dir}: {n_done} renamed documents in {result.seconds:.1f}s "
-          f"({rate:.0f} docs/s{f', {result.resumed} resumed' if result.resumed else ''}).")
+          f"({rate:.0f} docs/s).")
     print("\n".join(statistics_markdown(split, result.statistics)))
     if result.failures:
         print(f"{len(result.failures)} (document, seed) pairs not renamed: see {result.output_dir}/errors/{split}.jsonl")

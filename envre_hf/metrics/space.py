@@ -23,7 +23,7 @@ import tempfile
 import tokenize
 from pathlib import Path
 from typing import Any
-from .. import __version__
+from ..version import __version__
 
 #: Name of the generated sibling module of the Space.
 SCORER_MODULE = "docre_f1_scorer"

@@ -69,8 +69,7 @@ class DocREConfig(PretrainedConfig):
     ``ncrl_none_weight`` (weight of the none-class term). ``top_k`` caps relations per pair at
     decoding (4 as in ATLOP's DocRED runs; ``None`` or 0: no cap). ``head_settings`` holds the
     family's own settings as its typed dataclass (KD-DocRE, DocuNet; ``None`` for a family without settings):
-    given as that dataclass or a dict, saved in config.json as a dict. ``extra_head`` (a dict), the key of
-    earlier versions, is still read.
+    given as that dataclass or a dict, saved in config.json as a dict.
     ``encoder_name_or_path`` records where the encoder weights came from (for the model card): a Hub id,
     or only the folder's name for a local folder (see :func:`portable_name`), never an absolute path.
     """
@@ -92,11 +91,6 @@ class DocREConfig(PretrainedConfig):
     encoder_name_or_path: str | None = None
 
     def __post_init__(self, **kwargs: Any):
-        legacy = kwargs.pop("extra_head", None)  # config.json files and callers of earlier versions
-        if legacy is not None:
-            if self.head_settings is not None and self.head_settings != legacy:
-                raise ValueError("give head_settings or its former name extra_head, not both")
-            self.head_settings = legacy
         if self.id2label is None and "num_labels" not in kwargs and docred_schema is not None:
             self.id2label = dict(docred_schema().index2rel)
         super().__post_init__(**kwargs)

@@ -79,13 +79,14 @@ def test_read_benchmark_reads_exactly_one_split_and_names_the_others(two_split_f
         read_benchmark(two_split_folder, "validation")
 
 
-def test_read_benchmark_refuses_a_folder_with_a_replacement_cut_short(two_split_folder):
-    from envre_hf.documents.build_folder import COMMIT_FILE, WORK_DIR
+def test_read_benchmark_refuses_a_folder_with_a_split_write_cut_short(two_split_folder):
+    from envre_hf.documents.build_folder import WORK_DIR
 
-    journal = two_split_folder / WORK_DIR / "test" / COMMIT_FILE
-    journal.parent.mkdir(parents=True)
-    journal.write_text(json.dumps({"split": "test", "moves": [], "deletes": []}), encoding="utf-8")
-    with pytest.raises(BuildFolderError, match="split\\(s\\) test was cut short; finish it with envre build --resume"):
+    mark = two_split_folder / WORK_DIR / "test"  # what envre build leaves while it writes split test
+    mark.parent.mkdir(parents=True)
+    mark.write_text("writing\n", encoding="utf-8")
+    (mark.parent / ".test.x1.tmp").write_text("", encoding="utf-8")  # a killed write's temporary file: no split
+    with pytest.raises(BuildFolderError, match="split\\(s\\) test was cut short; run the same envre build again"):
         read_benchmark(two_split_folder, "test_hard")
 
 
