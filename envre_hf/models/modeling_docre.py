@@ -251,8 +251,9 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     In training on CPU a padded batch is encoded one document at a time, each at its own length
     (``unpadded``): padding costs CPU time in proportion, and attention with dropout (plain attention on
-    CPU, see :func:`~.attention.mention_row_attention`) in its square. Prediction keeps padded batches (sorted by length,
-    they carry little padding, and bf16 matmuls run faster on larger blocks), and so do GPUs.
+    CPU, see :func:`~.attention.mention_row_attention`) in its square. Prediction keeps padded batches
+    (sorted by length, they carry little padding, and bf16 matmuls run faster on larger blocks), and so
+    do GPUs.
     """
 
     #: Encode padded batches document by document: True, False, or None (default: in training on CPU).
@@ -456,7 +457,7 @@ class DocREPreTrainedModel(PreTrainedModel):
             request = RowRequest(self.rows_layer, doc, pos)
             hidden = self.encoder(**given, envre_row_request=request).last_hidden_state
             if request.rows is None:
-                raise RuntimeError(f"{type(self.encoder).__name__} never ran the attention of its layer {self.rows_layer}")
+                raise RuntimeError(f"{type(self.encoder).__name__} never ran the attention of layer {self.rows_layer}")
             rows = request.rows
         else:
             out = self.encoder(**given, output_attentions=True)

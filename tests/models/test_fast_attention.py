@@ -271,7 +271,8 @@ def test_unpadded_training_looks_word_embeddings_up_once_per_batch(tokenizer, ba
     per batch): losses and gradients equal the padded batch's, and a forward hook on the embedding
     (NEFTune-style noise) sees that one lookup of the padded batch."""
     torch.manual_seed(0)
-    config = DocREConfig(encoder=_encoder("roberta", tokenizer.vocab_size, 512), head_type="atlop", emb_size=32, block_size=8)
+    encoder = _encoder("roberta", tokenizer.vocab_size, 512)
+    config = DocREConfig(encoder=encoder, head_type="atlop", emb_size=32, block_size=8)
     ids = batch["input_ids"].clone()
     ids[~batch["attention_mask"].bool()] = config.encoder.pad_token_id  # RoBERTa numbers positions after padding
     inputs = {**batch, "input_ids": ids}
