@@ -8,9 +8,7 @@ EVRT terms are on (any subset of ``clp``, ``rcr``, ``pcr``), so every row of the
 
 from __future__ import annotations
 
-import os
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
 
 from transformers import TrainingArguments
 
@@ -21,9 +19,6 @@ from .presets import get_preset
 EVRT_LOSSES = ("clp", "rcr", "pcr")
 #: Where the renamed twin of each training document comes from.
 TWIN_SOURCES = ("on_the_fly", "prebuilt")
-#: TrainingArguments the model card lists beside the EVRT switches.
-CARD_SETTINGS = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "gradient_accumulation_steps",
-                 "warmup_ratio", "max_grad_norm", "seed", "metric_for_best_model")  # fmt: skip
 
 
 def _has_accelerator() -> bool:
@@ -182,18 +177,3 @@ class EVRTTrainingArguments(TrainingArguments):
         if term not in EVRT_LOSSES:
             raise ValueError(f"unknown EVRT term {term!r}; choose from {list(EVRT_LOSSES)}")
         return bool(self.evrt) and term in self.evrt_losses
-
-    def card_settings(self) -> dict[str, Any]:
-        """The EVRT switches and the main optimisation settings, as the model card lists them (paths by name)."""
-        from ..models.configuration_docre import portable_name
-
-        def portable(value: Any) -> Any:
-            if isinstance(value, (list, tuple)):
-                return [portable(v) for v in value]
-            if isinstance(value, str) and (os.sep in value or os.path.exists(value)):
-                return portable_name(value)
-            return value
-
-        base = {f.name for f in fields(TrainingArguments)} | {"remove_unused_columns"}
-        names = [f.name for f in fields(self) if f.name not in base] + list(CARD_SETTINGS)
-        return {name: portable(getattr(self, name)) for name in names if getattr(self, name, None) is not None}

@@ -12,11 +12,9 @@ Originals and twins share one forward call (``evrt_single_pass``), or take two w
 needs more than logits and labels. Each component is logged (``loss_clo``, ``loss_clp``, ``loss_rcr``,
 ``loss_pcr``: unweighted, averaged over the micro-batches and processes since the last log).
 
-Evaluation scores whole documents with the DocRED metric inside ``Trainer.evaluate``
-(:meth:`EVRTTrainer.prediction_step` decodes, ``compute_metrics`` scores): with
+Evaluation scores whole documents with the DocRED metric (:meth:`EVRTTrainer.evaluate`): with
 ``eval_documents={"dev": docs, ...}`` the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_ign_f1``,
-``eval_dev_f1_plus_ign_f1`` (with ``train_documents_for_ign``), ..., so ``metric_for_best_model=
-"dev_f1_plus_ign_f1"`` selects the best checkpoint as the released code does.
+``eval_dev_f1_plus_ign_f1``, ..., for ``metric_for_best_model`` as the released code selects checkpoints.
 """
 
 from __future__ import annotations
@@ -34,11 +32,8 @@ from transformers import EvalPrediction, Trainer, TrainerCallback
 
 from ..documents import Document, check_unique_keys
 from .arguments import EVRTTrainingArguments
-from .consistency import (
-    group_bilinear_consistency_loss,
-    prediction_consistency_loss,
-    representation_consistency_loss,
-)
+from .card import EVAL_SCORES, run_card
+from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
 from ..atomic import write_text
 from ..features.batching import LengthGroupedSampler, dataset_lengths
 from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, split_pair_batch, starved_twin_types
@@ -46,11 +41,8 @@ from .pairing import EVRTPairCollator, EVRTPairDataset
 from ..features.collator import DocRECollator
 from ..metrics import score_predictions
 from ..models.prediction import decode_predictions
-from ..models.hub import model_card
 from ..features.featurize import featurize_document
 
-#: DocREScores attributes reported by evaluation, in this order.
-EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
 #: Batch keys that are bookkeeping, never model inputs.
 _NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key")
 
@@ -113,9 +105,7 @@ class EVRTTrainer(Trainer):
         if len(args) < 3 and kwargs.get("data_collator") is None:  # DocRE batches, paired or not
             kwargs["data_collator"] = EVRTPairCollator(DocRECollator(kwargs.get("processing_class")))
         super().__init__(*args, **kwargs)
-        sets = self.eval_dataset  # documents featurized once, scored at every evaluation
-        is_dict = isinstance(sets, dict)
-        self.eval_dataset = {k: self._document_set(v) for k, v in sets.items()} if is_dict else self._document_set(sets)
+        self.eval_dataset = self._document_set(self.eval_dataset)  # featurized once, scored at each evaluation
         if not isinstance(self.args, EVRTTrainingArguments):
             raise TypeError("EVRTTrainer needs EVRTTrainingArguments (the EVRT switches live there)")
         if self.train_dataset is not None and hasattr(self.train_dataset, "set_epoch"):
@@ -172,12 +162,9 @@ class EVRTTrainer(Trainer):
         (:class:`~envre_hf.features.batching.LengthGroupedSampler`), measured on the items themselves, so a
         document and its twin stay one item (transformers' own sampler cannot measure pair items)."""
         dataset = self.train_dataset if train_dataset is None else train_dataset
-        if getattr(self.args, "train_sampling_strategy", None) == "group_by_length" and isinstance(
-            dataset, DocumentFeaturesDataset
-        ):
-            lengths = dataset_lengths(dataset)
+        if self.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, DocumentFeaturesDataset):
             batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps
-            return LengthGroupedSampler(lengths, batch, seed=self.args.seed)
+            return LengthGroupedSampler(dataset_lengths(dataset), batch, seed=self.args.seed)
         return super()._get_train_sampler(train_dataset)
 
     def create_optimizer(self, model: torch.nn.Module | None = None):
@@ -193,13 +180,11 @@ class EVRTTrainer(Trainer):
                 groups.setdefault((name.startswith("encoder."), name in decay), []).append(param)
         optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(self.args, model)
         lr = {True: self.args.learning_rate, False: head_lr}  # in the encoder or not
-        self.optimizer = optimizer_cls(
-            [
-                {"params": params, "lr": lr[in_encoder], "weight_decay": self.args.weight_decay if decays else 0.0}
-                for (in_encoder, decays), params in sorted(groups.items())
-            ],
-            **optimizer_kwargs,
-        )
+        param_groups = [
+            {"params": params, "lr": lr[in_encoder], "weight_decay": self.args.weight_decay if decays else 0.0}
+            for (in_encoder, decays), params in sorted(groups.items())
+        ]
+        self.optimizer = optimizer_cls(param_groups, **optimizer_kwargs)
         return self.optimizer
 
     # ------------------------------------------------------------------ loss
@@ -338,7 +323,9 @@ class EVRTTrainer(Trainer):
     # ------------------------------------------------------------------ evaluation
 
     def _document_set(self, dataset: Any) -> Any:
-        """A list of documents as a :class:`DocumentFeaturesDataset` (featurized on first use); else ``dataset``."""
+        """Lists of documents (alone or as a dict's values) as :class:`DocumentFeaturesDataset`; else ``dataset``."""
+        if isinstance(dataset, dict):
+            return {name: self._document_set(d) for name, d in dataset.items()}
         if not (isinstance(dataset, (list, tuple)) and dataset and isinstance(dataset[0], Document)):
             return dataset
         featurize = functools.partial(featurize_document, tokenizer=self.processing_class,
@@ -346,9 +333,8 @@ class EVRTTrainer(Trainer):
         return DocumentFeaturesDataset(dataset, featurize)
 
     def evaluate(self, eval_dataset: Any = None, ignore_keys: list[str] | None = None, metric_key_prefix: str = "eval"):
-        """``Trainer.evaluate``; a set of documents (a :class:`DocumentFeaturesDataset` or a list of documents)
-        is also scored with the DocRED metric: ``<prefix>_f1``, ``_ign_f1``, ..., and ``_f1_plus_ign_f1`` (the
-        released code selects checkpoints by dev F1 + dev Ign F1)."""
+        """``Trainer.evaluate``; documents (a :class:`DocumentFeaturesDataset` or a list) are also scored with the
+        DocRED metric: ``<prefix>_f1``, ``_ign_f1``, ..., ``_f1_plus_ign_f1`` (what the released code selects by)."""
         eval_dataset = self._document_set(eval_dataset)
         target = self.eval_dataset if eval_dataset is None else eval_dataset
         target = self.eval_dataset[target] if isinstance(target, str) else target
@@ -362,13 +348,7 @@ class EVRTTrainer(Trainer):
         finally:
             self.compute_metrics, self._scoring = self._scoring.user_metrics, None
 
-    def prediction_step(
-        self,
-        model: torch.nn.Module,
-        inputs: dict[str, Any],
-        prediction_loss_only: bool,
-        ignore_keys: list[str] | None = None,
-    ):
+    def prediction_step(self, model, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys=None):
         """Trainer's step. While a set of documents is scored, the pair logits are decoded and the step returns
         each document's multi-hot predictions (documents x pairs x labels, int8, padded with -100 as Trainer
         pads) with the documents' positions in the set as labels: Trainer then gathers whole documents across
@@ -386,8 +366,7 @@ class EVRTTrainer(Trainer):
     def _score_documents(self, eval_pred: EvalPrediction) -> dict[str, float]:
         """``compute_metrics`` of a scored set: the DocRED scores of the decoded predictions, plus the metrics
         of the user's own ``compute_metrics`` (given the same predictions)."""
-        scoring = self._scoring
-        documents = scoring.dataset.documents
+        scoring, documents = self._scoring, self._scoring.dataset.documents
         positions = eval_pred.label_ids.tolist()
         if sorted(positions) != list(range(len(documents))):
             raise RuntimeError(f"evaluation gathered {len(positions)} document rows for {len(documents)} documents")
@@ -405,37 +384,17 @@ class EVRTTrainer(Trainer):
 
     # ------------------------------------------------------------------ model card
 
-    def document_scores(self) -> dict[str, dict[str, float]]:
-        """The latest DocRED scores of each evaluation set in the logs: ``{set name: {score: fraction}}``."""
-        scores: dict[str, dict[str, float]] = {}
-        for name in list(self.eval_dataset) if isinstance(self.eval_dataset, dict) else [None]:
-            prefix = f"eval_{name}_" if name is not None else "eval_"
-            entry = next((e for e in reversed(self.state.log_history) if f"{prefix}f1" in e), None)
-            if entry is not None:
-                scores[name or "eval"] = {a: entry[f"{prefix}{a}"] for a in EVAL_SCORES if f"{prefix}{a}" in entry}
-        return scores
-
     def create_model_card(
         self, license: str | None = None, tags: str | list[str] | None = None, model_name: str | None = None,
         dataset_tags: str | list[str] | None = None, dataset: str | list[str] | None = None,
         eval_datasets: dict[str, str] | None = None, **unused: Any,
     ) -> None:  # fmt: skip
-        """The project's card (``envre_hf.models.hub.model_card``) in ``output_dir/README.md``: encoder id, training
-        datasets (Hub ids in the metadata), EVRT settings and the latest DocRED scores of every evaluation set as
-        ``model-index`` results. ``Trainer.push_to_hub(dataset=..., eval_datasets={"dev": id, ...})`` passes them."""
-        if not self.is_world_process_zero():
-            return
-        datasets = [d for names in (dataset_tags, dataset) for d in ([names] if isinstance(names, str) else names or [])]
-        card = model_card(
-            self.accelerator.unwrap_model(self.model),
-            list(dict.fromkeys(datasets)),
-            self.document_scores() or None,
-            license,
-            evrt=self.args.card_settings(),
-            eval_datasets=eval_datasets,
-            model_name=model_name,
-            tags=[tags] if isinstance(tags, str) else list(tags or []),
-        )
-        if self.args.hub_model_id:
-            card = card.replace('"REPO_ID"', f'"{self.args.hub_model_id}"')
-        write_text(os.path.join(self.args.output_dir, "README.md"), card)
+        """The project's card (:func:`~envre_hf.training.card.run_card`) in ``output_dir/README.md``;
+        ``Trainer.push_to_hub(dataset=..., eval_datasets={"dev": hub id, ...})`` passes the datasets."""
+        if self.is_world_process_zero():
+            names = list(self.eval_dataset) if isinstance(self.eval_dataset, dict) else [None]
+            card = run_card(
+                self.accelerator.unwrap_model(self.model), self.args, self.state.log_history, names, license=license,
+                tags=tags, model_name=model_name, datasets=(dataset_tags, dataset), eval_datasets=eval_datasets,
+            )  # fmt: skip
+            write_text(os.path.join(self.args.output_dir, "README.md"), card)
