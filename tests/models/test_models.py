@@ -10,6 +10,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
+from _encoder_reference import eager, full_attention
 from _training_helpers import minilm_dir, tiny_model
 
 from envre_hf.features import DocRECollator, featurize_document
@@ -23,7 +24,7 @@ from envre_hf.models import (
     none_class_ranking_loss,
     threshold_decode,
 )
-from envre_hf.models.modeling_docre import DocREPreTrainedModel
+from envre_hf.models.modeling_docre import DocREPreTrainedModel, mention_index
 from envre_hf.models.registry import head_class
 
 
@@ -134,10 +135,9 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
         starts = [p[1] for p in mine]
         assert all(b2 - b1 <= (window - 2) // 2 for b1, b2 in zip(starts, starts[1:]))  # overlaps >= half window
     with torch.no_grad():
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
-        assert seq.shape[:2] == batch["input_ids"].shape and att.shape[-1] == batch["input_ids"].shape[1]
-        for b, n in enumerate(lengths):
-            assert torch.allclose(att[b, :, :n].sum(-1), torch.ones(att.shape[1], n), atol=1e-5)
+        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        assert seq.shape[:2] == batch["input_ids"].shape and rows.shape[-1] == batch["input_ids"].shape[1]
+        assert torch.allclose(rows.sum(-1), torch.ones(rows.shape[:2]), atol=1e-5)  # merged rows renormalised
         # positions seen only by a document's first window equal the encoder's output on that window
         b, n = 0, lengths[0]
         second = [p for p in plans if p[0] == b][1]
@@ -156,7 +156,7 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
         mask = torch.zeros_like(ids)
         ids[0], mask[0] = batch["input_ids"][0], batch["attention_mask"][0]
         ids[1, : len(short)], mask[1, : len(short)] = torch.tensor(short), 1
-        seq2, _ = model.encode(ids, mask)
+        seq2, _ = model.encode(ids, mask, [batch["entity_pos"][0], []])
         alone = model.encoder(input_ids=torch.tensor([short])).last_hidden_state[0]
         assert torch.allclose(seq2[1, : len(short)], alone, atol=1e-5)
 
@@ -164,20 +164,23 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
 def test_short_batch_uses_one_pass_and_equals_encoder(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=512).eval()
     with torch.no_grad():
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
-        with model.eager_attention():  # the encoder runs SDPA by default, which returns no attentions
+        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        with eager(model):  # the encoder runs SDPA by default, which returns no attentions
             out = model.encoder(
                 input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_attentions=True
             )
-    assert torch.equal(seq, out.last_hidden_state) and torch.equal(att, out.attentions[-1])
+    idx = mention_index(batch["entity_pos"])
+    assert torch.allclose(seq, out.last_hidden_state, atol=1e-5)
+    assert torch.allclose(rows, out.attentions[-1][idx.doc, :, idx.pos], atol=1e-6)
 
 
 def test_vectorised_pooling_matches_a_plain_loop(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     with torch.no_grad():
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
-        embs, atts = model.entity_embeddings(seq, att, batch["entity_pos"])
-        hs, ts, rs = model.pair_features(seq, att, batch["entity_pos"], batch["hts"])
+        seq, att = full_attention(model, batch["input_ids"], batch["attention_mask"])
+        idx = mention_index(batch["entity_pos"])
+        embs, atts = model.entity_embeddings(seq, att[idx.doc, :, idx.pos], batch["entity_pos"])
+        hs, ts, rs = model.pair_features(seq, att[idx.doc, :, idx.pos], batch["entity_pos"], batch["hts"])
     row = 0
     for b, entities in enumerate(batch["entity_pos"]):
         assert embs[b].shape == (len(entities), 32) and atts[b].shape == (len(entities), 2, seq.shape[1])
@@ -447,7 +450,7 @@ def test_atlop_forward_equals_its_textbook_composition(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     with torch.no_grad():
         logits = model(**batch).logits
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
+        seq, att = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
         hs, ts, rs = model.pair_features(seq, att, batch["entity_pos"], batch["hts"])
         zh = torch.tanh(model.head_extractor(torch.cat([hs, rs], -1)))
         zt = torch.tanh(model.tail_extractor(torch.cat([ts, rs], -1)))
