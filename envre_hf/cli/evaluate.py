@@ -3,8 +3,8 @@
 Modes, one function each, chosen in :func:`run`:
 
 * ``--predictions FILE`` (:func:`run_predictions`): an official-format prediction file
-  (``[{"title" | "doc_id", "h_idx", "t_idx", "r", "evidence"?}, ...]``). The gold index and the training
-  facts are cached per file content (:mod:`envre_hf.metrics.cache`; ``--no-cache`` reads the files in full).
+  (``[{"title" | "doc_id", "h_idx", "t_idx", "r", "evidence"?}, ...]``), scored by
+  :func:`envre_hf.metrics.score_files`.
 
 Other modes (e.g. ``--model DIR``: predict with a model first; ``--env ENV``: a robustness report)
 plug in as further argument groups in :func:`add_arguments` and branches in :func:`run`; they share
@@ -51,12 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="count predictions for documents missing from --gold as wrong (the official scorer's behaviour) "
         "instead of stopping with an error",
-    )
-    preds.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="read --gold and --train in full even when this gold / training file was scored before (by default their "
-        "indexes are kept under $ENVRE_CACHE/scoring, default ~/.cache/envre/scoring, keyed by file content)",
     )
     add_model_arguments(parser)
     add_env_arguments(parser)
@@ -150,13 +144,8 @@ def run_predictions(args: argparse.Namespace) -> int:
     """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
     from ..metrics import score_files  # lazy: start-up time
 
-    scores = score_files(
-        args.predictions,
-        _require_gold(args),
-        args.train,
-        allow_unknown_documents=args.allow_unknown_documents,
-        cache=not getattr(args, "no_cache", False),
-    )
+    gold, unknown = _require_gold(args), args.allow_unknown_documents
+    scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown)
     emit(scores.to_dict(), args)
     return 0
 

@@ -1,7 +1,7 @@
 """``envre push-metric REPO``: publish the docre_f1 metric as a Space (``evaluate.load(REPO)`` then works anywhere).
 
-The Space folder's scorer module is regenerated from the installed envre-hf before the upload, so the
-published metric always scores exactly as ``envre evaluate`` does.
+The Space's scoring module is taken from the installed envre-hf (``envre_hf/metrics/scoring.py``, of which the
+Space folder holds a byte-identical copy), so the published metric always scores exactly as ``envre evaluate`` does.
 """
 
 from __future__ import annotations

@@ -191,7 +191,9 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
         raise ValueError(f"on_error must be 'fail' or a callable, got {on_error!r}")
     keys = KeyChecker(path)
     skip = None if on_error == "fail" else on_error
-    for i, obj in enumerate(read_raw_documents(path, keep_errors=skip is not None)):
+    raw = read_raw_documents(path, keep_errors=skip is not None)
+    for i in range(len(raw)):
+        obj, raw[i] = raw[i], None  # each raw document is let go once parsed: one copy of the file in memory, not two
         try:
             if isinstance(obj, DocumentError):  # a JSON Lines line that is not JSON (kept for ``skip``)
                 raise obj

@@ -227,8 +227,8 @@ def test_evaluate_load_after_push_metric_equals_envre_evaluate(hub, no_envre, tm
     proc = _as_maintainer(hub, tmp_path, ["push-metric", "envre/docre_f1"])
     assert "envre/docre_f1" in proc.stdout
     space = hub.files[("space", "envre/docre_f1")]
-    assert sorted(space) == ["README.md", "app.py", "docre_f1.py", "docre_f1_scorer.py", "requirements.txt"]
-    assert space["docre_f1_scorer.py"] == (REPO / "spaces" / "docre_f1" / "docre_f1_scorer.py").read_bytes()
+    assert sorted(space) == ["README.md", "app.py", "docre_f1.py", "requirements.txt", "scoring.py"]
+    assert space["scoring.py"] == (REPO / "envre_hf" / "metrics" / "scoring.py").read_bytes()
     card = space["README.md"].decode()
     assert "sdk: gradio" in card and "app_file: app.py" in card
 
@@ -258,11 +258,3 @@ def test_evaluate_load_after_push_metric_equals_envre_evaluate(hub, no_envre, tm
     assert user["scores"] == written
     assert {k: user["scores"][k] for k in printed} == printed and printed["f1"] > 0
     assert user["examples"] >= 6 and user["failed"] == 0, user["report"]
-
-
-def test_generated_scorer_is_up_to_date():
-    """spaces/docre_f1/docre_f1_scorer.py is generated from the package: regenerate after changing the scorer
-    (``python -m envre_hf.metrics.space spaces/docre_f1``)."""
-    from envre_hf.metrics.space import bundle_scorer
-
-    assert (REPO / "spaces" / "docre_f1" / "docre_f1_scorer.py").read_text("utf-8") == bundle_scorer()
