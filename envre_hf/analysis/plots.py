@@ -73,3 +73,28 @@ def plot_map_curves(curves: Sequence[MAPCurve], path: str | os.PathLike, title: 
     finally:
         plt.close(fig)
     return path
+
+
+def plot_flip_rates(rates: Mapping[str, float | None], path: str | os.PathLike, title: str | None = None) -> Path:
+    """``envre probe``: flip rate (%) per relation, one horizontal bar each, highest on top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    bars = sorted(((label, rate) for label, rate in rates.items() if rate is not None), key=lambda item: item[1])
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.22 * max(len(bars), 1)), dpi=120)
+    try:
+        ax.barh([label for label, _ in bars], [rate * 100 for _, rate in bars], color="C3")
+        ax.set_xlabel("original predictions lost per renamed copy (%)")
+        ax.set_xlim(0, 100)
+        ax.set_title(title or "Flip rate by relation (facts predicted on the originals)")
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+        fig.tight_layout()
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png")
+    finally:
+        plt.close(fig)
+    return path

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,16 @@ from .output_folder import STAGE_DIR, BuildError, read_json_file, write_json_fil
 
 
 class WorkLog:
-    """The append-only records of one split's build: one JSON line per finished (document, seed)."""
+    """The append-only records of one split's build: one JSON line per finished (document, seed).
 
-    def __init__(self, folder: Path, fsync_every: int):
+    ``is_record`` tells a whole record from a damaged line (default: a build's records); ``envre probe`` keeps
+    its predictions per (document, seed) in a log of its own records.
+    """
+
+    def __init__(self, folder: Path, fsync_every: int, is_record: Callable[[Any], bool] | None = None):
         self.path = folder / "records.jsonl"
         self.fsync_every = fsync_every
+        self.is_record = is_record if is_record is not None else _is_record
         self._since_sync = 0
         self._fh: Any = None
         #: Every finished record, (document index, seed) -> record: read from disk, then appended.
@@ -43,7 +49,7 @@ class WorkLog:
                     record = json.loads(line)
                 except ValueError:  # not JSON (or not text: zeros a machine crash left)
                     break
-                if not _is_record(record):
+                if not self.is_record(record):
                     break  # damaged: this line and what follows are renamed again
                 self.records[(record["doc"], record["seed"])] = record
                 good_bytes += len(line)
