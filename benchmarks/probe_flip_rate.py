@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Recompute ``envre probe``'s flip rate and name-reliance share from its ``--save-predictions`` files alone.
 
-An independent check of ``envre_hf.analysis.probe`` (plain ``json``, no envre_hf import): a fact is
+An independent check of ``envre_hf.analysis.name_reliance`` (plain ``json``, no envre_hf import): a fact is
 ``(document key, h_idx, t_idx, r)``; an original row's key is its ``doc_id`` (or, without one, its ``title``), a
 copy row's key is its ``doc_id`` without the ``#<seed>`` the renaming appends. For the facts predicted on the
 originals: flip rate = lost (fact, copy) pairs / (facts x copies); name reliance = share of facts found in fewer
@@ -51,18 +51,23 @@ def _same(a: float | None, b: float | None) -> bool:
     return a is None and b is None or a is not None and b is not None and math.isclose(a, b, rel_tol=0, abs_tol=1e-12)
 
 
+def check(folder: Path) -> dict:
+    """The recomputed figures, the ones ``folder/probe.json`` reports, and whether they are equal."""
+    recomputed = recompute(folder)
+    reported = json.loads((folder / "probe.json").read_text(encoding="utf-8"))["summary"]
+    equal = recomputed["facts"] == reported["facts"] and all(
+        _same(recomputed[key], reported[key]) for key in ("flip_rate", "name_reliance")
+    )
+    return {"recomputed": recomputed, "reported": {k: reported[k] for k in ("facts", "flip_rate", "name_reliance")},
+            "equal": equal}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path, help="an envre probe --output folder written with --save-predictions")
-    args = parser.parse_args(argv)
-    recomputed = recompute(args.folder)
-    reported = json.loads((args.folder / "probe.json").read_text(encoding="utf-8"))["summary"]
-    same = recomputed["facts"] == reported["facts"] and all(
-        _same(recomputed[key], reported[key]) for key in ("flip_rate", "name_reliance")
-    )
-    print(json.dumps({"recomputed": recomputed, "reported": {k: reported[k] for k in ("facts", "flip_rate", "name_reliance")},
-                      "equal": same}, indent=2))  # fmt: skip
-    return 0 if same else 1
+    result = check(parser.parse_args(argv).folder)
+    print(json.dumps(result, indent=2))
+    return 0 if result["equal"] else 1
 
 
 if __name__ == "__main__":

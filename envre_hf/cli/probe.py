@@ -6,7 +6,7 @@ Example (Re-DocRED test, offline corpus KB, names of the training split kept out
         --kb-pool ../shared/data/redocred/test_revised.json --train ../shared/data/redocred/dev_revised.json \\
         --copies 5 --output probe_evrt
 
-The measures and the output folder: :mod:`envre_hf.analysis.probe`. A rerun of a killed probe with the same
+The measures and the output folder: :mod:`envre_hf.analysis.name_reliance`. A rerun of a killed probe with the same
 options continues it.
 """
 
@@ -70,7 +70,7 @@ def read_inputs(args: argparse.Namespace) -> list:
 
 def run(args: argparse.Namespace) -> int:
     """Errors propagate to :func:`envre_hf.cli.main.main`, which prints them on one line (exit status 2)."""
-    from ..analysis.probe import PROBE_FILE, REPORT_FILE, run_probe, with_gold_labels  # lazy: start-up time
+    from ..analysis.name_reliance import PROBE_FILE, REPORT_FILE, run_probe, with_gold_labels  # lazy: start-up time
     from ..documents import read_documents  # lazy: start-up time
     from ..renaming import RenamingConfig, RenamingPipeline, document_names  # lazy: start-up time
 

@@ -1,4 +1,4 @@
-"""``envre probe`` / ``envre_hf.analysis.probe``: facts matched across renamed copies, with a tiny random model.
+"""``envre probe`` / ``envre_hf.analysis.name_reliance``: facts matched across renamed copies, with a tiny random model.
 
 The model's threshold class is pushed down, so it predicts (random) relations for many pairs and renaming changes
 some of them: every measure is informative.
@@ -66,7 +66,7 @@ def _measures(probe: dict) -> dict:
 
 def test_compare_copies_counts_survival_flips_new_facts_and_reliance(redocred_test):
     """Hand-made predictions: 2 original facts over 3 copies."""
-    from envre_hf.analysis.probe import compare_copies, rename_copies
+    from envre_hf.analysis.name_reliance import compare_copies, rename_copies
     from envre_hf.kb.corpus import CorpusKB
     from envre_hf.renaming import RenamingPipeline
 
@@ -166,7 +166,7 @@ def test_gold_table_equals_envre_evaluate_env_and_saved_predictions_recompute_th
 
 def test_a_killed_probe_continues_where_it_stopped(setup, tmp_path, capsys, monkeypatch):
     """Predictions are logged per document: a rerun predicts only what is missing and ends as an unbroken run."""
-    import envre_hf.analysis.probe as probe_module
+    import envre_hf.analysis.name_reliance as probe_module
 
     root = setup
     assert envre(_probe_argv(root, tmp_path / "whole", "--batch-size", "1")) == 0
