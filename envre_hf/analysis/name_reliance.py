@@ -199,9 +199,19 @@ def _cell(text: str) -> str:
 
 
 def rename_copies(pipeline: Any, docs: Sequence[Document], seeds: Sequence[int], progress: bool = True) -> list[list[Document]]:
-    """``copies[i][c]``: document ``i`` renamed with ``seeds[c]``, through the one renaming driver."""
+    """``copies[i][c]``: document ``i`` renamed with ``seeds[c]``, through the one renaming driver.
+
+    Facts are matched by entity index, so a renamer that does not keep the entities (count and order) is refused."""
     flat = RenamingDriver(pipeline).rename_documents(docs, seeds, desc="Renaming", progress=progress)
-    return [[flat[c * len(docs) + i] for c in range(len(seeds))] for i in range(len(docs))]
+    copies = [[flat[c * len(docs) + i] for c in range(len(seeds))] for i in range(len(docs))]
+    for i, (doc, per_doc) in enumerate(zip(docs, copies)):
+        for copy in per_doc:
+            if copy.num_entities != doc.num_entities:
+                raise DocumentError(
+                    f"its copy {copy.key!r} has {copy.num_entities} entities instead of {doc.num_entities}: facts cannot "
+                    f"be matched across copies", doc_index=i, title=doc.title,
+                )  # fmt: skip
+    return copies
 
 
 def with_gold_labels(docs: Sequence[Document], gold: Sequence[Document]) -> list[Document]:
