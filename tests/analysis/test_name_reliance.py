@@ -131,6 +131,21 @@ def test_probe_needs_no_labels(setup, tmp_path, capsys):
     assert not (tmp_path / "unlabelled" / ".probe").exists()
 
 
+def test_a_saved_dataset_folder_is_probed_like_its_file(setup, tmp_path, capsys):
+    from envre_hf.documents import documents_to_dataset
+
+    root = setup
+    documents_to_dataset(read_documents(root / "unlabelled.json")).save_to_disk(str(tmp_path / "saved"))
+    results = []
+    for name, source in (("file", root / "unlabelled.json"), ("folder", tmp_path / "saved")):
+        argv = _probe_argv(root, tmp_path / name, "--copies", "1", "--max-docs", "2", "--save-predictions")
+        argv[argv.index("--input") + 1] = str(source)
+        assert envre(argv) == 0
+        results.append([(tmp_path / name / "predictions" / f).read_text() for f in ("original.json", "seed-0.json")])
+    assert results[0] == results[1] and json.loads(results[0][1])
+    assert json.loads((tmp_path / "folder" / "probe.json").read_text())["documents"] == 2
+
+
 def test_gold_table_equals_envre_evaluate_env_and_saved_predictions_recompute_the_flip_rate(setup, tmp_path, capsys):
     """With --gold, the table is the one envre evaluate --env prints for an envre build of the same copies;
     benchmarks/probe_flip_rate.py recomputes the flip rate from the --save-predictions files."""
