@@ -146,7 +146,8 @@ class ProbeResult:
         ]
         out += _table(
             ["flip rate (%)", "name reliance (%)", "new facts per copy", "new facts per original fact (%)"],
-            [[_pct(s["flip_rate"]), _pct(s["name_reliance"]), f"{s['new_facts_per_copy']:.2f}", _pct(s["new_fact_rate"])]],
+            [[_pct(s["flip_rate"]), _pct(s["name_reliance"]), f"{s['new_facts_per_copy']:.2f}",
+              _pct(s["new_fact_rate"])]],  # fmt: skip
         )
         out += [
             "",
@@ -156,14 +157,19 @@ class ProbeResult:
             "## Survival of the original predictions",
             "",
         ]
-        out += _table(["kept in copies", *map(str, range(k + 1))], [["facts", *(str(s["survival"][str(n)]) for n in range(k + 1))]])
-        out += ["", "Flip rate per copy: " + ", ".join(f"seed {seed} {_pct(r)}%" for seed, r in s["per_copy"].items()) + "."]
+        counts = [str(s["survival"][str(n)]) for n in range(k + 1)]
+        out += _table(["kept in copies", *map(str, range(k + 1))], [["facts", *counts]])
+        per_copy = ", ".join(f"seed {seed} {_pct(r)}%" for seed, r in s["per_copy"].items())
+        out += ["", f"Flip rate per copy: {per_copy}."]
         if self.gold is not None:
             out += ["", "## Scores against the gold labels", "", self.gold.to_markdown()]
         out += ["", "## Flip rate by entities renamed in the copy", ""]
         out += _table(
             ["entities of the fact renamed", "checks", "lost", "flip rate (%)"],
-            [[name, str(row["checks"]), str(row["lost"]), _pct(row["flip_rate"])] for name, row in self.renamed_arguments.items()],
+            [
+                [name, str(row["checks"]), str(row["lost"]), _pct(row["flip_rate"])]
+                for name, row in self.renamed_arguments.items()
+            ],
         )
         for name, title in BREAKDOWNS.items():
             out += ["", f"## By {title}", ""]
@@ -198,7 +204,9 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def rename_copies(pipeline: Any, docs: Sequence[Document], seeds: Sequence[int], progress: bool = True) -> list[list[Document]]:
+def rename_copies(
+    pipeline: Any, docs: Sequence[Document], seeds: Sequence[int], progress: bool = True
+) -> list[list[Document]]:
     """``copies[i][c]``: document ``i`` renamed with ``seeds[c]``, through the one renaming driver.
 
     Facts are matched by entity index, so a renamer that does not keep the entities (count and order) is refused."""
