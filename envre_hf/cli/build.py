@@ -21,20 +21,7 @@ _SPLIT_NAMES = {"train": "train", "dev": "validation", "validation": "validation
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, type=existing_path, help="DocRED / Re-DocRED / Linked-DocRED JSON or .jsonl")
-    parser.add_argument(
-        "--kb",
-        required=True,
-        choices=("wikidata", "dump", "corpus"),
-        help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
-        "corpus: offline KB drawn from the documents of --kb-pool",
-    )
-    parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
-    parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")
-    parser.add_argument(
-        "--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache (default: %(default)s)"
-    )
-    parser.add_argument("--wikidata-api-url", help="wikidata KB: action API of a mirror (default: Wikidata's)")
-    parser.add_argument("--wikidata-sparql-url", help="wikidata KB: SPARQL endpoint of a mirror (default: Wikidata's)")
+    add_kb_arguments(parser)
     parser.add_argument(
         "--exclude-names-from",
         nargs="+",
@@ -75,6 +62,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_kb_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options :func:`make_kb` reads (``envre build``, ``envre probe``)."""
+    parser.add_argument(
+        "--kb",
+        required=True,
+        choices=("wikidata", "dump", "corpus"),
+        help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
+        "corpus: offline KB drawn from the documents of --kb-pool",
+    )
+    parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
+    parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")
+    parser.add_argument(
+        "--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache (default: %(default)s)"
+    )
+    parser.add_argument("--wikidata-api-url", help="wikidata KB: action API of a mirror (default: Wikidata's)")
+    parser.add_argument("--wikidata-sparql-url", help="wikidata KB: SPARQL endpoint of a mirror (default: Wikidata's)")
 
 
 def split_name(input_path: Path, explicit: str | None) -> str:

@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "evaluate": "Score predictions or a model against gold documents (docre_f1).",
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",
+    "probe": "Which of a model's predictions change when only the entity names change (any documents, no labels needed).",
     "attribute": "Word attributions of a model's gold facts and their MAP(K) against human rationales (DocRED-HWE).",
     "push-metric": "Publish the docre_f1 metric as a Hub Space that evaluate.load() reads without envre-hf.",
 }

@@ -138,15 +138,33 @@ def predict(
     most ``top_k`` per pair (``model.config.top_k`` by default). Rows carry ``doc_id`` when the
     document has one (renamed copies), so scoring matches them to ``Document.key``.
     """
+    per_doc = dict(
+        iter_predictions(model, docs, tokenizer, batch_size, top_k, max_seq_length, schema, progress, autocast)
+    )
+    return [row for i in range(len(docs)) for row in per_doc[i]]
+
+
+def iter_predictions(
+    model: DocREPreTrainedModel,
+    docs: Sequence[Document],
+    tokenizer: Any,
+    batch_size: int = 4,
+    top_k: int | None = None,
+    max_seq_length: int | None = None,
+    schema: RelationSchema | None = None,
+    progress: bool = True,
+    autocast: str | None = None,
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """Yield (document index, its rows) as batches finish (length order, not input order): :func:`predict`
+    collects them; a caller that keeps each document's rows as they come (``envre probe``'s resumable log)
+    loses nothing but the batch in flight when killed. Arguments as in :func:`predict`."""
     features = [
         featurize_document(doc, tokenizer, schema, max_seq_length)
         for doc in tqdm(docs, desc="Featurizing", unit="doc", disable=not progress)
     ]
     pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0
-    per_doc: dict[int, list[dict[str, Any]]] = {}
     for i, logits in iter_logits(model, features, pad, batch_size, progress, autocast=autocast):
-        per_doc[i] = decode_predictions(docs[i], features[i]["hts"], model.decode(logits, top_k), schema)
-    return [row for i in range(len(docs)) for row in per_doc[i]]
+        yield i, decode_predictions(docs[i], features[i]["hts"], model.decode(logits, top_k), schema)
 
 
 def load_for_inference(
