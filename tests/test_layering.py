@@ -24,6 +24,7 @@ PACKAGE = "envre_hf"
 STAGES: dict[str, int] = {
     "citations": 0,
     "atomic": 0,
+    "bundling": 0,
     "http": 0,
     "documents": 1,
     "kb": 2,

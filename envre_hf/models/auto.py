@@ -5,7 +5,8 @@ without remote code. Registering with transformers imports torch (its auto modul
 registration waits for transformers: :func:`install` registers at once when transformers' auto
 modules are already loaded, else it hooks their import and registers right after they have loaded.
 Saved models also carry their own code (``auto_map``) for users without envre-hf
-(``trust_remote_code=True``).
+(``trust_remote_code=True``). The same way, ``pipeline("document-relation-extraction", model=...)`` finds
+:class:`~envre_hf.models.pipeline_docre.DocREPipeline` once ``transformers.pipelines`` has loaded.
 
 :class:`DocREModel` is the class registered with ``AutoModel``: it builds or loads the family named
 by ``config.head_type`` (importing that family's module only then; families: :mod:`envre_hf.models.registry`).
@@ -28,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 _CONFIG_AUTO = "transformers.models.auto.configuration_auto"
 _MODEL_AUTO = "transformers.models.auto.modeling_auto"
+_PIPELINES = "transformers.pipelines"
+_PIPELINE_MODULE = f"{__package__}.pipeline_docre"
 _CONFIG_MODULE = f"{__package__}.configuration_docre"
 
 
@@ -100,6 +103,24 @@ def register_model(modeling_auto: ModuleType | None = None) -> None:
         modeling_auto.AutoModel.register(config_class, DocREModel, exist_ok=True)
 
 
+def register_pipeline(pipelines: ModuleType | None = None) -> None:
+    """``pipeline("document-relation-extraction", ...)`` builds :class:`~envre_hf.models.pipeline_docre.DocREPipeline`.
+
+    Skipped while the pipeline module is still being imported (its import of transformers' pipelines fires
+    this hook): the hook on that module registers once it is complete."""
+    module = sys.modules.get(_PIPELINE_MODULE)
+    if module is not None and not hasattr(module, "DocREPipeline"):
+        return
+    from .pipeline_code import TASK  # lazy: the pipeline module imports torch and datasets
+    from .pipeline_docre import DocREPipeline  # lazy: see above
+
+    pipelines = pipelines or importlib.import_module(_PIPELINES)
+    known = pipelines.PIPELINE_REGISTRY.supported_tasks.get(TASK)
+    if known is None or known["impl"] is not DocREPipeline:
+        model_auto = importlib.import_module(_MODEL_AUTO)
+        pipelines.PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=model_auto.AutoModel)
+
+
 class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Runs ``callback(module)`` right after the module ``name`` has been executed (once)."""
 
@@ -142,13 +163,17 @@ def _run(callback: Callable[[ModuleType], None], module: ModuleType) -> None:
 
 def install() -> None:
     """Register with transformers now if its auto modules are loaded, else right after they load."""
-    for name, attr, callback in ((_CONFIG_AUTO, "AutoConfig", register_config), (_MODEL_AUTO, "AutoModel", register_model)):
+    hooks = (
+        (_CONFIG_AUTO, "AutoConfig", register_config),
+        (_MODEL_AUTO, "AutoModel", register_model),
+        (_PIPELINES, "PIPELINE_REGISTRY", register_pipeline),
+    )
+    for name, attr, callback in hooks:
         module = sys.modules.get(name)
         if module is not None and hasattr(module, attr):
             _run(callback, module)
         elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
             sys.meta_path.insert(0, _AfterImport(name, callback))
-    if _CONFIG_MODULE not in sys.modules and not any(
-        isinstance(f, _AfterImport) and f.name == _CONFIG_MODULE for f in sys.meta_path
-    ):
-        sys.meta_path.insert(0, _AfterImport(_CONFIG_MODULE, lambda module: install()))
+    for name, callback in ((_CONFIG_MODULE, lambda module: install()), (_PIPELINE_MODULE, lambda module: register_pipeline())):
+        if name not in sys.modules and not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+            sys.meta_path.insert(0, _AfterImport(name, callback))

@@ -73,6 +73,8 @@ class DocREConfig(PretrainedConfig):
     earlier versions, is still read.
     ``encoder_name_or_path`` records where the encoder weights came from (for the model card): a Hub id,
     or only the folder's name for a local folder (see :func:`portable_name`), never an absolute path.
+    ``relation_names`` maps the relation ids of ``id2label`` to names (DocRED's by default), for the
+    ``document-relation-extraction`` pipeline's output.
     """
 
     model_type = "docre"
@@ -90,6 +92,7 @@ class DocREConfig(PretrainedConfig):
     ncrl_none_weight: float = 1.0
     head_settings: HeadSettings | dict | None = None
     encoder_name_or_path: str | None = None
+    relation_names: dict[str, str] | None = None
 
     def __post_init__(self, **kwargs: Any):
         legacy = kwargs.pop("extra_head", None)  # config.json files and callers of earlier versions
@@ -99,6 +102,10 @@ class DocREConfig(PretrainedConfig):
             self.head_settings = legacy
         if self.id2label is None and "num_labels" not in kwargs and docred_schema is not None:
             self.id2label = dict(docred_schema().index2rel)
+        if docred_schema is not None:
+            # envre-hf installed: its registered pipeline serves the task, and transformers' pipeline() would
+            # insist on the saved remote code for any task that config.json lists (models save it again)
+            kwargs.pop("custom_pipelines", None)
         super().__post_init__(**kwargs)
         if self.encoder_name_or_path is not None:
             self.encoder_name_or_path = portable_name(self.encoder_name_or_path)
@@ -106,6 +113,9 @@ class DocREConfig(PretrainedConfig):
             self.encoder._name_or_path = portable_name(self.encoder._name_or_path)
         if self.label2id is None and self.id2label is not None:
             self.label2id = {name: int(i) for i, name in self.id2label.items()}
+        if self.relation_names is None and docred_schema is not None and self.id2label is not None:
+            names = docred_schema().id2name
+            self.relation_names = {r: names[r] for r in self.id2label.values() if r in names} or None
         if self.emb_size is None:
             self.emb_size = int(self.encoder.hidden_size)
         self.head_settings = get_family(self.head_type).parse_settings(self.head_settings, self)

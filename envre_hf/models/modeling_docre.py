@@ -465,6 +465,18 @@ class DocREPreTrainedModel(PreTrainedModel):
                 return family.head_type
         raise ValueError(f"{cls.__name__} implements no registered head_type: pass head_type=...")
 
+    def save_pretrained(self, save_directory: Any, *args: Any, **kwargs: Any) -> Any:
+        """transformers' save; with envre-hf installed, the ``document-relation-extraction`` pipeline's code is
+        written beside the model's and named in config.json (``custom_pipelines``), see
+        :mod:`envre_hf.models.pipeline_code`. A remote copy of this file (no envre-hf) saves the model alone."""
+        try:
+            from envre_hf.models.pipeline_code import pipeline_saved  # absolute, in a try: absent in remote copies
+        except ImportError:
+            self.config.__dict__.pop("custom_pipelines", None)  # its code would not be beside the copy
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        with pipeline_saved(self.config, save_directory):
+            return super().save_pretrained(save_directory, *args, **kwargs)
+
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
 
@@ -846,17 +858,22 @@ class DocREPreTrainedModel(PreTrainedModel):
         """
         return torch.sigmoid(logits[:, 1:] - logits[:, :1])
 
-    def decode(self, logits: torch.Tensor, top_k: int | None = None) -> torch.Tensor:
+    def decode(self, logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
         """Multi-hot predictions: r where logit_r > logit_0, at most ``top_k`` per pair (``config.top_k``
-        by default); class 0 is set for pairs with no relation."""
+        by default); class 0 is set for pairs with no relation. ``threshold``: r where its probability
+        (:meth:`relation_probabilities`) exceeds it instead (the learned threshold class is 0.5)."""
         top_k = self.config.top_k if top_k is None else top_k
-        return threshold_decode(logits, top_k)
+        return threshold_decode(logits, top_k, threshold)
 
 
-def threshold_decode(logits: torch.Tensor, top_k: int | None = None) -> torch.Tensor:
+def threshold_decode(logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
     """See :meth:`DocREPreTrainedModel.decode`."""
     out = torch.zeros_like(logits)
-    mask = logits > logits[:, :1]
+    if threshold is not None and not 0 < threshold < 1:
+        raise ValueError(f"threshold must be a probability strictly between 0 and 1, got {threshold}")
+    # sigmoid(logit_r - logit_0) > threshold  <=>  logit_r - logit_0 > logit(threshold); 0 for the default
+    margin = 0.0 if threshold is None else math.log(threshold / (1 - threshold))
+    mask = logits > logits[:, :1] + margin
     if top_k is not None and top_k > 0 and logits.size(1) > top_k:
         kth = torch.topk(logits, top_k, dim=1).values[:, -1:]
         mask = mask & (logits >= kth)
