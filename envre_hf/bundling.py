@@ -18,8 +18,6 @@ import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
-from . import __version__
-
 _RESOURCE = re.compile(r'resources\.files\("([\w.]+)"\)\.joinpath\("([^"]+)"\)\.read_text\("utf-8"\)')
 
 
@@ -162,9 +160,12 @@ def _strip(module: str, source: str) -> str:
     return "".join(kept).strip("\n") + "\n"
 
 
-def bundle_modules(roots: tuple[str, ...], *, title: str, writer: str, purpose: str, name: str = "<bundle>") -> str:
-    """The source of one module holding the envre-hf modules ``roots`` need; its docstring says ``title``,
-    who writes it (``writer``) and why (``purpose``)."""
+def bundle_modules(
+    roots: tuple[str, ...], *, title: str, writer: str, purpose: str, version: str | None = None, name: str = "<bundle>"
+) -> str:
+    """The source of one module holding the envre-hf modules ``roots`` need; its docstring says ``title``, the
+    envre-hf ``version``, who writes it (``writer``) and why (``purpose``). (The version is the caller's to give:
+    importing the package facade here would close an import cycle through the models that save bundles.)"""
     order = bundle_order(roots)
     sources = {m: _source_path(m).read_text("utf-8") for m in order}
     defined: dict[str, list[str]] = {}
@@ -191,7 +192,7 @@ def bundle_modules(roots: tuple[str, ...], *, title: str, writer: str, purpose: 
         doc = ast.get_docstring(ast.parse(source)) or ""
         parts.append(f"# {'-' * 70}\n# {module.replace('.', '/')}.py: {doc.splitlines()[0] if doc else ''}\n\n{body}")
     header = (
-        f'"""{title} of envre-hf {__version__}, standalone: GENERATED, do not edit.\n\n'
+        f'"""{title} of envre-hf{f" {version}" if version else ""}, standalone: GENERATED, do not edit.\n\n'
         f"Written by ``{writer}`` from the modules "
         + ", ".join(f"``{m}``" for m in order)
         + f",\nso that {purpose}.\n"

@@ -1,5 +1,5 @@
 """Shared set-up of the pipeline and ``envre predict`` tests: a saved tiny DocRE model, a tiny NER model whose
-predictions are set by hand, and DocRED documents turned into text with their mentions as character spans."""
+predictions are set by hand, and raw DocRED documents as text with their mentions as character spans."""
 
 from __future__ import annotations
 
@@ -55,22 +55,8 @@ def save_tiny_ner(folder: Path) -> Path:
 
 
 def docred_as_text(doc: dict[str, Any]) -> dict[str, Any]:
-    """A DocRED document as ``{"title", "text", "entities"}``: its tokens joined by single spaces, every mention
-    a character span of that text, entities in the same order."""
-    starts, pieces, offset = [], [], 0
-    for sent in doc["sents"]:
-        row = []
-        for token in sent:
-            row.append(offset)
-            pieces.append(token)
-            offset += len(token) + 1
-        starts.append(row)
-    entities = []
-    for entity in doc["vertexSet"]:
-        spans = []
-        for m in entity:
-            s, e = m["pos"]
-            last = doc["sents"][m["sent_id"]][e - 1]
-            spans.append([starts[m["sent_id"]][s], starts[m["sent_id"]][e - 1] + len(last)])
-        entities.append({"mentions": spans, "type": entity[0]["type"]})
-    return {"title": doc["title"], "text": " ".join(pieces), "entities": entities}
+    """A raw DocRED document as the pipeline's text input (:func:`envre_hf.documents.text.as_text`)."""
+    from envre_hf.documents import from_dict
+    from envre_hf.documents.text import as_text
+
+    return as_text(from_dict(doc))

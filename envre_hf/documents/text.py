@@ -137,6 +137,27 @@ def text_document(
     return Document(title=title, sents=sents, entities=doc_entities, doc_id=doc_id, has_labels=False)
 
 
+def as_text(doc: Document) -> dict[str, Any]:
+    """A DocRED document as text input: ``{"title", "text", "entities": [{"mentions": [[start, end], ...],
+    "type"}]}``, its tokens joined by single spaces and every mention a character span of that text (entities in
+    the same order). What the pipeline reads back gives the same encoder input (tests/models/test_pipeline.py)."""
+    starts, offset = [], 0
+    for sent in doc.sents:
+        starts.append([])
+        for token in sent:
+            starts[-1].append(offset)
+            offset += len(token) + 1
+    entities = []
+    for entity in doc.entities:
+        spans = []
+        for m in entity.mentions:
+            last = doc.sents[m.sent_id][m.end - 1]
+            spans.append([starts[m.sent_id][m.start], starts[m.sent_id][m.end - 1] + len(last)])
+        entities.append({"mentions": spans, "type": entity.type})
+    text = " ".join(token for sent in doc.sents for token in sent)
+    return {"title": doc.title, "text": text, "entities": entities}
+
+
 def _date_word(token: Any) -> str | None:
     text = token.text
     if text[:1].isupper() and text.rstrip(".").casefold() in _MONTHS:

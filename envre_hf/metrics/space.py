@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..bundling import bundle_modules
 
 #: Name of the generated sibling module of the Space.
@@ -42,6 +43,7 @@ def bundle_scorer(roots: tuple[str, ...] = ROOTS) -> str:
         title="The DocRED scorer",
         writer="python -m envre_hf.metrics.space",
         purpose="the docre_f1 Space loads with only ``evaluate`` installed",
+        version=__version__,
         name=SCORER_MODULE,
     )
 

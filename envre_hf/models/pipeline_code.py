@@ -34,7 +34,7 @@ def pipeline_source() -> str:
     return bundle_modules(
         ROOTS,
         title="The document-relation-extraction pipeline",
-        writer="envre-hf's save_pretrained (envre_hf.models.pipeline_code)",
+        writer="DocREPreTrainedModel.save_pretrained (envre_hf.models.pipeline_code)",
         purpose="transformers' pipeline() loads it with trust_remote_code=True where envre-hf is not installed",
     )
 

@@ -152,6 +152,7 @@ def prepare(
                     raise DocumentError(f"expected an object, got {type(mention).__name__}", mention=m, **where)
                 start, end = check_span(mention.get("span"), text, mention=m, field="span", **where)
                 found.append((start, end, check_type(mention.get("type"), mention=m, field="type", **where)))
+            found.sort()  # text order: the alias rules break ties by it
         elif ner is not None:
             found = ner(text)
         else:
