@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import shlex
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from _bench_common import TEST
 
+from envre_hf.atomic import write_json
 from envre_hf.documents import read_documents
 from envre_hf.documents.text import as_text
 from envre_hf.models.pipeline_docre import CLUSTERINGS
@@ -108,10 +108,7 @@ def main(argv: list[str] | None = None) -> int:
               f"alias clusters {result['relations']['alias_clusters_f1']:.2f}")
     result["checks"] = {"alias pairwise F1 >= 0.80": result["pairwise"]["alias"]["f1"] >= 0.80}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.json.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(args.json)
+        write_json(args.json, result, indent=1)
     return 0 if all(result["checks"].values()) else 1
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from _bench_common import TEST, minilm_path
 
+from envre_hf.atomic import write_json
 from envre_hf.documents import read_documents, to_docred
 from envre_hf.documents.text import as_text
 from envre_hf.models.prediction import load_for_inference, predict
@@ -67,10 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(result, indent=1))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        tmp_json = args.json.with_suffix(".tmp")
-        tmp_json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-        tmp_json.replace(args.json)
+        write_json(args.json, result, indent=1)
     return 0 if all(result["equal"].values()) else 1
 
 
