@@ -1,12 +1,13 @@
 """``envre predict``: relations from your own documents with a saved model (the document-relation-extraction pipeline).
 
-``--input`` is DocRED JSON (``.json``: a list, or one document), JSON Lines (``.jsonl``) of DocRED documents or
-of ``{"text", "entities"?, "mentions"?}`` objects, or plain text (any other name: one document per block of
-lines separated by blank lines; entities come from ``--ner``). ``--output`` is JSON Lines, one line per input
+``--input`` is a JSON list (``.json``) or JSON Lines (``.jsonl``; either gzipped) of DocRED documents or of
+``{"text", "entities"?, "mentions"?}`` objects, or plain text (any other name: one document per block of lines
+separated by blank lines; entities come from ``--ner``). ``--output`` is JSON Lines, one line per input
 document in input order: ``{"index", "id", "relations": [...]}`` (the pipeline's output; see docs/predict.md).
 Lines are written as documents are predicted; a rerun skips the documents already written (a line torn by a
 crash is cut first), so an interrupted run resumes. Bad input stops the run with one line naming the input
-line (or document) and the field, exit status 2; what was written before stays.
+document (by its position, or the line of a plain-text block or of a JSON Lines line that is not JSON) and the
+field, exit status 2; the documents before it are written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from ..atomic import load_jsonl_records
 from ..documents import DocumentError
-from ..documents.io import parse_json, read_text
+from ..documents.io import read_raw_documents, read_text
 from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
 
 
@@ -53,33 +54,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _is_text(path: Path) -> bool:
-    return not path.name.lower().endswith((".json", ".json.gz", ".jsonl"))
+    return not path.name.lower().endswith((".json", ".json.gz", ".jsonl", ".jsonl.gz"))
 
 
 def read_inputs(path: Path) -> Iterator[tuple[str, Any]]:
-    """``(where, item)`` for every input document of ``path``, read lazily from JSON Lines."""
-    name = path.name.lower()
-    if name.endswith(".jsonl"):
-        with open(path, encoding="utf-8") as lines:
-            for n, line in enumerate(lines, 1):
-                if line.strip():
-                    yield f"line {n}", parse_json(line, path, n)
-    elif not _is_text(path):
-        data = parse_json(read_text(path), path)
-        for i, item in enumerate(data if isinstance(data, list) else [data]):
+    """``(where, item)`` for every input document of ``path``: JSON and JSON Lines through the one document
+    reader's container code (gzip, byte-order marks, errors naming the line), plain text by blocks of lines."""
+    if not _is_text(path):
+        for i, item in enumerate(read_raw_documents(path, keep_errors=True)):
+            if isinstance(item, DocumentError):  # a JSON Lines line that is not JSON: raised when reached
+                raise DocumentError(item.reason)
             yield f"document {i}", item
-    else:
-        block: list[str] = []
-        start = 0
-        for n, line in enumerate(read_text(path).splitlines(), 1):
-            if line.strip():
-                start = start or n
-                block.append(line)
-            elif block:
-                yield f"line {start}", "\n".join(block)
-                block, start = [], 0
-        if block:
+        return
+    block: list[str] = []
+    start = 0
+    for n, line in enumerate(read_text(path).splitlines(), 1):
+        if line.strip():
+            start = start or n
+            block.append(line)
+        elif block:
             yield f"line {start}", "\n".join(block)
+            block, start = [], 0
+    if block:
+        yield f"line {start}", "\n".join(block)
 
 
 def _key(item: Any, where: str) -> str:

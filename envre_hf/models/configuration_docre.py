@@ -21,10 +21,12 @@ from transformers.configuration_utils import SubConfigSpec
 
 from .registry import HeadSettings, get_family
 
-try:  # envre-hf installed: DocRED labels by default (a saved config.json always carries its own id2label)
+try:  # envre-hf installed: DocRED labels by default (a saved config.json always carries its own id2label), and
+    # the pipeline's code saved beside every config
     from envre_hf.documents.relations import docred_schema
+    from envre_hf.models.pipeline_code import pipeline_saved
 except ImportError:  # loaded as remote code without envre-hf
-    docred_schema = None
+    docred_schema = pipeline_saved = None
 
 #: Encoder families whose position ids start after the padding index (``padding_idx + 1``), so
 #: ``max_position_embeddings`` overstates the usable window by ``pad_token_id + 1``.
@@ -123,6 +125,17 @@ class DocREConfig(PretrainedConfig):
             raise ValueError(f"emb_size ({self.emb_size}) must be a multiple of block_size ({self.block_size})")
         if self.window is None and isinstance(self.encoder, PretrainedConfig):
             self.window = encoder_window(self.encoder)
+
+    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs: Any) -> Any:
+        """transformers' save; with envre-hf installed, the ``document-relation-extraction`` pipeline's code is
+        written beside config.json, which names it (``custom_pipelines``; see :mod:`envre_hf.models.pipeline_code`).
+        A model's ``save_pretrained`` saves its config here, inside the window its ``push_to_hub`` uploads.
+        A remote copy of this file (no envre-hf) saves the config alone, without ``custom_pipelines``."""
+        if pipeline_saved is None:
+            self.__dict__.pop("custom_pipelines", None)  # its code would not be beside this copy
+            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
+        with pipeline_saved(self, save_directory):
+            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         output = super().to_dict()

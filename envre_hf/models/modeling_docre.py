@@ -465,18 +465,6 @@ class DocREPreTrainedModel(PreTrainedModel):
                 return family.head_type
         raise ValueError(f"{cls.__name__} implements no registered head_type: pass head_type=...")
 
-    def save_pretrained(self, save_directory: Any, *args: Any, **kwargs: Any) -> Any:
-        """transformers' save; with envre-hf installed, the ``document-relation-extraction`` pipeline's code is
-        written beside the model's and named in config.json (``custom_pipelines``), see
-        :mod:`envre_hf.models.pipeline_code`. A remote copy of this file (no envre-hf) saves the model alone."""
-        try:
-            from envre_hf.models.pipeline_code import pipeline_saved  # absolute, in a try: absent in remote copies
-        except ImportError:
-            self.config.__dict__.pop("custom_pipelines", None)  # its code would not be beside the copy
-            return super().save_pretrained(save_directory, *args, **kwargs)
-        with pipeline_saved(self.config, save_directory):
-            return super().save_pretrained(save_directory, *args, **kwargs)
-
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
 

@@ -1,4 +1,5 @@
-"""The ``document-relation-extraction`` pipeline's code, saved beside every checkpoint the library writes.
+"""The ``document-relation-extraction`` pipeline's code, saved beside every checkpoint the library writes
+(``DocREConfig.save_pretrained``, which every model's ``save_pretrained`` calls).
 
 ``pipeline("document-relation-extraction", model=repo, trust_remote_code=True)`` must work where envre-hf is
 not installed: transformers then downloads the module that config.json's ``custom_pipelines`` names, and
@@ -41,8 +42,7 @@ def pipeline_source() -> str:
 
 @contextlib.contextmanager
 def pipeline_saved(config: Any, folder: str | os.PathLike) -> Iterator[None]:
-    """Within the block (a model's ``save_pretrained``), ``config`` names the pipeline; its code is written first,
-    so that a ``push_to_hub`` inside the save uploads it too."""
+    """Within the block (a config's ``save_pretrained``), ``config`` names the pipeline, whose code is written first."""
     folder = Path(folder)
     if folder.is_file():
         raise NotADirectoryError(20, "expected a folder to save the model into, got a file", str(folder))

