@@ -25,6 +25,7 @@ STAGES: dict[str, int] = {
     "citations": 0,
     "version": 0,
     "atomic": 0,
+    "bundling": 0,
     "http": 0,
     "documents": 1,
     "kb": 2,

@@ -2,7 +2,7 @@
 
 Each document is renamed ``copies`` times (seeds ``0 .. copies-1``, as ``envre build --seeds``) by the renaming
 pipeline, the model predicts the original and every copy in one batched pass
-(:func:`~envre_hf.models.prediction.iter_predictions`), and each fact ``(h, t, r)`` predicted on an original is
+(:func:`~envre_hf.models.prediction.iter_decoded`), and each fact ``(h, t, r)`` predicted on an original is
 looked up in each of its copies. The renaming keeps entity order, so entity ``h`` of a copy *is* entity ``h`` of the
 original (its substitution records say which names it got). No gold label is read. Reported:
 
@@ -39,9 +39,8 @@ from typing import Any
 
 from ..atomic import RecordLog, write_json, write_text
 from ..documents import Document, DocumentError, docred_schema
-from ..models.prediction import iter_predictions
+from ..models.prediction import decode_predictions, iter_decoded
 from ..renaming import RenamingDriver, is_substituted
-from ..renaming.output_folder import BuildError, read_json_file, write_json_file
 from ..training.robustness import RobustnessReport, robustness_report
 from .plots import plot_flip_rates
 from .report import _pct, _table
@@ -431,8 +430,8 @@ def _open_work(output: Path, manifest: dict[str, Any]) -> RecordLog:
     work = output / WORK_DIR
     if work.is_dir():
         try:
-            previous = read_json_file(work / "manifest.json", {})
-        except BuildError:  # damaged: it ties its records to nothing
+            previous = json.loads((work / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # missing or damaged: it ties its records to nothing
             previous = {}
         if not isinstance(previous, dict) or previous.get("fingerprint") != manifest["fingerprint"]:
             raise ProbeError(
@@ -441,7 +440,7 @@ def _open_work(output: Path, manifest: dict[str, Any]) -> RecordLog:
             )
     else:
         work.mkdir(parents=True)
-        write_json_file(work / "manifest.json", manifest)
+        write_json(work / "manifest.json", manifest)
     log = RecordLog(work / "records.jsonl", key=lambda r: (r["doc"], r["seed"]), is_record=_is_probe_record)
     log.read()
     return log
@@ -498,12 +497,12 @@ def run_probe(
     log = _open_work(output, {"format": WORK_FORMAT, "fingerprint": fingerprint, **fingerprint_of})
     try:
         todo = [(unit, doc) for unit, doc in units if unit not in log.records]
-        for j, rows in iter_predictions(
+        decoded = iter_decoded(
             model, [doc for _, doc in todo], tokenizer, batch_size=batch_size, top_k=top_k, progress=progress,
-            autocast=autocast,
-        ):  # fmt: skip
-            (i, seed), doc = todo[j]
-            log.append({"doc": i, "seed": seed, "key": doc.key, "predictions": rows})
+            autocast=autocast, buffer=8 * batch_size,  # records land chunk by chunk: a kill loses one chunk
+        )
+        for ((i, seed), doc), d in zip(todo, decoded):
+            log.append({"doc": i, "seed": seed, "key": doc.key, "predictions": decode_predictions(d.document, d.hts, d.multi_hot)})
     finally:
         log.close()
     predictions = {unit: log.records[unit]["predictions"] for unit, _ in units}

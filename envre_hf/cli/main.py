@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "build": "Build renamed benchmarks (Env-DocRED / Env-Re-DocRED) with a knowledge base.",
     "train": "Train a DocRE model, with or without EVRT (runs examples/run_docre.py).",
     "evaluate": "Score predictions or a model against gold documents (docre_f1).",
+    "predict": "Relations from your own documents (DocRED JSON, text with entities, or raw text and an NER model).",
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",
     "probe": "Which of a model's predictions change when only the entity names change (any documents, no labels needed).",

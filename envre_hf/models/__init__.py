@@ -13,6 +13,7 @@ import importlib
 from typing import Any
 
 from .auto import register as _register
+from .auto import register_pipeline as _register_pipeline
 
 #: public name -> submodule that defines it
 _EXPORTS = {
@@ -61,3 +62,4 @@ def __dir__() -> list[str]:
 
 
 _register()
+_register_pipeline()

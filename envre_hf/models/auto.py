@@ -4,7 +4,8 @@
 calls :func:`register`: transformers then knows model type ``docre``, and ``AutoModel.from_pretrained(repo)``
 builds the saved family without remote code. ``import envre_hf`` alone stays light (no torch, no transformers)
 and registers nothing. Saved models also carry their own code (``auto_map``) for users without envre-hf
-(``trust_remote_code=True``).
+(``trust_remote_code=True``). The same registration teaches ``pipeline("document-relation-extraction", model=...)``
+:class:`~envre_hf.models.pipeline_docre.DocREPipeline`.
 
 :class:`DocREModel` is the class registered with ``AutoModel``: it builds or loads the family named
 by ``config.head_type`` (importing that family's module only then; families: :mod:`envre_hf.models.registry`).
@@ -61,3 +62,16 @@ def register() -> None:
     family) for a ``DocREConfig``."""
     AutoConfig.register("docre", DocREConfig, exist_ok=True)
     AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
+
+
+def register_pipeline() -> None:
+    """``pipeline("document-relation-extraction", ...)`` builds :class:`~envre_hf.models.pipeline_docre.DocREPipeline`
+    (called by the pipeline module itself, once it is complete)."""
+    from transformers.pipelines import PIPELINE_REGISTRY
+
+    from .pipeline_code import TASK
+    from .pipeline_docre import DocREPipeline
+
+    known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
+    if known is None or known["impl"] is not DocREPipeline:
+        PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=AutoModel)

@@ -561,17 +561,22 @@ class DocREPreTrainedModel(PreTrainedModel):
         """
         return torch.sigmoid(logits[:, 1:] - logits[:, :1])
 
-    def decode(self, logits: torch.Tensor, top_k: int | None = None) -> torch.Tensor:
+    def decode(self, logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
         """Multi-hot predictions: r where logit_r > logit_0, at most ``top_k`` per pair (``config.top_k``
-        by default); class 0 is set for pairs with no relation."""
+        by default); class 0 is set for pairs with no relation. ``threshold``: r where its probability
+        (:meth:`relation_probabilities`) exceeds it instead (the learned threshold class is 0.5)."""
         top_k = self.config.top_k if top_k is None else top_k
-        return threshold_decode(logits, top_k)
+        return threshold_decode(logits, top_k, threshold)
 
 
-def threshold_decode(logits: torch.Tensor, top_k: int | None = None) -> torch.Tensor:
+def threshold_decode(logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
     """See :meth:`DocREPreTrainedModel.decode`."""
     out = torch.zeros_like(logits)
-    mask = logits > logits[:, :1]
+    if threshold is not None and not 0 < threshold < 1:
+        raise ValueError(f"threshold must be a probability strictly between 0 and 1, got {threshold}")
+    # sigmoid(logit_r - logit_0) > threshold  <=>  logit_r - logit_0 > logit(threshold); 0 for the default
+    margin = 0.0 if threshold is None else math.log(threshold / (1 - threshold))
+    mask = logits > logits[:, :1] + margin
     if top_k is not None and top_k > 0 and logits.size(1) > top_k:
         kth = torch.topk(logits, top_k, dim=1).values[:, -1:]
         mask = mask & (logits >= kth)

@@ -185,7 +185,7 @@ def test_a_killed_probe_continues_where_it_stopped(setup, tmp_path, capsys, monk
 
     root = setup
     assert envre(_probe_argv(root, tmp_path / "whole", "--batch-size", "1")) == 0
-    real = probe_module.iter_predictions
+    real = probe_module.iter_decoded
     predicted: list[int] = []
 
     def killed_after_five(model, docs, *args, **kwargs):
@@ -195,7 +195,7 @@ def test_a_killed_probe_continues_where_it_stopped(setup, tmp_path, capsys, monk
                 raise KeyboardInterrupt
             yield item
 
-    monkeypatch.setattr(probe_module, "iter_predictions", killed_after_five)
+    monkeypatch.setattr(probe_module, "iter_decoded", killed_after_five)
     out = tmp_path / "killed"
     assert envre(_probe_argv(root, out, "--batch-size", "1")) == 130
     records = out / ".probe" / "records.jsonl"
@@ -210,7 +210,7 @@ def test_a_killed_probe_continues_where_it_stopped(setup, tmp_path, capsys, monk
         predicted.append(len(docs))
         yield from real(model, docs, *args, **kwargs)
 
-    monkeypatch.setattr(probe_module, "iter_predictions", counted)
+    monkeypatch.setattr(probe_module, "iter_decoded", counted)
     assert envre(_probe_argv(root, out, "--batch-size", "1")) == 0
     assert predicted == [4 * 4, 4 * 4 - 5]
     whole, resumed = (json.loads((tmp_path / name / "probe.json").read_text()) for name in ("whole", "killed"))
