@@ -69,8 +69,8 @@ def register_pipeline() -> None:
     (called by the pipeline module itself, once it is complete)."""
     from transformers.pipelines import PIPELINE_REGISTRY
 
-    from .pipeline_code import TASK
-    from .pipeline_docre import DocREPipeline
+    from .pipeline_code import TASK  # lazy: the pipeline module imports this one
+    from .pipeline_docre import DocREPipeline  # lazy: it imports this module (and transformers.pipelines)
 
     known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
     if known is None or known["impl"] is not DocREPipeline:

@@ -32,7 +32,7 @@ from transformers import EvalPrediction, Trainer, TrainerCallback
 
 from ..documents import Document, check_unique_keys
 from .arguments import EVRTTrainingArguments
-from .card import EVAL_SCORES, run_card
+from .model_card import EVAL_SCORES, run_card
 from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
 from ..atomic import write_text
 from ..features.batching import LengthGroupedSampler, dataset_lengths
@@ -413,7 +413,7 @@ class EVRTTrainer(Trainer):
         dataset_tags: str | list[str] | None = None, dataset: str | list[str] | None = None,
         eval_datasets: dict[str, str] | None = None, **unused: Any,
     ) -> None:  # fmt: skip
-        """The project's card (:func:`~envre_hf.training.card.run_card`) in ``output_dir/README.md``;
+        """The project's card (:func:`~envre_hf.training.model_card.run_card`) in ``output_dir/README.md``;
         ``Trainer.push_to_hub(dataset=..., eval_datasets={"dev": hub id, ...})`` passes the datasets."""
         if self.is_world_process_zero():
             names = list(self.eval_dataset) if isinstance(self.eval_dataset, dict) else [None]
