@@ -43,11 +43,11 @@ LABELS = {"released": "released scorer job (json)", "new": "envre evaluate --pre
 RELEASED_SAME = ("precision", "recall", "f1", "ign_precision", "ign_f1", "evidence_precision", "intra_precision",
                  "intra_recall", "intra_f1", "inter_precision", "inter_recall", "inter_f1")
 
-#: envre's job step by step, in a process of its own: prints ``[{step: CPU seconds}, headline scores]``.
+#: envre's job step by step (as score_files runs it), in a process of its own: prints ``[{step: CPU seconds}, headline scores]``.
 BREAKDOWN = """
 import json, sys, time
-from envre_hf.documents import read_documents
-from envre_hf.metrics import gold_index, read_predictions, score_predictions, train_facts
+from envre_hf.metrics import read_predictions, score_predictions
+from envre_hf.metrics.docre import _documents, gold_index, train_facts
 pred, gold, train = sys.argv[1:4]
 steps = {}
 def step(name, fn):
@@ -55,11 +55,9 @@ def step(name, fn):
     value = fn()
     steps[name] = time.process_time() - start
     return value
-gold_docs = step("read gold", lambda: read_documents(gold))
-train_docs = step("read train", lambda: read_documents(train))
+index = step("read + index gold", lambda: gold_index(_documents(gold)))
+facts = step("read train + facts", lambda: train_facts(_documents(train)))
 preds = step("read predictions", lambda: read_predictions(pred))
-index = step("gold index", lambda: gold_index(gold_docs))
-facts = step("train facts", lambda: train_facts(train_docs))
 scores = step("score", lambda: score_predictions(preds, index, facts))
 print(json.dumps([steps, {k: getattr(scores, k) for k in ("f1", "ign_f1", "evidence_f1")}]))
 """

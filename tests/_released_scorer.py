@@ -21,8 +21,8 @@ released job's cost:
 
 Differences, all making this baseline cheaper than the released job: the distant training facts
 (``train_distant.json``, 101k documents, not available here) are an empty set unless ``distant`` is given,
-so only their membership tests remain; nothing is printed. ``tests/metrics/test_released_scorer.py`` and
-``test_metric_reference.py`` check that F1, Ign F1, evidence and intra / inter scores equal ``envre_hf``'s.
+so only their membership tests remain; nothing is printed. ``tests/metrics/test_metric_reference.py`` checks that
+F1, Ign F1, evidence and intra / inter scores equal ``envre_hf``'s on the real splits.
 """
 
 from __future__ import annotations

@@ -8,15 +8,5 @@ train)`` and ``score_files(predictions_path, gold_path, train_path)`` -> :class:
 from .docre import gold_index, read_predictions, score_files, score_predictions, train_facts
 from .scoring import IGN_EPSILON, DocREScores, GoldIndex, PredictionError, TrainFacts
 
-__all__ = [
-    "IGN_EPSILON",
-    "DocREScores",
-    "GoldIndex",
-    "PredictionError",
-    "TrainFacts",
-    "gold_index",
-    "read_predictions",
-    "score_files",
-    "score_predictions",
-    "train_facts",
-]
+__all__ = ["IGN_EPSILON", "DocREScores", "GoldIndex", "PredictionError", "TrainFacts", "gold_index", "read_predictions",
+           "score_files", "score_predictions", "train_facts"]  # fmt: skip

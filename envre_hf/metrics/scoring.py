@@ -127,27 +127,29 @@ def _fields(documents: Iterable[Any]) -> Iterable[tuple[int, DocumentFields]]:
         yield i, doc
 
 
-def _names(doc: DocumentFields) -> list[list[str]]:
+def _names(doc: DocumentFields) -> tuple[tuple[str, ...], ...]:
     """Distinct mention names of every entity, in mention order."""
-    return [list(dict.fromkeys([name for name, _ in mentions])) for mentions in doc.entities]
+    return tuple(tuple(dict.fromkeys([name for name, _ in mentions])) for mentions in doc.entities)
 
 
 class GoldIndex:
     """Gold documents prepared for scoring (build it once to score several submissions against one gold set).
 
     ``gold``: DocRED-format dicts or :class:`DocumentFields`; keys must be distinct and every document labelled.
+    What it keeps is tuples, which the garbage collector stops tracking: a large index does not slow down the
+    allocations that follow (reading the predictions, counting them).
     """
 
     def __init__(self, gold: Iterable[Any] = ()):
         self.num_entities: dict[str, int] = {}
         #: key -> per entity, the sentences of its mentions as a bit mask: a pair is intra when the masks share a bit
-        self.sentence_masks: dict[str, list[int]] = {}
+        self.sentence_masks: dict[str, tuple[int, ...]] = {}
         #: key -> distinct mention names per entity (for Ign)
-        self.names: dict[str, list[list[str]]] = {}
+        self.names: dict[str, tuple[tuple[str, ...], ...]] = {}
         #: title -> keys, to resolve predictions that carry only a title
         self.titles: dict[str, list[str]] = {}
         #: (key, h, t, r) -> gold evidence; a repeated gold label: the last one wins, as officially
-        self.labels: dict[tuple[str, int, int, str], list[int]] = {}
+        self.labels: dict[tuple[str, int, int, str], tuple[int, ...]] = {}
         self.num_gold_evidence = 0
         labels, num_entities, sentence_masks = self.labels, self.num_entities, self.sentence_masks
         for i, doc in _fields(gold):
@@ -158,14 +160,14 @@ class GoldIndex:
             if not doc.has_labels:
                 raise GoldError("gold document has no labels (an unlabelled split)", field="labels", **where)
             try:
-                masks = [sum({1 << sent for _, sent in mentions}) for mentions in doc.entities]
+                masks = tuple([sum({1 << sent for _, sent in mentions}) for mentions in doc.entities])
             except ValueError:  # a negative shift: a sentence id that has no bit in a mask
                 e, m, s = next((e, m, s) for e, ms in enumerate(doc.entities) for m, (_, s) in enumerate(ms) if s < 0)
                 raise GoldError(f"sent_id {s} is out of range", entity=e, mention=m, field="sent_id", **where) from None
             num_entities[key], sentence_masks[key], self.names[key] = len(masks), masks, _names(doc)
             self.titles.setdefault(doc.title, []).append(key)
             for h, t, r, evidence in doc.labels:
-                labels[key, h, t, r] = evidence
+                labels[key, h, t, r] = tuple(evidence)
                 self.num_gold_evidence += len(evidence)
         self.gold_by_relation = Counter(map(itemgetter(3), labels))
         self.gold_by_count = Counter(map(num_entities.__getitem__, map(itemgetter(0), labels)))
@@ -331,20 +333,19 @@ def _evidence(value: Any, i: int, doc: Any) -> list[int]:
         raise bad from None
 
 
-@dataclass
-class _Tally:
+class _Tally(NamedTuple):
     """What one pass over the predictions counts; :func:`_scores` turns it into :class:`DocREScores`."""
 
-    kept: set[tuple[str, int, int, str]] = field(default_factory=set)  # de-duplicated, of gold documents
-    correct: list[tuple[str, int, int, str]] = field(default_factory=list)
-    unknown: set[tuple[Any, ...]] = field(default_factory=set)  # of other documents
-    total: int = 0
-    any_evidence: bool = False
-    in_train: int = 0
-    correct_evidence: int = 0
-    predicted_evidence: int = 0
-    pred_intra: int = 0
-    correct_intra: int = 0
+    kept: set[tuple[str, int, int, str]]  # de-duplicated, of gold documents
+    correct: list[tuple[str, int, int, str]]
+    unknown: set[tuple[Any, ...]]  # of other documents
+    total: int
+    any_evidence: bool
+    in_train: int
+    correct_evidence: int
+    predicted_evidence: int
+    pred_intra: int
+    correct_intra: int
 
 
 def score(

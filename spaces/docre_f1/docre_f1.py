@@ -56,9 +56,9 @@ Args:
     references: one gold document per prediction list: a JSON string of a DocRED-format document; `Document`
         objects, DocRED dicts and `envre_hf` dataset rows are converted to that string for you. A document's key is
         its `doc_id` (renamed copies) or its title; keys must be distinct.
-    train_documents: optional training documents for Ign F1: a path to a DocRED file, a list of documents
-        (`Document`, DocRED dicts or JSON strings) or an `envre_hf.metrics.TrainFacts`. Without it the Ign scores
-        are None.
+    train_documents: optional training documents for Ign F1: a path to a DocRED file (a JSON list, or JSON Lines
+        `.jsonl`), a list of documents (`Document`, DocRED dicts or JSON strings) or an `envre_hf.metrics.TrainFacts`.
+        Without it the Ign scores are None.
 Returns:
     precision, recall, f1, ign_precision, ign_f1, evidence_precision, evidence_recall, evidence_f1 (None when no
     evidence is predicted), intra_precision, intra_recall, intra_f1, inter_precision, inter_recall, inter_f1 (all
@@ -96,7 +96,7 @@ def _docred(doc: Any) -> Any:
     return doc
 
 
-def _reference_json(ref: Any, i: int) -> Any:
+def _reference_json(ref: Any) -> Any:
     """A reference as the JSON string of its DocRED document (other types are passed on for Features to reject)."""
     ref = _docred(ref)
     return json.dumps(dict(ref), ensure_ascii=False) if isinstance(ref, Mapping) else ref
@@ -173,7 +173,7 @@ class DocreF1(evaluate.Metric):
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add documents: one prediction list and one reference document each (see the inputs below)."""
         if references is not None:
-            references = [_reference_json(r, i) for i, r in enumerate(references)]
+            references = [_reference_json(r) for r in references]
         if predictions is not None:
             refs = references if references is not None and len(references) == len(predictions) else None
             predictions = [_predictions(p, None if refs is None else refs[i], i) for i, p in enumerate(predictions)]
@@ -182,7 +182,7 @@ class DocreF1(evaluate.Metric):
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one document: its prediction list and its reference document."""
         if reference is not None:
-            reference = _reference_json(reference, 0)
+            reference = _reference_json(reference)
         if prediction is not None:
             prediction = _predictions(prediction, reference)
         return super().add(prediction=prediction, reference=reference, **kwargs)

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from envre_hf.cli.main import main
-from envre_hf.documents import DocumentError, read_documents, write_documents
+from envre_hf.documents import DocumentError, read_documents, to_docred, write_documents
 from envre_hf.metrics import PredictionError, read_predictions, score_files, score_predictions
 
 from _metric_helpers import perturbed
@@ -42,7 +42,7 @@ def test_renamed_copies_as_json_lines_and_gzipped_predictions(redocred_test, tmp
 def test_bad_files_raise_errors_naming_the_file(tmp_path, redocred_test):
     write_documents(redocred_test[:3], tmp_path / "gold.json")
     (tmp_path / "bad.json").write_text("[{")
-    (tmp_path / "bad.jsonl").write_text('{"title": "a"}\n{oops\n')
+    (tmp_path / "bad.jsonl").write_text(json.dumps(to_docred(redocred_test[0])) + "\n{oops\n")
     (tmp_path / "obj.json").write_text('{"title": "a"}')
     good = {"title": redocred_test[0].title, "h_idx": 0, "t_idx": 1, "r": "P17"}
     (tmp_path / "p.json").write_text(json.dumps([good, 3]))
