@@ -104,8 +104,13 @@ class ReleasedStyleATLOP:
     # ------------------------------------------------------------------ encoder (long_seq.py)
 
     def _run_encoder(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        with self.model.eager_attention():  # eager attention in the encoder itself, every layer's probabilities
-            out = self.model.encoder(input_ids=ids, attention_mask=mask, output_attentions=True)
+        encoder = self.model.encoder
+        previous = encoder.config._attn_implementation
+        encoder.set_attn_implementation("eager")  # eager attention in the encoder itself, every layer's probabilities
+        try:
+            out = encoder(input_ids=ids, attention_mask=mask, output_attentions=True)
+        finally:
+            encoder.set_attn_implementation(previous)
         return out.last_hidden_state, out.attentions[-1]
 
     def encode(self, input_ids: torch.Tensor, input_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -3,7 +3,7 @@ with the offline corpus KB (pool = Re-DocRED dev) on one core (target: >= 500 do
 indexing rate (``bench_dump_indexing`` of benchmarks/bench_kb_dump.py).
 
 Figures: the pipeline alone (``RenamingPipeline.rename_with_report`` over all pairs) and the whole build
-(``build_split``: renaming, resumable work log, parquet, statistics with the coherence figures, card), each as
+(``build_split``: renaming, parquet, statistics with the coherence figures, card), each as
 wall-clock and CPU docs/s; CPU figures are the fair ones on a machine shared with other jobs. The process is
 pinned to one core. The build's text-coherence line (docs/coherence.md) is printed too.
 

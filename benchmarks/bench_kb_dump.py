@@ -16,14 +16,17 @@ import argparse
 import json
 import os
 import resource
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from envre_hf.kb.synthetic import write_synthetic_dump
 from envre_hf.kb.wikidata_dump import DEFAULT_BATCH_SIZE, index_dump
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the synthetic dump is a test fixture
+from kb_fixtures.synthetic import write_synthetic_dump  # noqa: E402
 
 MIB = 1024 * 1024
 

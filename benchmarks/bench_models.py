@@ -7,8 +7,9 @@ path ("new") against the path it replaces ("replaced") and against the authors' 
   with every layer's attentions, two-window long inputs, per-document / per-entity Python loops, batches in
   input order padded to the longest); its logits are checked against ours in the same run (max |difference|
   printed);
-* replaced: the encoder in eager attention returning every layer's full attention (the last layer's
-  kept whole, as the released ATLOP code does), batches in input order;
+* replaced: the encoder in eager attention returning every layer's full attention
+  (``model.set_attn_implementation("eager")``, the encoder's ``output_attentions`` route), batches in
+  input order;
 * new: SDPA in every layer and only the last layer's attention rows at mention starts
   (``DocREPreTrainedModel.encode``), training batches from ``LengthGroupedSampler``, prediction batches
   sorted by length (``iter_logits``);
@@ -77,7 +78,8 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
     feats = [featurize_document(d, tokenizer) for d in docs]
     train_feats, infer_feats = feats[: args.docs], feats[: args.infer_docs]
     model = build_model(family, args, tokenizer.vocab_size).to(device)
-    model.attention_path = "eager" if path == "replaced" else "fast"
+    if path == "replaced":
+        model.set_attn_implementation("eager")
     autocast = "bf16" if args.dtype == "bf16" or path == "new-bf16" else None
     fast = path in ("new", "new-bf16")
 

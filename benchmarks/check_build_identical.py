@@ -14,6 +14,10 @@ so the card and statistics of a two-split folder are compared too. KB: the offli
 
     python3 benchmarks/check_build_identical.py --rev 486812d [--docs 40] [--seeds 3] [--json OUT.json]
 
+With ``--kill-after S`` the working tree's first build is killed (SIGKILL) S seconds after it starts and then
+run again, as a user would after a kill: the folder must still be byte-identical to the revision's
+uninterrupted build.
+
 Exit status 0 when every file is identical, 1 otherwise.
 """
 
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ENVRE_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -59,21 +64,35 @@ def build_commands(inputs: dict[str, Path], output: Path, seeds: int) -> list[li
     ]
 
 
-def run_build(code_root: Path, commands: list[list[str]]) -> dict[str, float]:
-    """Run the commands with the package under ``code_root``; wall-clock and CPU (user + system) seconds taken."""
+def run_build(code_root: Path, commands: list[list[str]], kill_after: float | None = None) -> dict[str, Any]:
+    """Run the commands with the package under ``code_root``; wall-clock and CPU (user + system) seconds taken.
+    With ``kill_after``, the first command is killed that many seconds after it starts (it must still be
+    running; the files it left are reported), then all of them run."""
     env = {**os.environ, "PYTHONPATH": str(code_root)}
+    entry = [sys.executable, "-c", "import sys; from envre_hf.cli.main import main; sys.exit(main(sys.argv[1:]))"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
+    if kill_after is not None:
+        victim = subprocess.Popen([*entry, *commands[0]], env=env, cwd=code_root, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            victim.wait(kill_after)
+            raise SystemExit(f"the build ended within --kill-after {kill_after}s: nothing was killed")
+        except subprocess.TimeoutExpired:
+            victim.kill()
+            victim.wait()
+        output = Path(commands[0][commands[0].index("--output") + 1])
+        left = sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file())
     for argv in commands:
-        done = subprocess.run(
-            [sys.executable, "-c", "import sys; from envre_hf.cli.main import main; sys.exit(main(sys.argv[1:]))",
-             *argv], env=env, cwd=code_root, capture_output=True, text=True,
-        )
+        done = subprocess.run([*entry, *argv], env=env, cwd=code_root, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"build with {code_root} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return {"wall": round(time.perf_counter() - start, 2), "cpu": round(cpu, 2)}
+    report: dict[str, Any] = {"wall": round(time.perf_counter() - start, 2), "cpu": round(cpu, 2)}
+    if kill_after is not None:
+        report["files_left_by_the_kill"] = left
+    return report
 
 
 def folder_files(folder: Path) -> dict[str, str]:
@@ -90,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=40, help="documents per split (default 40)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write the comparison here")
+    parser.add_argument("--kill-after", type=float, help="kill the working tree's first build after S seconds, rerun it")
     args = parser.parse_args(argv)
 
     rev = subprocess.run(["git", "rev-parse", args.rev], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -103,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         old_out, new_out = tmp / "old_build", tmp / "new_build"
         seconds = {
             "old": run_build(old_code, build_commands(inputs, old_out, args.seeds)),
-            "new": run_build(ROOT, build_commands(inputs, new_out, args.seeds)),
+            "new": run_build(ROOT, build_commands(inputs, new_out, args.seeds), args.kill_after),
         }
         old_files, new_files = folder_files(old_out), folder_files(new_out)
     finally:
@@ -120,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                            build_commands(make_inputs_names(), Path("$TMP/build"), args.seeds)],
         "ignored_fields": [],
         "files": {n: {"revision": old_files.get(n), "working_tree": new_files.get(n)} for n in names},
+        "killed_after_seconds": args.kill_after,
         "identical": not different,
         "different": different,
         "seconds": seconds,

@@ -5,8 +5,8 @@ Stages, one subpackage each, in the order data travels: ``documents`` -> ``kb`` 
 (and ``icl`` for in-context learning with LLMs).
 
 The public names below are imported on first use (PEP 562): ``import envre_hf`` imports neither
-torch nor transformers, yet ``AutoModel.from_pretrained`` of a saved DocRE model works after it
-(transformers learns the ``docre`` model type when its auto classes load).
+torch nor transformers. The first model name used (or ``import envre_hf.models``) registers the ``docre``
+model type with transformers, so that ``AutoModel.from_pretrained`` of a saved DocRE model works.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 #: public name -> subpackage that exports it
 _EXPORTS = {
@@ -90,8 +90,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
-
-
-from .models.auto import install as _install_auto  # noqa: E402  (torch-free: registers when transformers loads)
-
-_install_auto()

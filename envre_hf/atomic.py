@@ -154,3 +154,60 @@ def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
         with open(path, "r+b") as fh:
             fh.truncate(good_bytes)
     return records
+
+
+class RecordLog:
+    """Append-only JSON Lines of a long job's finished units, so that a killed job rerun skips them.
+
+    Each record is flushed at once (fsynced every ``fsync_every``). On :meth:`read` a last line cut short by a
+    kill, or a line ``is_record`` refuses, is dropped with everything after it (truncated away): those units
+    are simply done again. ``key`` maps a record to its unit.
+    """
+
+    def __init__(self, path: PathLike, key: Any, is_record: Any = None, fsync_every: int = 64):
+        self.path = Path(path)
+        self.key = key
+        self.is_record = is_record if is_record is not None else (lambda record: isinstance(record, dict))
+        self.fsync_every = fsync_every
+        self.records: dict[Any, dict[str, Any]] = {}
+        self._fh: Any = None
+        self._since_sync = 0
+
+    def read(self) -> dict[Any, dict[str, Any]]:
+        """The finished records (unit -> record)."""
+        if not self.path.exists():
+            return self.records
+        good = 0
+        with open(self.path, "rb") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line) if line.endswith(b"\n") else None
+                except ValueError:  # not JSON (or zeros a machine crash left)
+                    record = None
+                if record is None or not self.is_record(record):
+                    break
+                self.records[self.key(record)] = record
+                good += len(line)
+        if good != self.path.stat().st_size:
+            with open(self.path, "r+b") as fh:
+                fh.truncate(good)
+        return self.records
+
+    def append(self, record: dict[str, Any]) -> None:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()  # a killed process loses nothing written so far
+        self.records[self.key(record)] = record
+        self._since_sync += 1
+        if self._since_sync >= self.fsync_every:
+            os.fsync(self._fh.fileno())
+            self._since_sync = 0
+
+    def close(self) -> None:
+        if self._fh is not None:
+            if self._since_sync:
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh, self._since_sync = None, 0

@@ -36,7 +36,7 @@ from urllib.parse import urlencode
 
 import requests
 
-from . import __version__
+from .version import __version__
 
 T = TypeVar("T")
 

@@ -69,13 +69,28 @@ def tiny_head_args(head_type: str = "atlop") -> list[str]:
     return args
 
 
-def tiny_model(encoder_dir: Path | str, head_type: str = "atlop"):
+def tiny_model(
+    source, head_type: str = "atlop", *, seed: int = 0, max_positions: int = 512, dropout: float = 0.0,
+    encoder: dict | None = None, **head,
+):
+    """The tests' one DocRE model builder: the head of ``head_type`` (``TINY_HEADS`` sizes, overridden by ``head``)
+    on a tiny random BERT, the weights drawn after ``torch.manual_seed(seed)``.
+
+    ``source`` is a saved encoder folder (:func:`save_tiny_encoder`; ``from_encoder_pretrained``), or a tokenizer
+    or vocabulary size for a new :func:`tiny_bert_config` encoder (``max_positions``, ``dropout`` and further
+    ``encoder`` settings such as ``initializer_range``).
+    """
     import torch
 
-    from envre_hf.models import DocREModel
+    from envre_hf.models import DocREConfig, DocREModel
 
-    torch.manual_seed(0)
-    return DocREModel.from_encoder_pretrained(str(encoder_dir), head_type=head_type, **TINY_HEADS[head_type])
+    head = {**TINY_HEADS[head_type], **head}
+    torch.manual_seed(seed)
+    if isinstance(source, (str, os.PathLike)):
+        return DocREModel.from_encoder_pretrained(str(source), head_type=head_type, **head)
+    vocab_size = source if isinstance(source, int) else source.vocab_size
+    config = tiny_bert_config(vocab_size, max_positions, dropout, **(encoder or {}))
+    return DocREModel(DocREConfig(encoder=config, head_type=head_type, **head))
 
 
 def paired_dataset(docs, pool, tokenizer, max_seq_length: int = 160, base_seed: int = 0):

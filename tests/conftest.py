@@ -19,19 +19,6 @@ def _shared(relative: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _scoring_cache(tmp_path_factory):
-    """``envre evaluate`` caches gold indexes (envre_hf.metrics.cache): keep the tests' entries (subprocesses
-    included) out of the user's cache folder."""
-    previous = os.environ.get("ENVRE_SCORING_CACHE")
-    os.environ["ENVRE_SCORING_CACHE"] = str(tmp_path_factory.mktemp("scoring-cache"))
-    yield
-    if previous is None:
-        os.environ.pop("ENVRE_SCORING_CACHE", None)
-    else:
-        os.environ["ENVRE_SCORING_CACHE"] = previous
-
-
 @pytest.fixture(scope="session")
 def redocred_dev_path() -> Path:
     return _shared("redocred/dev_revised.json")

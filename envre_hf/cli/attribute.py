@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .common import UsageError, non_negative_int, positive_int
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..analysis.attribution import BACKENDS, BASELINES, DTYPES, METHODS  # lazy: start-up time
@@ -17,59 +19,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--titles-from", type=Path, help="keep only gold documents whose title is in this file (e.g. Re-DocRED test_revised.json)"
     )
-    parser.add_argument("--max-docs", type=int, help="attribute only the first N (selected) documents")
+    parser.add_argument("--max-docs", type=non_negative_int, help="attribute only the first N (selected) documents")
     parser.add_argument("--train", type=Path, help="the model's training documents: refuse documents it was trained on")
     parser.add_argument("--allow-train-overlap", action="store_true", help="attribute training documents anyway")
     parser.add_argument("--method", choices=METHODS, default="ig", help="integrated gradients (default) or gradient x input")
-    parser.add_argument("--steps", type=int, default=10, help="IG interpolation points (default 10)")
+    parser.add_argument("--steps", type=positive_int, default=10, help="IG interpolation points (default 10)")
     parser.add_argument("--baseline", choices=BASELINES, default="zero", help="IG baseline embedding (default zero)")
     parser.add_argument("--backend", choices=BACKENDS, default="shared", help="IG implementation (default shared)")
-    parser.add_argument("--step-batch", type=int, help="interpolation points per forward pass (default: all)")
+    parser.add_argument("--step-batch", type=positive_int, help="interpolation points per forward pass (default: all)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="bfloat16: autocast, faster on AMX CPUs / GPUs")
-    parser.add_argument("--k-max", type=int, default=30, help="MAP(K) for K = 1..k-max (default 30)")
+    parser.add_argument("--k-max", type=positive_int, default=30, help="MAP(K) for K = 1..k-max (default 30)")
     parser.add_argument("--exclude", choices=EXCLUDE, default="pair", help="mentions not ranked: head/tail (pair) or all")
     parser.add_argument("--rank-by", choices=RANK_BY, default="signed", help="rank words by attribution or its magnitude")
     parser.add_argument("--label", help="curve label (default: the model folder's name)")
     parser.add_argument("--device", help="cpu / cuda (default: cuda when available)")
-    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--threads", type=positive_int, help="torch CPU threads")
     parser.add_argument("--output", required=True, type=Path, help="output directory")
     parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
 
 
-def _fail(message: str) -> int:
-    print(f"envre attribute: {message}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace) -> int:
     from ..analysis.attribution import AttributionConfig  # lazy: start-up time
-    from ..analysis.attribution_run import AttributionRunError, run_attribution  # lazy: start-up time
+    from ..analysis.attribution_run import run_attribution  # lazy: start-up time
     from ..analysis.plots import plot_map_curves  # lazy: start-up time
     from ..documents import DocumentError, read_documents  # lazy: start-up time
+    from ..documents.io import located_in_file  # lazy: start-up time
 
     if not (args.model / "config.json").is_file():
-        return _fail(f"{args.model}: no config.json (expected a folder written by save_pretrained)")
-    try:
-        config = AttributionConfig(
-            method=args.method,
-            steps=args.steps,
-            baseline=args.baseline,
-            backend=args.backend,
-            step_batch=args.step_batch,
-            dtype=args.dtype,
-        )
-    except ValueError as err:
-        return _fail(str(err))
-    try:
-        gold = read_documents(args.gold)
-        if args.titles_from:
-            keep = {d.title for d in read_documents(args.titles_from)}
-            gold = [d for d in gold if d.title in keep]
-        train_titles = {d.title for d in read_documents(args.train)} if args.train else None
-    except (DocumentError, OSError) as err:
-        return _fail(str(err))
+        raise UsageError(f"{args.model}: no config.json (expected a folder written by save_pretrained)")
+    config = AttributionConfig(
+        method=args.method,
+        steps=args.steps,
+        baseline=args.baseline,
+        backend=args.backend,
+        step_batch=args.step_batch,
+        dtype=args.dtype,
+    )
+    gold = read_documents(args.gold)
+    if args.titles_from:
+        keep = {d.title for d in read_documents(args.titles_from)}
+        gold = [d for d in gold if d.title in keep]
+    train_titles = {d.title for d in read_documents(args.train)} if args.train else None
     if not gold:
-        return _fail(f"{args.gold}: no documents to attribute" + (f" with a title in {args.titles_from}" if args.titles_from else ""))
+        raise UsageError(f"{args.gold}: no documents to attribute" + (f" with a title in {args.titles_from}" if args.titles_from else ""))
     if args.max_docs is not None:
         gold = gold[: args.max_docs]
     if train_titles is not None and not args.allow_train_overlap:
@@ -77,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
         seen = title_overlap(gold, train_titles)
         if seen:  # checked before the model is loaded: the refusal is immediate
-            return _fail(
+            raise UsageError(
                 f"{len(seen)} of the {len(gold)} documents to attribute are training documents of the model "
                 f"({args.train}; e.g. {seen[0]!r}); use --titles-from to keep only documents it was not trained on "
                 "(e.g. Re-DocRED test_revised.json for DocRED-HWE) or pass --allow-train-overlap"
@@ -97,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         model, tokenizer = load_for_inference(str(args.model), args.device)
     except (OSError, ValueError) as err:
-        return _fail(f"{args.model}: {err}")
+        raise UsageError(f"{args.model}: {err}") from None
     label = args.label or args.model.resolve().name
     try:
         result = run_attribution(
@@ -115,10 +107,8 @@ def run(args: argparse.Namespace) -> int:
             train_titles=train_titles,
             allow_train_overlap=args.allow_train_overlap,
         )
-    except AttributionRunError as err:
-        return _fail(str(err))
     except DocumentError as err:
-        return _fail(f"{args.gold}: {err}")
+        raise located_in_file(err, args.gold) from None
     plot_map_curves([result.curve], args.output / "map.png")
     curve = result.curve
     shown = ", ".join(f"MAP({k})={curve.map[k - 1]:.3f}" for k in (1, 5, 10, 20, 30) if k <= len(curve.map))

@@ -21,20 +21,7 @@ _SPLIT_NAMES = {"train": "train", "dev": "validation", "validation": "validation
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, type=existing_path, help="DocRED / Re-DocRED / Linked-DocRED JSON or .jsonl")
-    parser.add_argument(
-        "--kb",
-        required=True,
-        choices=("wikidata", "dump", "corpus"),
-        help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
-        "corpus: offline KB drawn from the documents of --kb-pool",
-    )
-    parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
-    parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")
-    parser.add_argument(
-        "--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache (default: %(default)s)"
-    )
-    parser.add_argument("--wikidata-api-url", help="wikidata KB: action API of a mirror (default: Wikidata's)")
-    parser.add_argument("--wikidata-sparql-url", help="wikidata KB: SPARQL endpoint of a mirror (default: Wikidata's)")
+    add_kb_arguments(parser)
     parser.add_argument(
         "--exclude-names-from",
         nargs="+",
@@ -51,9 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--split",
         help="split name in the dataset (default: from the input file name: test_revised.json -> test, "
         "dev_revised.json -> validation)",
-    )
-    parser.add_argument(
-        "--resume", action="store_true", help="continue an interrupted build of this split (or finish its last write)"
     )
     parser.add_argument(
         "--overwrite",
@@ -78,6 +62,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_kb_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options :func:`make_kb` reads (``envre build``, ``envre probe``)."""
+    parser.add_argument(
+        "--kb",
+        required=True,
+        choices=("wikidata", "dump", "corpus"),
+        help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
+        "corpus: offline KB drawn from the documents of --kb-pool",
+    )
+    parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
+    parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")
+    parser.add_argument(
+        "--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache (default: %(default)s)"
+    )
+    parser.add_argument("--wikidata-api-url", help="wikidata KB: action API of a mirror (default: Wikidata's)")
+    parser.add_argument("--wikidata-sparql-url", help="wikidata KB: SPARQL endpoint of a mirror (default: Wikidata's)")
 
 
 def split_name(input_path: Path, explicit: str | None) -> str:
@@ -137,7 +139,6 @@ def run(args: argparse.Namespace) -> int:
         split=split,
         seeds=tuple(range(args.seeds)),
         on_error=args.on_error,
-        resume=args.resume,
         overwrite=args.overwrite,
         export_json=args.export_json,
         num_proc=args.num_proc,
@@ -162,12 +163,12 @@ def run(args: argparse.Namespace) -> int:
             )
         except KnowledgeBaseError as err:
             raise KnowledgeBaseError(
-                f"the knowledge base failed: {err}; finished documents are kept: rerun with --resume to continue"
+                f"the knowledge base failed: {err}; run the same build again (Wikidata replies so far are cached)"
             ) from err
     n_done = result.statistics["renamed_documents"]
-    rate = (n_done - result.resumed) / result.seconds if result.seconds else 0.0
+    rate = n_done / result.seconds if result.seconds else 0.0
     print(f"\nBuilt split {split!r} of {result.output_dir}: {n_done} renamed documents in {result.seconds:.1f}s "
-          f"({rate:.0f} docs/s{f', {result.resumed} resumed' if result.resumed else ''}).")
+          f"({rate:.0f} docs/s).")
     print("\n".join(statistics_markdown(split, result.statistics)))
     if result.failures:
         print(f"{len(result.failures)} (document, seed) pairs not renamed: see {result.output_dir}/errors/{split}.jsonl")

@@ -99,6 +99,7 @@ _EXPECTED_NAMES = {
     "HeaderTooLarge",
     "BackendError",
     "ICLRunError",
+    "AttributionRunError",
     "PredictionError",
     "BuildError",
     "KnowledgeBaseError",

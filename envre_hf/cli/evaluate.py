@@ -3,8 +3,8 @@
 Modes, one function each, chosen in :func:`run`:
 
 * ``--predictions FILE`` (:func:`run_predictions`): an official-format prediction file
-  (``[{"title" | "doc_id", "h_idx", "t_idx", "r", "evidence"?}, ...]``). The gold index and the training
-  facts are cached per file content (:mod:`envre_hf.metrics.cache`; ``--no-cache`` reads the files in full).
+  (``[{"title" | "doc_id", "h_idx", "t_idx", "r", "evidence"?}, ...]``), scored by
+  :func:`envre_hf.metrics.score_files`.
 
 Other modes (e.g. ``--model DIR``: predict with a model first; ``--env ENV``: a robustness report)
 plug in as further argument groups in :func:`add_arguments` and branches in :func:`run`; they share
@@ -52,12 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="count predictions for documents missing from --gold as wrong (the official scorer's behaviour) "
         "instead of stopping with an error",
     )
-    preds.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="read --gold and --train in full even when this gold / training file was scored before (by default their "
-        "indexes are kept under $ENVRE_CACHE/scoring, default ~/.cache/envre/scoring, keyed by file content)",
-    )
     add_model_arguments(parser)
     add_env_arguments(parser)
 
@@ -66,28 +60,41 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model DIR``: predict ``--gold`` with a saved DocRE model, then score (helper MODELS)."""
     group = parser.add_argument_group("predicting with a saved model, then scoring")
     group.add_argument("--model", type=Path, help="a DocRE model folder (save_pretrained, tokenizer saved with it)")
+    add_inference_arguments(group)
+    group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
+
+
+def add_inference_arguments(group: argparse._ActionsContainer) -> None:
+    """How ``--model`` predicts (:func:`load_model` reads them; ``envre probe`` takes them too)."""
     group.add_argument("--batch-size", type=positive_int, default=4, help="documents per inference batch (default 4)")
     group.add_argument(
         "--top-k", type=non_negative_int, default=None, help="most relations per pair (default: the model's top_k; 0: no cap)"
     )
     group.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
-    group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
     group.add_argument(
         "--quantize", choices=["int8"], help="CPU inference with int8 dynamic quantization of the encoder's linear layers"
     )
     group.add_argument("--bf16", action="store_true", help="run inference under bf16 autocast (CPU or GPU)")
 
 
+def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
+    """``--model`` loaded for inference, its tokenizer, and the keyword arguments of ``predict`` the options set."""
+    from ..models.prediction import load_for_inference  # lazy: start-up time
+
+    model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
+    autocast = "bf16" if getattr(args, "bf16", False) else None
+    return model, tokenizer, {"batch_size": args.batch_size, "top_k": args.top_k, "autocast": autocast}
+
+
 def run_model(args: argparse.Namespace) -> int:
     """Predict the ``--gold`` documents with ``--model`` (batched, progress bar) and score them."""
     from ..metrics import score_predictions  # lazy: start-up time
-    from ..models.prediction import load_for_inference, predict  # lazy: start-up time
+    from ..models.prediction import predict  # lazy: start-up time
 
     gold = read_documents(_require_gold(args))
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
-    autocast = "bf16" if getattr(args, "bf16", False) else None
-    predictions = predict(model, gold, tokenizer, batch_size=args.batch_size, top_k=args.top_k, autocast=autocast)
+    model, tokenizer, options = load_model(args)
+    predictions = predict(model, gold, tokenizer, **options)
     if args.save_predictions is not None:
         write_json(args.save_predictions, predictions, indent=None)
     emit(score_predictions(predictions, gold, train).to_dict(), args)
@@ -108,7 +115,6 @@ def add_env_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_robustness(args: argparse.Namespace) -> int:
     """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
-    from ..models.prediction import load_for_inference  # lazy: start-up time
     from ..training.robustness import model_robustness_report  # lazy: start-up time
     from ..documents.build_folder import read_benchmark  # lazy: start-up time
 
@@ -117,11 +123,8 @@ def run_robustness(args: argparse.Namespace) -> int:
     gold = read_documents(_require_gold(args))
     renamed = read_benchmark(args.env, args.env_split)
     train = read_documents(args.train) if args.train is not None else None
-    model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
-    autocast = "bf16" if getattr(args, "bf16", False) else None
-    report = model_robustness_report(
-        model, tokenizer, gold, renamed, train, batch_size=args.batch_size, top_k=args.top_k, autocast=autocast
-    )
+    model, tokenizer, options = load_model(args)
+    report = model_robustness_report(model, tokenizer, gold, renamed, train, **options)
     if args.output is not None:
         write_json(args.output, report.to_dict(), ensure_ascii=True)
     print(report.to_markdown())
@@ -150,13 +153,8 @@ def run_predictions(args: argparse.Namespace) -> int:
     """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
     from ..metrics import score_files  # lazy: start-up time
 
-    scores = score_files(
-        args.predictions,
-        _require_gold(args),
-        args.train,
-        allow_unknown_documents=args.allow_unknown_documents,
-        cache=not getattr(args, "no_cache", False),
-    )
+    gold, unknown = _require_gold(args), args.allow_unknown_documents
+    scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown)
     emit(scores.to_dict(), args)
     return 0
 

@@ -1,7 +1,8 @@
 """``envre``: one entry point, one module per subcommand, one error path.
 
 Each subcommand lives in ``envre_hf/cli/<name>.py`` (``-`` in a command name is ``_`` in its module) and exposes ``add_arguments(parser)`` and
-``run(args) -> int``. Modules are imported only when their subcommand runs, so ``envre --help``
+``run(args) -> int`` (a forwarding one, ``train``, only ``run``: it gets its arguments untouched in
+``args.forwarded``). Modules are imported only when their subcommand runs, so ``envre --help``
 stays fast and a missing optional dependency of one command never breaks another.
 
 Every subcommand runs inside :func:`main`'s error handler: bad arguments, bad documents or
@@ -22,8 +23,10 @@ SUBCOMMANDS = {
     "build": "Build renamed benchmarks (Env-DocRED / Env-Re-DocRED) with a knowledge base.",
     "train": "Train a DocRE model, with or without EVRT (runs examples/run_docre.py).",
     "evaluate": "Score predictions or a model against gold documents (docre_f1).",
+    "predict": "Relations from your own documents (DocRED JSON, text with entities, or raw text and an NER model).",
     "icl": "In-context learning evaluation with an LLM (DA / CG prompts).",
     "analyze": "Robustness analyses of original vs renamed benchmarks and predictions.",
+    "probe": "Which of a model's predictions change when only the entity names change (any documents, no labels needed).",
     "attribute": "Word attributions of a model's gold facts and their MAP(K) against human rationales (DocRED-HWE).",
     "push-metric": "Publish the docre_f1 metric as a Hub Space that evaluate.load() reads without envre-hf.",
 }
@@ -77,11 +80,13 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
     prog = f"envre {name}"
     try:
         module = importlib.import_module(f"envre_hf.cli.{name.replace('-', '_')}")
-        sub = ArgumentParser(prog=prog, description=SUBCOMMANDS[name])
-        module.add_arguments(sub)
-        if name not in _FORWARDING:
+        if name in _FORWARDING:  # its options belong to another parser (train: HfArgumentParser)
+            args = argparse.Namespace(forwarded=argv)
+        else:
+            sub = ArgumentParser(prog=prog, description=SUBCOMMANDS[name])
+            module.add_arguments(sub)
             sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
-        args = sub.parse_args(argv)
+            args = sub.parse_args(argv)
         return int(module.run(args) or 0)
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):

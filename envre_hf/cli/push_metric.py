@@ -1,14 +1,15 @@
 """``envre push-metric REPO``: publish the docre_f1 metric as a Space (``evaluate.load(REPO)`` then works anywhere).
 
-The Space folder's scorer module is regenerated from the installed envre-hf before the upload, so the
-published metric always scores exactly as ``envre evaluate`` does.
+The Space's scoring module is taken from the installed envre-hf (``envre_hf/metrics/scoring.py``, of which the
+Space folder holds a byte-identical copy), so the published metric always scores exactly as ``envre evaluate`` does.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from .common import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +30,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         info = push_metric(args.repo_id, args.folder, token=args.token, private=args.private or None)
     except FileNotFoundError as err:
-        print(f"envre push-metric: {err} (run from the envre-hf repository root or pass --folder)", file=sys.stderr)
-        return 2
+        raise UsageError(f"{err} (run from the envre-hf repository root or pass --folder)") from None
     print(f"published {args.repo_id}: {getattr(info, 'commit_url', info)}")
     return 0

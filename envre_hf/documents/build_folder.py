@@ -1,7 +1,7 @@
 """Documents of a benchmark given as a file or as a dataset folder written by ``envre build``.
 
 A build folder holds ``data/<split>-NNNNN-of-NNNNN.parquet`` shards in the document schema (``DOCUMENT_FEATURES``),
-``statistics.json`` and, while a split replacement is being committed, ``.build/<split>/commit.json``. This module
+``statistics.json`` and, while a split's files are being replaced, the mark ``.build/<split>``. This module
 owns that layout on the reading side (``envre_hf.renaming`` writes it with these names); every stage that accepts
 "a DocRED file or a build folder" (training data and twins, name isolation, ``envre analyze``,
 ``envre evaluate --env``, ``envre icl``) reads it here, so there is one reader of that layout.
@@ -19,14 +19,12 @@ from .schema import Document
 
 #: ``statistics.json``: the construction statistics of every split (its ``data_files`` name the split's shards).
 STATISTICS_FILE = "statistics.json"
-#: The work folder of unfinished builds: ``.build/<split>/`` (records, manifest, staged files, commit journal).
+#: The folder of unfinished splits: ``.build/<split>`` exists while the split's files are being replaced.
 WORK_DIR = ".build"
-#: In ``.build/<split>/``: the journal whose presence means the split's replacement is not finished.
-COMMIT_FILE = "commit.json"
 
 
 class BuildFolderError(ValueError):
-    """A build folder that cannot be read as asked (a split replacement cut short)."""
+    """A build folder that cannot be read as asked (the write of a split cut short)."""
 
 
 def is_shard_of(name: str, split: str) -> bool:
@@ -34,10 +32,10 @@ def is_shard_of(name: str, split: str) -> bool:
     return re.fullmatch(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.parquet", name) is not None
 
 
-def pending_commits(folder: str | os.PathLike) -> list[str]:
-    """Splits of ``folder`` whose replacement was cut short after its commit point (finish: build ``--resume``)."""
+def unfinished_splits(folder: str | os.PathLike) -> list[str]:
+    """Splits of ``folder`` whose write was cut short (the fix: run the same ``envre build`` again)."""
     root = Path(folder) / WORK_DIR
-    return sorted(p.parent.name for p in root.glob(f"*/{COMMIT_FILE}")) if root.is_dir() else []
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
 
 
 def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Document]:
@@ -46,17 +44,17 @@ def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Documen
     A folder's split is read from its shards ``data/<split>-NNNNN-of-NNNNN.parquet`` exactly (``test`` never picks
     up ``test_hard`` shards); ``split="*"`` reads every split's shards (in file-name order). A folder without
     shards of ``split`` raises :class:`FileNotFoundError` naming the splits it has; a folder whose last split
-    replacement was cut short raises :class:`BuildFolderError` with the fix; two documents of one split with one
+    write was cut short raises :class:`BuildFolderError` with the fix; two documents of one split with one
     key raise :class:`~envre_hf.documents.DocumentError`.
     """
     path = Path(path)
     if not path.is_dir():
         return read_document_file(path)
-    pending = pending_commits(path)
-    if pending:
+    unfinished = unfinished_splits(path)
+    if unfinished:
         raise BuildFolderError(
-            f"{path}: the last write of split(s) {', '.join(pending)} was cut short; finish it with envre build "
-            f"--resume (same options) before reading the folder"
+            f"{path}: the last write of split(s) {', '.join(unfinished)} was cut short; run the same envre build "
+            f"again to finish it before reading the folder"
         )
     data = path / "data"
     every = split == "*"

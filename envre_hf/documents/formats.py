@@ -51,7 +51,14 @@ def _require(obj: dict, key: str, kind: type | tuple[type, ...], **where: Any) -
     return value
 
 
+# The checks below first try the exact types JSON gives (one C-level test); anything else takes the general
+# test of the same rule, which raises the located error.
+_STR, _INT = {str}, {int}
+
+
 def _pos(value: Any, **where: Any) -> tuple[int, int]:
+    if type(value) is list and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
+        return (value[0], value[1])
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 2
@@ -64,34 +71,53 @@ def _pos(value: Any, **where: Any) -> tuple[int, int]:
 def _sents(obj: dict) -> list[list[str]]:
     sents = _require(obj, "sents", list)
     for i, sent in enumerate(sents):
+        if type(sent) is list and set(map(type, sent)) <= _STR:
+            continue
         if not isinstance(sent, list) or not all(isinstance(tok, str) for tok in sent):
             raise DocumentError(f"sentence {i} is not a list of token strings", field="sents")
     return sents
 
 
 def _evidence(value: Any, **where: Any) -> list[int]:
+    if type(value) is list and set(map(type, value)) <= _INT:
+        return list(value)
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise DocumentError(f"expected a list of sentence indices, got {value!r}", field="evidence", **where)
     return list(value)
 
 
-def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], **where: Any) -> Mention:
+def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], entity: int, mention: int) -> Mention:
     """One mention dict; ``etype`` is the entity's type in the Linked dialect (mentions carry none there)."""
-    return Mention(
-        name=_require(raw, "name", str, **where),
-        sent_id=_require(raw, "sent_id", int, **where),
-        pos=_pos(_require(raw, "pos", list, **where), **where),
-        type=_require(raw, "type", str, **where) if etype is None else etype,
-        extra={k: v for k, v in raw.items() if k not in keys},
-    )
+    if type(raw) is not dict:
+        _require(raw, "name", str, entity=entity, mention=mention)
+    name, sent_id, pos = raw.get("name"), raw.get("sent_id"), raw.get("pos")
+    if type(name) is not str:
+        name = _require(raw, "name", str, entity=entity, mention=mention)
+    if type(sent_id) is not int:
+        sent_id = _require(raw, "sent_id", int, entity=entity, mention=mention)
+    if type(pos) is not list:
+        pos = _require(raw, "pos", list, entity=entity, mention=mention)
+    if etype is None:
+        etype = raw.get("type")
+        if type(etype) is not str:
+            etype = _require(raw, "type", str, entity=entity, mention=mention)
+    extra = {k: v for k, v in raw.items() if k not in keys}
+    return Mention(name, sent_id, _pos(pos, entity=entity, mention=mention), etype, extra)
+
+
+def _label_end(raw: Any, key: str, i: int) -> int:
+    """The ``h`` or ``t`` of label ``i``."""
+    value = raw.get(key) if type(raw) is dict else None
+    return value if type(value) is int else _require(raw, key, int, label=i)
 
 
 def _relation(raw: Any, i: int, h: int, t: int) -> Relation:
     """One label dict whose head and tail were already resolved to entity indices."""
+    r = raw.get("r")
     return Relation(
         h=h,
         t=t,
-        r=_require(raw, "r", str, label=i),
+        r=r if type(r) is str else _require(raw, "r", str, label=i),
         evidence=_evidence(raw.get("evidence", []), label=i),
         extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
     )
@@ -136,7 +162,7 @@ def from_docred(obj: dict, index: int | None = None) -> Document:
         for e, cluster in enumerate(vertex_set):
             if not isinstance(cluster, list):
                 raise DocumentError("expected a list of mentions", entity=e, field="vertexSet")
-            mentions = [_mention(raw, None, _MENTION_KEYS, entity=e, mention=m) for m, raw in enumerate(cluster)]
+            mentions = [_mention(raw, None, _MENTION_KEYS, e, m) for m, raw in enumerate(cluster)]
             entities.append(Entity(mentions=mentions))
         qids = obj.get("entity_wikidata_ids")
         if qids is not None:
@@ -149,7 +175,7 @@ def from_docred(obj: dict, index: int | None = None) -> Document:
         if obj.get("labels") is not None and not isinstance(obj["labels"], list):
             raise DocumentError(f"expected list, got {type(obj['labels']).__name__}", field="labels")
         for i, raw in enumerate(obj.get("labels") or []):
-            relations.append(_relation(raw, i, _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)))
+            relations.append(_relation(raw, i, _label_end(raw, "h", i), _label_end(raw, "t", i)))
         return Document(
             title=title,
             sents=sents,
@@ -216,7 +242,7 @@ def from_linked(obj: dict, index: int | None = None) -> Document:
         for e, raw in enumerate(raw_entities):
             etype = _require(raw, "type", str, entity=e)
             mentions = [
-                _mention(rm, etype, _LINKED_MENTION_KEYS, entity=e, mention=m)
+                _mention(rm, etype, _LINKED_MENTION_KEYS, e, m)
                 for m, rm in enumerate(_require(raw, "mentions", list, entity=e))
             ]
             ent_id = raw.get("id", e)
@@ -230,7 +256,7 @@ def from_linked(obj: dict, index: int | None = None) -> Document:
         if obj.get("relations") is not None and not isinstance(obj["relations"], list):
             raise DocumentError(f"expected list, got {type(obj['relations']).__name__}", field="relations")
         for i, raw in enumerate(obj.get("relations") or []):
-            h, t = _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)
+            h, t = _label_end(raw, "h", i), _label_end(raw, "t", i)
             for key, ent_id in (("h", h), ("t", t)):
                 if ent_id not in id2index:
                     raise DocumentError(f"no entity has id {ent_id}", label=i, field=key)

@@ -101,40 +101,74 @@ def _surrogate_error(obj: Any, index: int) -> DocumentError | None:
     )
 
 
+#: JSON's whitespace, and a decoder of one value at a position (the items of a list are parsed one at a time).
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODE_AT = json.JSONDecoder().raw_decode
+
+
+def _json_list_items(text: str, path: Path) -> Iterator[Any]:
+    """The items of the JSON list ``text`` one at a time, so that each can be let go before the next is parsed
+    (a 16 MB file is never a whole tree in memory, which the garbage collector would walk again and again).
+    Text that is not a well-formed list is parsed whole by :func:`parse_json`, which names the error."""
+    skip = _WHITESPACE.match
+    i = skip(text).end()
+    if text.startswith("[", i):
+        i = skip(text, i + 1).end()
+        try:
+            more = not text.startswith("]", i)
+            while more:
+                item, i = _DECODE_AT(text, i)
+                yield item
+                i = skip(text, i).end()
+                more = text.startswith(",", i)
+                if more:
+                    i = skip(text, i + 1).end()
+            if text.startswith("]", i) and skip(text, i + 1).end() == len(text):
+                return
+        except (json.JSONDecodeError, RecursionError):
+            pass
+        parse_json(text, path)  # raises the error json.loads finds
+        raise DocumentError(f"{path} is not valid JSON")
+    data = parse_json(text, path)
+    if not isinstance(data, dict):  # a single document
+        raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
+    yield data
+
+
+def _json_lines(text: str, path: Path, keep_errors: bool) -> Iterator[Any]:
+    """The object of each line that is not blank; with ``keep_errors`` a line that is not JSON is its error."""
+    for i, line in enumerate(text.splitlines()):
+        if line.strip():
+            try:
+                yield parse_json(line, path, i + 1)
+            except DocumentError as err:
+                if not keep_errors:
+                    raise
+                yield err
+
+
+def _raw_items(path: Path, keep_errors: bool) -> Iterator[Any]:
+    """:func:`read_raw_documents`, one document at a time."""
+    text = read_text(path)
+    items = _json_lines(text, path, keep_errors) if _is_jsonl(path) else _json_list_items(text, path)
+    surrogates = _SURROGATE_ESCAPE.search(text) is not None  # rare (a proper pair is also escaped so)
+    for i, obj in enumerate(items):
+        if isinstance(obj, DocumentError):
+            obj = DocumentError(obj.reason, doc_index=i)
+        elif surrogates and (err := _surrogate_error(obj, i)) is not None:
+            if not keep_errors:
+                raise located_in_file(err, path)
+            obj = err
+        yield obj
+
+
 def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any]:
     """The JSON objects of a document file, not parsed yet (one per JSON list item or JSON Lines line).
 
     With ``keep_errors`` a JSON Lines line that is not valid JSON becomes a :class:`DocumentError` in the
     list (so ``envre build --on-error skip`` can list it and go on); otherwise it is raised.
     """
-    path = Path(path)
-    text = read_text(path)
-    if _is_jsonl(path):
-        out: list[Any] = []
-        for i, line in enumerate(text.splitlines()):
-            if not line.strip():
-                continue
-            try:
-                out.append(parse_json(line, path, i + 1))
-            except DocumentError as err:
-                if not keep_errors:
-                    raise
-                out.append(DocumentError(err.reason, doc_index=len(out)))
-    else:
-        data = parse_json(text, path)
-        if isinstance(data, dict):  # a single document
-            data = [data]
-        if not isinstance(data, list):
-            raise DocumentError(f"{path}: expected a JSON list of documents, got {type(data).__name__}")
-        out = data
-    if _SURROGATE_ESCAPE.search(text):  # rare (a proper pair is also escaped so): look at each document
-        for i, obj in enumerate(out):
-            err = None if isinstance(obj, DocumentError) else _surrogate_error(obj, i)
-            if err is not None:
-                if not keep_errors:
-                    raise located_in_file(err, path)
-                out[i] = err
-    return out
+    return list(_raw_items(Path(path), keep_errors))
 
 
 def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
@@ -191,7 +225,7 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
         raise ValueError(f"on_error must be 'fail' or a callable, got {on_error!r}")
     keys = KeyChecker(path)
     skip = None if on_error == "fail" else on_error
-    for i, obj in enumerate(read_raw_documents(path, keep_errors=skip is not None)):
+    for i, obj in enumerate(_raw_items(path, keep_errors=skip is not None)):  # one raw document in memory at a time
         try:
             if isinstance(obj, DocumentError):  # a JSON Lines line that is not JSON (kept for ``skip``)
                 raise obj

@@ -196,7 +196,7 @@ class WikidataHTTPKB(KnowledgeBase):
 
     def _action(self, params: dict[str, Any], check: Any = None) -> Any:
         """An action API reply; ``check(payload)`` names what is wrong with its shape (then raised, never cached:
-        a cached bad reply would fail every resumed build the same way)."""
+        a cached bad reply would fail every rerun of the build the same way)."""
         params = {**params, "format": "json"}
         if self.maxlag is not None:
             params["maxlag"] = self.maxlag

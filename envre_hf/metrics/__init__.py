@@ -1,30 +1,12 @@
 """DocRED scoring: the official F1 / Ign F1 / evidence / intra-inter rules (core of the ``docre_f1`` metric).
 
-Plain Python, no torch: ``score_predictions(predictions, gold, train)`` -> :class:`DocREScores`.
+Plain Python, no torch. :mod:`~.scoring` is the scorer itself (standard library only; the Space carries a
+byte-identical copy); :mod:`~.docre` takes typed documents and files: ``score_predictions(predictions, gold,
+train)`` and ``score_files(predictions_path, gold_path, train_path)`` -> :class:`DocREScores`.
 """
 
-from .docre import (
-    IGN_EPSILON,
-    DocREScores,
-    GoldIndex,
-    PredictionError,
-    TrainFacts,
-    read_predictions,
-    score_predictions,
-)
-from .fast_io import read_gold_index, read_json_records, read_predictions_fast, read_train_facts, score_files
+from .docre import gold_index, read_predictions, score_files, score_predictions, train_facts
+from .scoring import IGN_EPSILON, DocREScores, GoldIndex, PredictionError, TrainFacts
 
-__all__ = [
-    "IGN_EPSILON",
-    "DocREScores",
-    "GoldIndex",
-    "PredictionError",
-    "TrainFacts",
-    "read_gold_index",
-    "read_json_records",
-    "read_predictions",
-    "read_predictions_fast",
-    "read_train_facts",
-    "score_files",
-    "score_predictions",
-]
+__all__ = ["IGN_EPSILON", "DocREScores", "GoldIndex", "PredictionError", "TrainFacts", "gold_index", "read_predictions",
+           "score_files", "score_predictions", "train_facts"]  # fmt: skip

@@ -1,8 +1,8 @@
 """Stage 3: DocRE models as transformers ``PreTrainedModel``s.
 
-Names are imported on first use (PEP 562), so ``import envre_hf.models`` stays cheap. transformers
-learns the ``docre`` model type as soon as its auto classes load (see :mod:`envre_hf.models.auto`):
-``AutoModel.from_pretrained(dir)`` then returns the saved family. Saved models also carry their code
+Names are imported on first use (PEP 562). ``import envre_hf.models`` registers the ``docre`` model type
+with transformers (see :mod:`envre_hf.models.auto`): ``AutoModel.from_pretrained(dir)`` then returns the
+saved family. Saved models also carry their code
 (``auto_map``) for users without envre-hf (``trust_remote_code=True``). The families are listed once, in
 :mod:`envre_hf.models.registry`.
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .auto import install as _install
+from .auto import register as _register
+from .auto import register_pipeline as _register_pipeline
 
 #: public name -> submodule that defines it
 _EXPORTS = {
@@ -60,4 +61,5 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
 
-_install()
+_register()
+_register_pipeline()

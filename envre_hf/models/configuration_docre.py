@@ -21,10 +21,12 @@ from transformers.configuration_utils import SubConfigSpec
 
 from .registry import HeadSettings, get_family
 
-try:  # envre-hf installed: DocRED labels by default (a saved config.json always carries its own id2label)
+try:  # envre-hf installed: DocRED labels by default (a saved config.json always carries its own id2label), and
+    # the pipeline's code saved beside every config
     from envre_hf.documents.relations import docred_schema
+    from envre_hf.models.pipeline_code import pipeline_saved
 except ImportError:  # loaded as remote code without envre-hf
-    docred_schema = None
+    docred_schema = pipeline_saved = None
 
 #: Encoder families whose position ids start after the padding index (``padding_idx + 1``), so
 #: ``max_position_embeddings`` overstates the usable window by ``pad_token_id + 1``.
@@ -69,10 +71,11 @@ class DocREConfig(PretrainedConfig):
     ``ncrl_none_weight`` (weight of the none-class term). ``top_k`` caps relations per pair at
     decoding (4 as in ATLOP's DocRED runs; ``None`` or 0: no cap). ``head_settings`` holds the
     family's own settings as its typed dataclass (KD-DocRE, DocuNet; ``None`` for a family without settings):
-    given as that dataclass or a dict, saved in config.json as a dict. ``extra_head`` (a dict), the key of
-    earlier versions, is still read.
+    given as that dataclass or a dict, saved in config.json as a dict.
     ``encoder_name_or_path`` records where the encoder weights came from (for the model card): a Hub id,
     or only the folder's name for a local folder (see :func:`portable_name`), never an absolute path.
+    ``relation_names`` maps the relation ids of ``id2label`` to names (DocRED's by default), for the
+    ``document-relation-extraction`` pipeline's output.
     """
 
     model_type = "docre"
@@ -90,15 +93,15 @@ class DocREConfig(PretrainedConfig):
     ncrl_none_weight: float = 1.0
     head_settings: HeadSettings | dict | None = None
     encoder_name_or_path: str | None = None
+    relation_names: dict[str, str] | None = None
 
     def __post_init__(self, **kwargs: Any):
-        legacy = kwargs.pop("extra_head", None)  # config.json files and callers of earlier versions
-        if legacy is not None:
-            if self.head_settings is not None and self.head_settings != legacy:
-                raise ValueError("give head_settings or its former name extra_head, not both")
-            self.head_settings = legacy
         if self.id2label is None and "num_labels" not in kwargs and docred_schema is not None:
             self.id2label = dict(docred_schema().index2rel)
+        if docred_schema is not None:
+            # envre-hf installed: its registered pipeline serves the task, and transformers' pipeline() would
+            # insist on the saved remote code for any task that config.json lists (models save it again)
+            kwargs.pop("custom_pipelines", None)
         super().__post_init__(**kwargs)
         if self.encoder_name_or_path is not None:
             self.encoder_name_or_path = portable_name(self.encoder_name_or_path)
@@ -106,6 +109,9 @@ class DocREConfig(PretrainedConfig):
             self.encoder._name_or_path = portable_name(self.encoder._name_or_path)
         if self.label2id is None and self.id2label is not None:
             self.label2id = {name: int(i) for i, name in self.id2label.items()}
+        if self.relation_names is None and docred_schema is not None and self.id2label is not None:
+            names = docred_schema().id2name
+            self.relation_names = {r: names[r] for r in self.id2label.values() if r in names} or None
         if self.emb_size is None:
             self.emb_size = int(self.encoder.hidden_size)
         self.head_settings = get_family(self.head_type).parse_settings(self.head_settings, self)
@@ -113,6 +119,17 @@ class DocREConfig(PretrainedConfig):
             raise ValueError(f"emb_size ({self.emb_size}) must be a multiple of block_size ({self.block_size})")
         if self.window is None and isinstance(self.encoder, PretrainedConfig):
             self.window = encoder_window(self.encoder)
+
+    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs: Any) -> Any:
+        """transformers' save; with envre-hf installed, the ``document-relation-extraction`` pipeline's code is
+        written beside config.json, which names it (``custom_pipelines``; see :mod:`envre_hf.models.pipeline_code`).
+        A model's ``save_pretrained`` saves its config here, inside the window its ``push_to_hub`` uploads.
+        A remote copy of this file (no envre-hf) saves the config alone, without ``custom_pipelines``."""
+        if pipeline_saved is None:
+            self.__dict__.pop("custom_pipelines", None)  # its code would not be beside this copy
+            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
+        with pipeline_saved(self, save_directory):
+            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         output = super().to_dict()

@@ -12,10 +12,7 @@ models (remote code): it imports only torch, transformers and sibling modules.
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import math
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +23,9 @@ from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from .configuration_docre import DocREConfig
+from .attention import FAST_ATTENTION, RowRequest, last_attention_layer, register_fast_attention
+from .configuration_docre import DocREConfig, encoder_window
 from .registry import HeadSettings, families, get_family, head_class
-from .configuration_docre import encoder_window
 
 EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (start, end)
 
@@ -91,21 +88,17 @@ def pool_entities(
 ) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     """Batch-flat entity embeddings (E x H, logsumexp over mentions) and attentions (E x heads x L, mean).
 
-    ``attention`` is the full last-layer attention (B x heads x L x L) or just its rows at the mention
-    starts (M x heads x L in :func:`mention_index` order, what the fast :meth:`~DocREPreTrainedModel.encode`
-    returns). Entities without any mention (only possible after ``max_seq_length`` truncation) get zeros.
+    ``attention`` holds the last layer's attention rows at the mention starts (M x heads x L in
+    :func:`mention_index` order), as :meth:`~DocREPreTrainedModel.encode` returns them. Entities without
+    any mention (only possible after ``max_seq_length`` truncation) get zeros.
     """
     idx = mention_index(entity_pos, sequence_output.device)
     n_entities = sum(idx.entities_per_doc)
     hidden = sequence_output.size(-1)
     heads, length = attention.size(1), attention.size(-1)
-    mention_emb = sequence_output[idx.doc, idx.pos]  # M x H
-    if attention.dim() == 3:
-        if attention.size(0) != idx.pos.numel():
-            raise ValueError(f"{attention.size(0)} attention rows for {idx.pos.numel()} mentions")
-        mention_att = attention
-    else:
-        mention_att = attention[idx.doc, :, idx.pos]  # M x heads x L
+    if attention.dim() != 3 or attention.size(0) != idx.pos.numel():
+        raise ValueError(f"attention of shape {tuple(attention.shape)} for {idx.pos.numel()} mention rows")
+    mention_emb, mention_att = sequence_output[idx.doc, idx.pos], attention  # M x H, M x heads x L
     padded = sequence_output.new_full((n_entities, idx.max_mentions, hidden), float("-inf"))
     padded = padded.index_put((idx.entity, idx.slot), mention_emb)
     emb = torch.logsumexp(padded, dim=1)
@@ -246,163 +239,23 @@ def group_bilinear_classify(
     return None, torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
-# ---------------------------------------------------------------------- fast last-layer attention rows
-
-#: Name of the attention function registered with transformers' ``AttentionInterface``: SDPA for every
-#: layer, plus the softmax rows a DocRE head reads (mention starts) for the one module holding a request.
-FAST_ATTENTION = "envre_docre_rows"
-
-_FAST_ATTENTION_REGISTERED = False
-#: While a list, every call of the fast attention function appends its module (finds the last layer's module).
-_ATTENTION_CALLS: list[nn.Module] | None = None
-
-
-@dataclass
-class _RowRequest:
-    """Rows ``(doc[i], pos[i])`` of ``module``'s attention softmax, filled in by the attention function."""
-
-    module: nn.Module
-    doc: torch.Tensor
-    pos: torch.Tensor
-    rows: torch.Tensor | None = None
-
-
-def attention_rows(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    doc: torch.Tensor,
-    pos: torch.Tensor,
-    scaling: float | None = None,
-) -> torch.Tensor:
-    """Softmax attention rows of the queries ``(doc[i], pos[i])`` against all keys of their sequence.
-
-    ``query``/``key``: (B, heads, L, d) as attention functions receive them; ``attention_mask``: the
-    boolean (True = attend) or additive 4D mask of the layer, or None. Returns (R, heads, L), equal to
-    rows of eager attention's ``softmax(q k^T * scaling + mask)`` while computing only R x L scores per head.
-    """
-    batch, heads, _, dim = query.shape
-    scaling = dim**-0.5 if scaling is None else scaling
-    n_rows = doc.numel()
-    if n_rows == 0:
-        return query.new_zeros((0, heads, key.size(2)))
-    counts = torch.bincount(doc, minlength=batch)
-    order = torch.argsort(doc, stable=True)  # rank of each row within its sequence, in any input order
-    rank = torch.empty_like(doc).index_put_(
-        (order,), torch.arange(n_rows, device=doc.device) - (torch.cumsum(counts, 0) - counts)[doc[order]]
-    )
-    picked = query.transpose(1, 2)[doc, pos]  # R x heads x d
-    padded = query.new_zeros((batch, int(counts.max()), heads, dim)).index_put((doc, rank), picked)
-    scores = torch.matmul(padded.transpose(1, 2), key.transpose(-1, -2)) * scaling  # B x heads x maxR x L
-    scores = scores.transpose(1, 2)[doc, rank]  # R x heads x L
-    if attention_mask is not None:
-        scores = _masked(scores, attention_mask[doc, :, pos if attention_mask.size(2) > 1 else 0])  # R x (1|heads) x L
-    return torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-
-
-def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Attention scores under a boolean (True = attend) or additive mask."""
-    if mask.dtype == torch.bool:
-        return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return scores + mask
-
-
-def _plain_attention(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None,
-    dropout: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eager attention with dropout: ``(B, L, heads, d)`` output (the SDPA layout) and the probabilities
-    after dropout ``(B, heads, L, L)``; ``attention_mask`` boolean (True = attend), additive, or None."""
-    scaling = query.size(-1) ** -0.5 if scaling is None else scaling
-    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
-    if attention_mask is not None:
-        scores = _masked(scores, attention_mask)
-    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    probs = torch.nn.functional.dropout(probs, p=dropout, training=True)
-    return torch.matmul(probs, value).transpose(1, 2).contiguous(), probs
-
-
-def _fast_attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    dropout: float = 0.0,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, None]:
-    """SDPA; for the module named by the ``envre_row_request`` keyword (a :class:`_RowRequest`), also the
-    requested softmax rows.
-
-    In training the rows get their own dropout, as eager attention returns its probabilities after dropout.
-    """
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    if _ATTENTION_CALLS is not None:
-        _ATTENTION_CALLS.append(module)
-    request = kwargs.get("envre_row_request")
-    if dropout and module.training and query.device.type == "cpu":
-        # CPU SDPA has no fused kernel with dropout: its math fallback is slower than plain attention
-        # (safe-softmax passes over every L x L score); plain attention also hands the requested rows over
-        # with the very dropout mask the layer used, as eager attention returns its probabilities.
-        out, probs = _plain_attention(query, key, value, attention_mask, scaling, dropout)
-        if request is not None and request.module is module:
-            request.rows = probs[request.doc, :, request.pos]
-        return out, None
-    out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
-    if request is not None and request.module is module:
-        rows = attention_rows(query, key, attention_mask, request.doc, request.pos, scaling)
-        request.rows = torch.nn.functional.dropout(rows, p=dropout, training=module.training) if dropout else rows
-    return out, None
-
-
-def register_fast_attention() -> str:
-    """Register :data:`FAST_ATTENTION` (attention and mask function) with transformers; returns the name."""
-    global _FAST_ATTENTION_REGISTERED
-    if not _FAST_ATTENTION_REGISTERED:
-        from transformers import AttentionInterface
-        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-        AttentionInterface.register(FAST_ATTENTION, _fast_attention)
-        AttentionMaskInterface.register(FAST_ATTENTION, sdpa_mask)
-        _FAST_ATTENTION_REGISTERED = True
-    return FAST_ATTENTION
-
-
-def _supports_attention_backend(encoder: nn.Module) -> bool:
-    """True when the encoder takes its attention function from transformers' ``AttentionInterface``."""
-    return bool(getattr(type(encoder), "_supports_attention_backend", False))
-
-
-def _last_layer(encoder: nn.Module) -> nn.Module | None:
-    """The last block of the encoder's layer stack (the last element of its longest ``ModuleList``)."""
-    stacks = [m for m in encoder.modules() if isinstance(m, nn.ModuleList) and len(m) > 0]
-    return max(stacks, key=len)[-1] if stacks else None
-
-
 class DocREPreTrainedModel(PreTrainedModel):
     """Base class: a transformers encoder plus the shared DocRE machinery.
 
     Localized context pooling reads only the last layer's attention rows at mention starts. So, for
-    encoders built on transformers' ``AttentionInterface`` (BERT, RoBERTa, ELECTRA, XLM-R, ...), every
-    layer runs SDPA and the last one also computes just those rows (:func:`attention_rows`); other
-    encoders (DeBERTa) run as they are and only the last layer's attention is kept. Set
-    ``attention_path = "eager"`` (or use :meth:`eager_attention`) for the reference path: eager
-    attention with every layer's full attention returned, as the released ATLOP code does.
+    encoders on transformers' ``AttentionInterface`` whose attention modules know their layer (BERT, RoBERTa,
+    ELECTRA, XLM-R, ...), every layer runs SDPA and the last one also computes just those rows
+    (:data:`~.attention.FAST_ATTENTION`). Other encoders (DeBERTa), and any encoder set to eager
+    attention (``model.set_attn_implementation("eager")``), run eager attention and return every layer's
+    attention (``output_attentions``), of which the last layer's rows are kept.
 
     In training on CPU a padded batch is encoded one document at a time, each at its own length
     (``unpadded``): padding costs CPU time in proportion, and attention with dropout (plain attention on
-    CPU, see :func:`_fast_attention`) in its square. Prediction keeps padded batches (sorted by length,
-    they carry little padding, and bf16 matmuls run faster on larger blocks), and so do GPUs.
+    CPU, see :func:`~.attention.mention_row_attention`) in its square. Prediction keeps padded batches
+    (sorted by length, they carry little padding, and bf16 matmuls run faster on larger blocks), and so
+    do GPUs.
     """
 
-    #: ``"fast"`` (default) or ``"eager"`` (the reference path the fast one is tested against).
-    attention_path: str = "fast"
     #: Encode padded batches document by document: True, False, or None (default: in training on CPU).
     unpadded: bool | None = None
 
@@ -419,12 +272,12 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
-        config.encoder._attn_implementation = "eager"
         self.encoder = AutoModel.from_config(config.encoder, attn_implementation="eager")
-        if _supports_attention_backend(self.encoder):  # SDPA in every layer, only the needed rows of the last
-            self.encoder.config._attn_implementation_internal = register_fast_attention()
+        #: The layer whose attention rows the fast path computes (None: the encoder runs eager).
+        self.rows_layer = last_attention_layer(self.encoder)
+        if self.rows_layer is not None:
+            self.encoder.set_attn_implementation(register_fast_attention())
         if config.window is None:
-
             config.window = encoder_window(config.encoder)
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -505,50 +358,43 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     # ------------------------------------------------------------------ encoding
 
-    @contextlib.contextmanager
-    def eager_attention(self) -> typing.Iterator[None]:
-        """Within the block, encode on the reference path (eager attention, all layers' attentions);
-        the encoder itself runs eager too (e.g. for ``self.encoder(..., output_attentions=True)``)."""
-        previous = self.__dict__.get("attention_path")
-        self.attention_path = "eager"
-        try:
-            with self._eager_encoder():
-                yield
-        finally:
-            if previous is None:
-                del self.attention_path
-            else:
-                self.attention_path = previous
-
     def encode(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos] | None = None
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos]
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sequence output (B x L x H) and last-layer attention, for any length L.
-
-        With ``entity_pos`` (the fast path) the attention is only the rows the heads read: one row per
-        mention start, ``M x heads x L`` in :func:`mention_index` order. Without it, or with
-        ``attention_path = "eager"``, it is the full ``B x heads x L x L`` tensor; :func:`pool_entities`
-        takes either.
+        """Sequence output (B x L x H) and the last layer's attention rows at the mention starts
+        (``M x heads x L``, in :func:`mention_index` order), for any length L.
 
         Documents longer than ``config.window`` are cut into overlapping windows (each with the
         document's own first and last special tokens, e.g. [CLS] ... [SEP]); the windows of the
         whole batch run in one encoder call. Hidden states are averaged where windows overlap;
-        attention blocks are summed and each row renormalised to sum to one (ATLOP's merge,
-        generalised from two windows of 512 to any number of windows of any size).
+        a mention's attention rows in the windows holding it are summed and renormalised to sum to one
+        (ATLOP's merge, generalised from two windows of 512 to any number of windows of any size).
         Assumes one leading and one trailing special token, as BERT/RoBERTa/DeBERTa tokenizers add.
         """
-        if entity_pos is None or self.attention_path == "eager":
-            return self._encode_full(input_ids, attention_mask)
         lengths = self._padded_lengths(attention_mask)
-        if lengths is not None:
-            return self._encode_each(input_ids, attention_mask, entity_pos, lengths)
-        idx = mention_index(entity_pos, input_ids.device)
+        if lengths is None:
+            return self._encode(input_ids, attention_mask, entity_pos)
+        # One word-embedding lookup for the whole batch: the backward pass then builds one dense
+        # vocabulary x hidden gradient per batch, not one per document (47 MB for MiniLM's table).
+        embeds = self.encoder.get_input_embeddings()(input_ids)
+        length = input_ids.size(1)
+        hidden, rows = [], []
+        for b, n in enumerate(lengths):
+            h, r = self._encode(embeds[b : b + 1, :n], attention_mask[b : b + 1, :n], entity_pos[b : b + 1])
+            hidden.append(torch.nn.functional.pad(h, (0, 0, 0, length - n)))
+            rows.append(torch.nn.functional.pad(r, (0, length - n)))
+        return torch.cat(hidden), torch.cat(rows)
+
+    def _encode(
+        self, inputs: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`encode` of a padded batch; ``inputs`` are token ids (B x L) or word embeddings (B x L x E)."""
+        idx = mention_index(entity_pos, inputs.device)
         window = int(self.config.window)
-        batch, length = input_ids.shape
+        batch, length = inputs.shape[:2]
         if length <= window:
-            hidden, rows = self._encoder_rows(input_ids, attention_mask, idx.doc, idx.pos)
-            return hidden, rows
-        lengths, plans, win_ids, win_mask = self._windows(input_ids, attention_mask)
+            return self._encoder_rows(inputs, attention_mask, idx.doc, idx.pos)
+        lengths, plans, win_inputs, win_mask = self._windows(inputs, attention_mask)
         # every (mention, window whose kept part holds it): the row in window coordinates
         by_doc: dict[int, list[int]] = {}
         for k, plan in enumerate(plans):
@@ -564,12 +410,12 @@ class DocREPreTrainedModel(PreTrainedModel):
                     j0s.append(j0)
                     j1s.append(j1)
                     shifts.append(p0 - j0)
-        device = input_ids.device
+        device = inputs.device
 
         def t(values: list[int]) -> torch.Tensor:
             return torch.tensor(values, dtype=torch.long, device=device)
 
-        hidden, win_rows = self._encoder_rows(win_ids, win_mask, t(req_win), t(req_pos))
+        hidden, win_rows = self._encoder_rows(win_inputs, win_mask, t(req_win), t(req_pos))
         sequence_output = self._merge_hidden(hidden, plans, batch, length)
         heads, width = win_rows.size(1), win_rows.size(-1)
         col = torch.arange(width, device=device)
@@ -600,162 +446,50 @@ class DocREPreTrainedModel(PreTrainedModel):
             return None
         return [int(n) for n in counts.tolist()]
 
-    def _encode_each(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos], lengths: list[int]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`encode` of each document at its own length, put back in batch shape: hidden states
-        zero at padding, attention rows (in :func:`mention_index` order, document after document) zero there."""
-        length = input_ids.size(1)
-        hidden, rows = [], []
-        with self._batch_word_embeddings(input_ids):
-            for b, n in enumerate(lengths):
-                h, r = self.encode(input_ids[b : b + 1, :n], attention_mask[b : b + 1, :n], entity_pos[b : b + 1])
-                hidden.append(torch.nn.functional.pad(h, (0, 0, 0, length - n)))
-                rows.append(torch.nn.functional.pad(r, (0, length - n)))
-        return torch.cat(hidden), torch.cat(rows)
-
-    @contextlib.contextmanager
-    def _batch_word_embeddings(self, input_ids: torch.Tensor) -> typing.Iterator[None]:
-        """Within the block the encoder's word embeddings are looked up in the rows of the batch's distinct
-        tokens, gathered once: the backward pass then builds one dense vocabulary x hidden gradient per batch,
-        not one per document (47 MB to zero and add for MiniLM's 30,522 x 384, per document)."""
-        emb = self.encoder.get_input_embeddings()
-        plain = (
-            isinstance(emb, nn.Embedding)
-            and emb.weight.requires_grad
-            and torch.is_grad_enabled()
-            and emb.max_norm is None
-            and not emb.scale_grad_by_freq
-            and not emb.sparse
-            and "forward" not in emb.__dict__
-            and not (emb._forward_hooks or emb._forward_pre_hooks)  # e.g. NEFTune's noise: runs on real lookups only
-        )
-        if not plain:
-            yield
-            return
-        ids = torch.unique(input_ids)
-        rows = emb(ids)  # distinct tokens x hidden: padding_idx and the table's gradient as usual
-        slot = torch.full((emb.num_embeddings,), -1, dtype=torch.long, device=ids.device)
-        slot[ids] = torch.arange(ids.numel(), device=ids.device)
-        table_lookup = emb.forward
-
-        def lookup(tokens: torch.Tensor) -> torch.Tensor:
-            found = slot[tokens]
-            if bool((found < 0).any()):  # a token outside the batch (e.g. the attention dry run's)
-                return table_lookup(tokens)
-            return torch.nn.functional.embedding(found, rows)
-
-        emb.forward = lookup
-        try:
-            yield
-        finally:
-            del emb.forward
-
     def _encoder_rows(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, doc: torch.Tensor, pos: torch.Tensor
+        self, inputs: torch.Tensor, attention_mask: torch.Tensor, doc: torch.Tensor, pos: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One encoder call: last hidden state and the last layer's attention rows ``(doc[i], pos[i])``."""
-        self._keep_last_layer_differentiable()
-        if _supports_attention_backend(self.encoder) and self.encoder.config._attn_implementation == FAST_ATTENTION:
+        given = {"inputs_embeds" if inputs.dim() == 3 else "input_ids": inputs, "attention_mask": attention_mask}
+        if self.encoder.config._attn_implementation == FAST_ATTENTION:
             # The request travels as a keyword argument down to the attention function, so that a layer
             # recomputed by gradient checkpointing recomputes the same rows.
-            request = _RowRequest(self._last_attention_module(), doc, pos)
-            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, envre_row_request=request)
-            hidden = out.last_hidden_state
-            if request.rows is not None:
-                return hidden, request.rows
-        # Other encoders: run as they are, keeping only the last layer's attention (not every layer's).
-        captured: list[torch.Tensor] = []
-        layer = _last_layer(self.encoder)
-        handles = []
-        if layer is not None and "output_attentions" in inspect.signature(layer.forward).parameters:
-
-            def ask(_module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-                return args, {**kwargs, "output_attentions": True}
-
-            def keep(_module: nn.Module, _args: tuple, output: Any) -> None:
-                if isinstance(output, tuple) and len(output) > 1 and torch.is_tensor(output[1]):
-                    captured.append(output[1])
-
-            handles = [
-                layer.register_forward_pre_hook(ask, with_kwargs=True),
-                layer.register_forward_hook(keep),
-            ]
-        try:
-            with self._eager_encoder():
-                out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_attentions=not handles)
-        finally:
-            for handle in handles:
-                handle.remove()
-        att = captured[-1] if captured else out.attentions[-1]
-        return out.last_hidden_state, att[doc, :, pos]
-
-    def _keep_last_layer_differentiable(self) -> None:
-        """Reentrant gradient checkpointing runs a layer's forward without autograd, which would cut the
-        attention rows (returned beside the layer's outputs) from the graph: the last layer is then not
-        checkpointed. Non-reentrant checkpointing recomputes the rows (the request is an argument)."""
-        layer = _last_layer(self.encoder)
-        if layer is None or not getattr(layer, "gradient_checkpointing", False):
-            return
-        func = getattr(layer, "_gradient_checkpointing_func", None)
-        if getattr(func, "keywords", {}).get("use_reentrant", True) is not False:
-            layer.gradient_checkpointing = False
-
-    def _last_attention_module(self) -> nn.Module:
-        """The attention module of the encoder's last layer: the last one called in a tiny dry run (cached)."""
-        global _ATTENTION_CALLS
-        name = self.__dict__.get("_envre_last_attention")
-        if name is None:
-            calls: list[nn.Module] = []
-            device = next(self.encoder.parameters()).device
-            _ATTENTION_CALLS = calls
-            training = self.encoder.training
-            self.encoder.eval()  # no dropout: the dry run draws no random numbers
-            try:
-                with torch.no_grad():
-                    ids = torch.zeros((1, 2), dtype=torch.long, device=device)
-                    self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))
-            finally:
-                _ATTENTION_CALLS = None
-                self.encoder.train(training)
-            if not calls:
-                raise RuntimeError(f"{type(self.encoder).__name__} never called its attention function")
-            names = {id(m): n for n, m in self.encoder.named_modules()}
-            name = self.__dict__["_envre_last_attention"] = names[id(calls[-1])]
-        return self.encoder.get_submodule(name)
-
-    @contextlib.contextmanager
-    def _eager_encoder(self) -> typing.Iterator[None]:
-        """Eager attention inside the block (encoders on the fast attention function are switched back after)."""
-        config = self.encoder.config
-        previous = config._attn_implementation
-        if previous == FAST_ATTENTION:
-            config._attn_implementation_internal = "eager"
-        try:
-            yield
-        finally:
-            config._attn_implementation_internal = previous
+            request = RowRequest(self.rows_layer, doc, pos)
+            hidden = self.encoder(**given, envre_row_request=request).last_hidden_state
+            if request.rows is None:
+                raise RuntimeError(f"{type(self.encoder).__name__} never ran the attention of layer {self.rows_layer}")
+            rows = request.rows
+        else:
+            out = self.encoder(**given, output_attentions=True)
+            hidden, rows = out.last_hidden_state, out.attentions[-1][doc, :, pos]
+        if hidden.requires_grad and not rows.requires_grad and rows.numel():
+            raise RuntimeError(
+                "the encoder's last layer ran without autograd, which cuts its attention rows (read by the DocRE head)"
+                " from the graph: reentrant gradient checkpointing is not supported; checkpoint with"
+                ' {"use_reentrant": False}, transformers\' default'
+            )
+        return hidden, rows
 
     def _windows(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+        self, inputs: torch.Tensor, attention_mask: torch.Tensor
     ) -> tuple[list[int], list[tuple[int, int, int, int, int, int]], torch.Tensor, torch.Tensor]:
-        """Document lengths, the window plan (:meth:`_window_plan`) and the windows' ids and mask."""
+        """Document lengths, the window plan (:meth:`_window_plan`) and the windows' inputs and mask."""
         window = int(self.config.window)
         lengths = [int(n) for n in attention_mask.sum(1).tolist()]  # one device sync for the whole batch
         plans = self._window_plan(lengths, window)
         n_windows = len(plans)
-        win_ids = input_ids.new_full((n_windows, window), self.config.encoder.pad_token_id or 0)
+        win = inputs.new_full((n_windows, window, *inputs.shape[2:]), self.config.encoder.pad_token_id or 0)
         win_mask = attention_mask.new_zeros((n_windows, window))
         for k, (b, s, n_win, _, _, _) in enumerate(plans):
             n = lengths[b]
             if n <= window:
-                win_ids[k, :n] = input_ids[b, :n]
+                win[k, :n] = inputs[b, :n]
             else:
-                win_ids[k, 0] = input_ids[b, 0]
-                win_ids[k, 1 : n_win - 1] = input_ids[b, 1 + s : s + n_win - 1]
-                win_ids[k, n_win - 1] = input_ids[b, n - 1]
+                win[k, 0] = inputs[b, 0]
+                win[k, 1 : n_win - 1] = inputs[b, 1 + s : s + n_win - 1]
+                win[k, n_win - 1] = inputs[b, n - 1]
             win_mask[k, :n_win] = 1
-        return lengths, plans, win_ids, win_mask
+        return lengths, plans, win, win_mask
 
     @staticmethod
     def _merge_hidden(hidden: torch.Tensor, plans: Sequence[tuple[int, ...]], batch: int, length: int) -> torch.Tensor:
@@ -767,25 +501,6 @@ class DocREPreTrainedModel(PreTrainedModel):
             sequence_output[b, p0:p1] += hidden[k, j0:j1]
             counts[b, p0:p1] += 1
         return sequence_output / counts.clamp(min=1)
-
-    def _encode_full(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The reference path: eager attention, every layer's attention returned, the last one's kept whole."""
-        window = int(self.config.window)
-        batch, length = input_ids.shape
-        with self._eager_encoder():
-            if length <= window:
-                out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_attentions=True)
-                return out.last_hidden_state, out.attentions[-1]
-            _, plans, win_ids, win_mask = self._windows(input_ids, attention_mask)
-            out = self.encoder(input_ids=win_ids, attention_mask=win_mask, output_attentions=True)
-        hidden, att = out.last_hidden_state, out.attentions[-1]
-        sequence_output = self._merge_hidden(hidden, plans, batch, length)
-        attention = att.new_zeros((batch, att.size(1), length, length))
-        for k, (b, _, _, j0, j1, p0) in enumerate(plans):
-            p1 = p0 + (j1 - j0)
-            attention[b, :, p0:p1, p0:p1] += att[k, :, j0:j1, j0:j1]
-        attention = attention / (attention.sum(-1, keepdim=True) + 1e-10)
-        return sequence_output, attention
 
     @staticmethod
     def _window_plan(lengths: Sequence[int], window: int) -> list[tuple[int, int, int, int, int, int]]:
@@ -846,17 +561,22 @@ class DocREPreTrainedModel(PreTrainedModel):
         """
         return torch.sigmoid(logits[:, 1:] - logits[:, :1])
 
-    def decode(self, logits: torch.Tensor, top_k: int | None = None) -> torch.Tensor:
+    def decode(self, logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
         """Multi-hot predictions: r where logit_r > logit_0, at most ``top_k`` per pair (``config.top_k``
-        by default); class 0 is set for pairs with no relation."""
+        by default); class 0 is set for pairs with no relation. ``threshold``: r where its probability
+        (:meth:`relation_probabilities`) exceeds it instead (the learned threshold class is 0.5)."""
         top_k = self.config.top_k if top_k is None else top_k
-        return threshold_decode(logits, top_k)
+        return threshold_decode(logits, top_k, threshold)
 
 
-def threshold_decode(logits: torch.Tensor, top_k: int | None = None) -> torch.Tensor:
+def threshold_decode(logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
     """See :meth:`DocREPreTrainedModel.decode`."""
     out = torch.zeros_like(logits)
-    mask = logits > logits[:, :1]
+    if threshold is not None and not 0 < threshold < 1:
+        raise ValueError(f"threshold must be a probability strictly between 0 and 1, got {threshold}")
+    # sigmoid(logit_r - logit_0) > threshold  <=>  logit_r - logit_0 > logit(threshold); 0 for the default
+    margin = 0.0 if threshold is None else math.log(threshold / (1 - threshold))
+    mask = logits > logits[:, :1] + margin
     if top_k is not None and top_k > 0 and logits.size(1) > top_k:
         kth = torch.topk(logits, top_k, dim=1).values[:, -1:]
         mask = mask & (logits >= kth)

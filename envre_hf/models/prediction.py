@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from typing import Any
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -15,7 +17,9 @@ from ..documents.schema import Document
 from ..features.batching import length_sorted_batches
 from ..features.collator import DocRECollator
 from ..features.featurize import featurize_document
-from .modeling_docre import DocREPreTrainedModel
+
+if TYPE_CHECKING:  # annotations only: the pipeline's saved code bundles this module without the model's
+    from .modeling_docre import DocREPreTrainedModel
 
 
 #: ``autocast`` values of :func:`iter_logits` / :func:`predict` -> torch dtype.
@@ -120,6 +124,48 @@ def decode_predictions(
     return rows
 
 
+@dataclass
+class DecodedDocument:
+    """One document's prediction: its entity pairs (``hts``), their logits and multi-hot decisions (class 0 = none)."""
+
+    document: Document
+    hts: list[list[int]]
+    logits: torch.Tensor
+    multi_hot: torch.Tensor
+
+
+def iter_decoded(
+    model: DocREPreTrainedModel,
+    docs: Iterable[Document],
+    tokenizer: Any,
+    batch_size: int = 4,
+    top_k: int | None = None,
+    max_seq_length: int | None = None,
+    schema: RelationSchema | None = None,
+    progress: bool = True,
+    autocast: str | None = None,
+    threshold: float | None = None,
+    buffer: int | None = None,
+) -> Iterator[DecodedDocument]:
+    """Featurize, encode and decode documents, yielding them in input order: the one prediction path of
+    :func:`predict` (``envre evaluate --model``) and of the ``document-relation-extraction`` pipeline.
+
+    ``buffer`` documents are read at a time (all by default) and batched by length among themselves
+    (:func:`iter_logits`), so a stream is never read whole. ``top_k`` and ``threshold``: see
+    :meth:`~envre_hf.models.DocREPreTrainedModel.decode`.
+    """
+    pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0
+    stream = iter(docs)
+    while chunk := list(itertools.islice(stream, buffer)):
+        features = [
+            featurize_document(doc, tokenizer, schema, max_seq_length)
+            for doc in tqdm(chunk, desc="Featurizing", unit="doc", disable=not progress)
+        ]
+        logits = dict(iter_logits(model, features, pad, batch_size, progress, autocast=autocast))
+        for i, doc in enumerate(chunk):
+            yield DecodedDocument(doc, features[i]["hts"], logits[i], model.decode(logits[i], top_k, threshold))
+
+
 def predict(
     model: DocREPreTrainedModel,
     docs: Sequence[Document],
@@ -138,15 +184,8 @@ def predict(
     most ``top_k`` per pair (``model.config.top_k`` by default). Rows carry ``doc_id`` when the
     document has one (renamed copies), so scoring matches them to ``Document.key``.
     """
-    features = [
-        featurize_document(doc, tokenizer, schema, max_seq_length)
-        for doc in tqdm(docs, desc="Featurizing", unit="doc", disable=not progress)
-    ]
-    pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0
-    per_doc: dict[int, list[dict[str, Any]]] = {}
-    for i, logits in iter_logits(model, features, pad, batch_size, progress, autocast=autocast):
-        per_doc[i] = decode_predictions(docs[i], features[i]["hts"], model.decode(logits, top_k), schema)
-    return [row for i in range(len(docs)) for row in per_doc[i]]
+    decoded = iter_decoded(model, docs, tokenizer, batch_size, top_k, max_seq_length, schema, progress, autocast)
+    return [row for d in decoded for row in decode_predictions(d.document, d.hts, d.multi_hot, schema)]
 
 
 def load_for_inference(
@@ -164,8 +203,6 @@ def load_for_inference(
     import logging
 
     from transformers import AutoModel, AutoTokenizer
-
-    from . import DocREConfig  # noqa: F401  (registers the docre model type)
 
     if quantize not in (None, "int8"):
         raise ValueError(f"quantize must be 'int8' or None, got {quantize!r}")

@@ -13,7 +13,6 @@ from .pipeline import (
     rename_dataset,
 )
 from .stats import match_counts, substitution_rates
-from ..documents.tokenize import joined_name, name_key, tokenize_name
 from .values import ValueRename, rename_values
 
 __all__ = [
@@ -30,14 +29,11 @@ __all__ = [
     "entity_rng",
     "find_leaks",
     "is_substituted",
-    "joined_name",
     "load_excluded_names",
     "match_counts",
-    "name_key",
     "rename_dataset",
     "rename_unit",
     "rename_values",
     "substitution_rates",
-    "tokenize_name",
     "used_names",
 ]

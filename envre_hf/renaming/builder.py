@@ -15,80 +15,37 @@ that ``datasets.load_dataset(folder)`` loads and ``push_to_hub`` publishes:
 This module only puts the jobs together, each owned by one module of :mod:`envre_hf.renaming`:
 
 * :mod:`~envre_hf.renaming.inputs`: reading the input (bad documents listed, not fatal) and its fingerprints;
-* :mod:`~envre_hf.renaming.output_folder`: the owned, locked folder and the atomic split commit (journal);
-* :mod:`~envre_hf.renaming.worklog`: the resumable record of finished (document, seed) pairs;
+* :mod:`~envre_hf.renaming.output_folder`: the owned, locked folder and the mark of an unfinished split;
 * :mod:`~envre_hf.renaming.driver`: the renaming itself (process pool, progress bar, failures);
 * :mod:`~envre_hf.renaming.stats`, :mod:`~envre_hf.renaming.split_writer`, :mod:`~envre_hf.renaming.card`:
   statistics, parquet shards and failure file, dataset card;
 * :mod:`~envre_hf.renaming.hub_upload`: publishing the folder.
 
 Nothing lost, nothing half-written: a non-empty folder not written by envre build is refused, and so is
-replacing a split built from another input, seeds, KB snapshot or renaming config unless ``overwrite=True``;
-a kill leaves the old output or a pending commit that every later build (and ``resume``) finishes first.
-A killed build resumes from its work log, and a resumed build is byte-identical to an uninterrupted one.
+replacing a split built from another input, seeds, KB snapshot or renaming config unless ``overwrite=True``.
+Every document is renamed before the first file is replaced; a build stopped while it writes leaves its split
+marked unfinished (readers refuse it), and the same build run again writes the bytes of an uninterrupted one.
+The slow build, on Wikidata over HTTP, reruns from its reply cache.
 """
 
 from __future__ import annotations
 
-import gc
-import json
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..documents import Document, DocumentError
-from ..documents.build_folder import STATISTICS_FILE, WORK_DIR, is_shard_of, pending_commits
-from .driver import ON_ERROR, DocumentFailure, Renamer, RenamingDriver, settled_results
-from .hub_upload import IGNORE_PATTERNS, UploadPlan, push_to_hub, upload_plan
-from .inputs import PathLike, SourceInfo, describe_config, file_sha256, in_file, read_input_documents, source_info
-from .output_folder import (
-    MARKER_FILE,
-    MARKER_FORMAT,
-    BuildError,
-    claim_output_folder,
-    finish_pending_commits,
-    locked_output_folder,
-    read_names,
-    read_statistics,
-)
-from .split_writer import MAX_ROWS_PER_SHARD, assemble_split
-from .worklog import WorkLog, prepare_work_folder, unit_record
+from ..documents import DocumentError
+from .driver import ON_ERROR, DocumentFailure, Renamer, RenamingDriver
+from .inputs import PathLike, SourceInfo, in_file, read_input_documents, source_info
+from .output_folder import BuildError, claim_output_folder, locked_output_folder, read_names, read_statistics
+from .split_writer import write_split
 
 try:  # what ``datasets`` accepts as a split name (``test-hard`` is not: its files would match ``test-*``)
     from datasets.naming import _split_re as _DATASETS_SPLIT_RE
 except ImportError:  # pragma: no cover - older/newer datasets
     _DATASETS_SPLIT_RE = r"^\w+(\.\w+)*$"
-
-#: Names of the build's parts, importable from here as before the split into modules.
-__all__ = [
-    "IGNORE_PATTERNS",
-    "MARKER_FILE",
-    "MARKER_FORMAT",
-    "MAX_ROWS_PER_SHARD",
-    "ON_ERROR",
-    "STATISTICS_FILE",
-    "WORK_DIR",
-    "BuildConfig",
-    "BuildError",
-    "BuildResult",
-    "DocumentFailure",
-    "Renamer",
-    "SourceInfo",
-    "UploadPlan",
-    "build_split",
-    "check_split_name",
-    "claim_output_folder",
-    "describe_config",
-    "file_sha256",
-    "finish_pending_commits",
-    "is_shard_of",
-    "locked_output_folder",
-    "pending_commits",
-    "push_to_hub",
-    "upload_plan",
-]
 
 
 def check_split_name(split: str) -> str:
@@ -110,12 +67,10 @@ class BuildConfig:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     #: ``"fail"`` stops at the first bad document; ``"skip"`` lists it in ``errors/<split>.jsonl``.
     on_error: str = "fail"
-    #: Continue an interrupted build of this split instead of refusing to touch it.
-    resume: bool = False
     export_json: bool = False
     #: Worker processes (fork); each takes ``chunk_size`` (document, seed) pairs at a time.
     num_proc: int = 1
-    #: Records between two fsyncs, and the work unit of a worker process.
+    #: The work unit of a worker process.
     chunk_size: int = 64
     progress: bool = True
     #: Replace a split built from another input / seeds / KB snapshot / renaming config.
@@ -140,8 +95,6 @@ class BuildResult:
     data_files: list[Path]
     statistics: dict[str, Any]
     failures: list[DocumentFailure]
-    #: Pairs found already finished in the work folder (``resume=True``).
-    resumed: int = 0
     seconds: float = 0.0
 
 
@@ -176,24 +129,6 @@ def _check_replacement(config: BuildConfig, source: SourceInfo) -> None:
     )
 
 
-def _result_of_existing(config: BuildConfig, n_units: int, start: float) -> BuildResult:
-    """The result of a split that is already built as asked (``resume`` after the commit finished)."""
-    stats = read_statistics(config.output_dir)[config.split]
-    failures = []
-    errors = config.output_dir / "errors" / f"{config.split}.jsonl"
-    if errors.exists():
-        failures = [DocumentFailure(**json.loads(line)) for line in errors.read_text(encoding="utf-8").splitlines()]
-    return BuildResult(
-        split=config.split,
-        output_dir=config.output_dir,
-        data_files=[config.output_dir / f for f in stats["data_files"]],
-        statistics=stats,
-        failures=failures,
-        resumed=n_units,
-        seconds=time.perf_counter() - start,
-    )
-
-
 def build_split(
     pipeline: Renamer,
     input_path: PathLike,
@@ -214,34 +149,11 @@ def build_split(
     start = time.perf_counter()
     docs, parse_failures = read_input_documents(input_path, skip=config.on_error == "skip")
     source = source_info(input_path, kb_name, kb_snapshot, renaming_config)
-    manifest = {
-        "fingerprint": source.fingerprint(config.seeds),
-        "split": config.split,
-        "documents": len(docs),
-        "seeds": list(config.seeds),
-        "source": asdict(source),
-    }
     units = [(i, seed) for i, doc in enumerate(docs) if doc is not None for seed in config.seeds]
     claim_output_folder(config.output_dir)
     with locked_output_folder(config.output_dir):
-        repaired = finish_pending_commits(config.output_dir)
-        work = config.output_dir / WORK_DIR / config.split
-        built = read_statistics(config.output_dir).get(config.split, {})
-        read_names(config.output_dir)  # checked before anything is written (the split's commit rewrites both)
-        if config.resume and not work.exists() and built.get("fingerprint") == manifest["fingerprint"] and (
-            config.split in repaired
-        ):
-            return _result_of_existing(config, len(units), start)
+        read_names(config.output_dir)  # checked before anything is written (the split's write rewrites it)
         _check_replacement(config, source)
-        work = prepare_work_folder(
-            config.output_dir, config.split, manifest, resume=config.resume, overwrite=config.overwrite
-        )
-        log = WorkLog(work, config.chunk_size)
-        log.read()
-        # With on_error="fail", a failure recorded by an earlier run with "skip" is renamed again (and stops this
-        # build, as an uninterrupted "fail" build would), never listed as skipped.
-        retry = config.on_error == "fail"
-        todo = [unit for unit in units if unit not in log.records or (retry and "error" in log.records[unit])]
         driver = RenamingDriver(
             pipeline,
             on_error=config.on_error,
@@ -250,30 +162,19 @@ def build_split(
             count_leaks=True,
             with_rows=True,
         )
-        fresh: dict[tuple[int, int], Document] = {}  # the copies renamed here (resumed ones come from their rows)
-        with settled_results():
-            try:
-                for result in driver.run(
-                    docs, todo, desc=f"renaming {config.split}", progress=config.progress, total=len(units)
-                ):
-                    log.append(unit_record(result))
-                    if result.document is not None:
-                        fresh[(result.doc_index, result.seed)] = result.document
-            except DocumentError as err:
-                raise in_file(err, input_path) from None
-            finally:
-                log.close()
-            gc.freeze()
-            paths, stats, failures = assemble_split(
-                config.output_dir, config.split, config.seeds, source, log.records, fresh, len(docs),
-                parse_failures, work, card or {}, export_json=config.export_json,
-            )
+        try:
+            results = list(driver.run(docs, units, desc=f"renaming {config.split}", progress=config.progress))
+        except DocumentError as err:
+            raise in_file(err, input_path) from None
+        paths, stats, failures = write_split(
+            config.output_dir, config.split, config.seeds, source, results, len(docs), parse_failures,
+            card or {}, export_json=config.export_json,
+        )
     return BuildResult(
         split=config.split,
         output_dir=config.output_dir,
         data_files=paths,
         statistics=stats,
         failures=failures,
-        resumed=len(units) - len(todo),
         seconds=time.perf_counter() - start,
     )

@@ -209,15 +209,11 @@ def write_dataset_card(
     license: str = "mit",
     repo_id: str | None = None,
 ) -> Path:
-    """(Re)write ``output_dir/README.md`` (atomically) from ``output_dir/statistics.json`` and the parquet sizes.
-
-    ``envre build`` stages the card with the split's other files instead (see :mod:`envre_hf.renaming.split_writer`).
-    """
-
+    """(Re)write ``output_dir/README.md`` (atomically) from ``output_dir/statistics.json`` and the parquet sizes
+    (``data_files`` entries that are not files of the folder, as people may edit them in, count nothing)."""
     folder = Path(output_dir)
     statistics = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))
-    sizes = {
-        split: sum((folder / f).stat().st_size for f in stats["data_files"]) for split, stats in statistics.items()
-    }
+    files = {split: [folder / f for f in stats["data_files"] if isinstance(f, str)] for split, stats in statistics.items()}
+    sizes = {split: sum(path.stat().st_size for path in paths if path.is_file()) for split, paths in files.items()}
     text = dataset_card_text(statistics, sizes=sizes, pretty_name=pretty_name, license=license, repo_id=repo_id)
     return write_text(folder / "README.md", text)

@@ -15,10 +15,8 @@ twin through :func:`rename_unit` (on-the-fly EVRT twins), so what happens to a d
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -82,7 +80,7 @@ def rename_unit(
             renamed = pipeline.rename(doc, seed)
             leaks = len(find_leaks(renamed)) if count_leaks else 0
     except KnowledgeBaseError:
-        raise  # the KB, not the document, failed: stop; envre build --resume retries later
+        raise  # the KB, not the document, failed: stop (a rerun asks again; replies so far are cached)
     except DocumentError as err:
         if not skip:
             raise err.located(doc_index, doc.title) from None
@@ -115,30 +113,6 @@ def _chunks(units: Sequence[Unit], size: int) -> Iterable[list[Unit]]:
         yield list(units[start : start + size])
 
 
-#: Depth of :func:`settled_results` blocks: runs freeze their results only inside one.
-_SETTLED = 0
-
-
-@contextmanager
-def settled_results() -> Iterator[None]:
-    """Keep the cyclic garbage collector from re-scanning a run's results again and again.
-
-    Renamed copies and their rows stay alive for the whole run; every full collection would walk all
-    of them (the whole Env-Re-DocRED test build took ~1.7x longer). Inside this block,
-    :meth:`RenamingDriver.run` calls :func:`gc.freeze` after each chunk, which moves what is alive into the
-    permanent generation; new garbage is still collected as usual, and everything is unfrozen at the end.
-    """
-    global _SETTLED
-    gc.freeze()
-    _SETTLED += 1
-    try:
-        yield
-    finally:
-        _SETTLED -= 1
-        if not _SETTLED:
-            gc.unfreeze()
-
-
 @dataclass(frozen=True)
 class RenamingDriver:
     """How to rename many documents: error policy, worker processes, leak counts and rows (see the module doc)."""
@@ -148,7 +122,7 @@ class RenamingDriver:
     on_error: str = "fail"
     #: Worker processes (fork); each takes ``chunk_size`` units at a time.
     num_proc: int = 1
-    #: The work unit of a worker process, and results between two :func:`gc.freeze` calls.
+    #: The work unit of a worker process.
     chunk_size: int = 64
     count_leaks: bool = False
     #: Also the ``datasets`` row of each copy (:func:`~envre_hf.documents.document_to_row`), made in the worker.
@@ -176,23 +150,13 @@ class RenamingDriver:
         *,
         desc: str = "renaming",
         progress: bool = True,
-        total: int | None = None,
         leave: bool = True,
     ) -> Iterator[RenamedUnit]:
-        """Yield the outcome of each unit (``(index into docs, seed)``) in the order of ``units``.
-
-        The progress bar counts ``total`` units (default: ``len(units)``; more when some were done before).
-        """
-        total = len(units) if total is None else total
-        with tqdm(total=total, initial=total - len(units), desc=desc, unit="doc", disable=not progress,
-                  leave=leave) as bar:
-            done = 0
+        """Yield the outcome of each unit (``(index into docs, seed)``) in the order of ``units``."""
+        with tqdm(total=len(units), desc=desc, unit="doc", disable=not progress, leave=leave) as bar:
             for chunk in self._chunk_results(docs, units):
                 yield from chunk
                 bar.update(len(chunk))
-                done += len(chunk)
-                if _SETTLED and done % self.chunk_size == 0:
-                    gc.freeze()  # see settled_results
 
     def _chunk_results(self, docs: Sequence[Document | None], units: Sequence[Unit]) -> Iterator[list[RenamedUnit]]:
         if self.num_proc == 1 or len(units) <= self.chunk_size:
@@ -218,5 +182,4 @@ class RenamingDriver:
         if self.on_error != "fail":
             raise ValueError("rename_documents returns copies only: use on_error='fail' (or run() to see failures)")
         units = [(i, seed) for seed in seeds for i in range(len(docs))]
-        with settled_results():
-            return [r.document for r in self.run(docs, units, desc=desc, progress=progress, leave=leave)]
+        return [r.document for r in self.run(docs, units, desc=desc, progress=progress, leave=leave)]

@@ -124,11 +124,6 @@ def _pronounceable(letters: str) -> bool:
     return len(letters) >= 4 and any(ch in vowels for ch in letters[1:3]) and letters[0] not in "X"
 
 
-def article_agrees(article: str, tokens: Sequence[str]) -> bool:
-    """Whether ``a``/``an`` (any case) fits the name ``tokens``."""
-    return article.lower() == indefinite_article(tokens)
-
-
 def with_case(template: str, word: str) -> str:
     """``word`` in the capitalisation of ``template`` (``An`` -> ``A``, ``AN`` -> ``A``)."""
     if template.isupper() and len(template) > 1:

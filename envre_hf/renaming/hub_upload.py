@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..documents.build_folder import WORK_DIR, pending_commits
+from ..documents.build_folder import WORK_DIR, unfinished_splits
 from .output_folder import MARKER_FILE, BuildError
 
 PathLike = str | os.PathLike
@@ -23,7 +23,7 @@ class UploadPlan:
     files: list[str]
 
 
-#: Never uploaded: the resume work folder and temporary files.
+#: Never uploaded: the marks of unfinished splits, temporary files and the folder's marker.
 IGNORE_PATTERNS = [f"{WORK_DIR}/**", "**/*.tmp", "*.tmp", MARKER_FILE]
 
 
@@ -58,8 +58,8 @@ def push_to_hub(
     folder = Path(output_dir)
     if not (folder / "README.md").exists() or not (folder / "data").is_dir():
         raise BuildError(f"{folder} is not a built dataset folder (README.md and data/ missing)")
-    if pending_commits(folder):
-        raise BuildError(f"{folder} has an unfinished split replacement; run envre build --resume first")
+    if unfinished_splits(folder):
+        raise BuildError(f"{folder} has a split whose write was cut short; run the same envre build again first")
     api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     return api.upload_folder(

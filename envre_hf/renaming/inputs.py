@@ -3,7 +3,7 @@
 The documents are read by the one document reader (:func:`envre_hf.documents.iter_documents`) with an
 ``on_error`` callback, so one malformed document does not stop the others from being renamed with
 ``on_error="skip"``. :class:`SourceInfo` records input, KB snapshot and renaming config: with the seeds they
-decide the output, so they decide whether a build can resume or may replace a split.
+decide the output, so they decide whether a build may replace a split.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ PathLike = str | os.PathLike
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """What is being renamed with what: recorded in the manifest, the statistics and the card."""
+    """What is being renamed with what: recorded in the statistics and the card."""
 
     input_path: str
     input_sha256: str
@@ -33,7 +33,7 @@ class SourceInfo:
     kb_snapshot: str
     #: The renaming configuration as plain JSON (see :func:`describe_config`), for people.
     renaming_config: dict[str, Any] = field(default_factory=dict)
-    #: ``RenamingConfig.fingerprint()``: decides, with input, KB snapshot and seeds, whether a build can resume.
+    #: ``RenamingConfig.fingerprint()``: with input, KB snapshot and seeds, whether a build may replace a split.
     config_fingerprint: str = ""
 
     def fingerprint(self, seeds: Sequence[int]) -> str:

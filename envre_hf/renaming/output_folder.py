@@ -1,26 +1,25 @@
-"""The output folder of ``envre build``: owned (marker), locked while written, replaced split by split atomically.
+"""The output folder of ``envre build``: ours (marker), one build at a time (lock), a split rewritten whole.
 
-A folder carries a marker (``.envre-build``) and is locked (``flock`` on it) while a build writes it; a non-empty
-folder without the marker is refused. The new files of a split are staged in ``.build/<split>/stage/``; a journal
-(``.build/<split>/commit.json``) is then written atomically and its renames applied, shards first and the card
-last. A kill before the journal leaves the old output untouched; a kill after it leaves a pending commit that
-every later build finishes first (:func:`finish_pending_commits`) and that readers refuse
-(:func:`envre_hf.documents.build_folder.pending_commits`).
+A folder carries a marker (``.envre-build``); a non-empty folder without it is refused, so a folder that is not
+ours is never touched. A build holds ``flock`` on the marker while it runs, so a second build of the folder is
+refused at once, and the kernel drops the lock of a killed build. A split is renamed in memory first; while its
+files are then replaced (each one atomically, :mod:`envre_hf.atomic`), ``.build/<split>`` marks it unfinished
+and readers refuse the folder (:func:`envre_hf.documents.build_folder.unfinished_splits`). The fix for a kill
+is to run the same build again: renaming is deterministic, so it writes the bytes of an uninterrupted build.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..atomic import fsync_dir, write_json
+from ..atomic import fsync_dir, write_text
 from ..documents import DocumentError
-from ..documents.build_folder import COMMIT_FILE, STATISTICS_FILE, WORK_DIR, pending_commits
+from ..documents.build_folder import STATISTICS_FILE, WORK_DIR
 from ..documents.io import parse_json, read_text
 from .isolation import NAMES_FILE, NAMES_FORMAT, names_file_problem
 
@@ -29,22 +28,13 @@ PathLike = str | os.PathLike
 #: The marker of a folder written by envre build (created once, never replaced: builds lock it).
 MARKER_FILE = ".envre-build"
 MARKER_FORMAT = "envre-build/1"
-#: In ``.build/<split>/``: the new files of the split (the journal, ``COMMIT_FILE``, moves them into place).
-STAGE_DIR = "stage"
 
 
 class BuildError(RuntimeError):
-    """The build cannot start or continue (inconsistent resume, output folder not ours, ...)."""
+    """The build cannot start (output folder not ours, locked, a different build of the split, ...)."""
 
 
-
-
-def write_json_file(path: Path, obj: Any) -> None:
-    """``obj`` as JSON, keys in the given order, written atomically."""
-    write_json(path, obj, sort_keys=False)
-
-
-def read_json_file(path: Path, default: Any) -> Any:
+def _read_json(path: Path, default: Any) -> Any:
     """The JSON of ``path`` (``default`` when it does not exist); a damaged file is a :class:`BuildError`."""
     if not path.exists():
         return default
@@ -58,7 +48,7 @@ def read_statistics(folder: Path) -> dict[str, dict[str, Any]]:
     """``folder/statistics.json`` (``{}`` when absent); a file of another shape than a build writes (people edit
     it) is a :class:`BuildError` naming it and what is wrong."""
     path = folder / STATISTICS_FILE
-    stats = read_json_file(path, {})
+    stats = _read_json(path, {})
     problem = None
     if not isinstance(stats, dict):
         problem = f"expected a JSON object of split name -> statistics, got {type(stats).__name__}"
@@ -80,22 +70,11 @@ def read_names(folder: Path) -> dict[str, Any]:
     path = folder / NAMES_FILE
     if not path.exists():
         return {"format": NAMES_FORMAT, "splits": {}}
-    names = read_json_file(path, None)
+    names = _read_json(path, None)
     problem = names_file_problem(names)
     if problem:
         raise BuildError(f"{path}: {problem}; restore it or build into a new folder")
     return names
-
-
-def _is_legacy_build(folder: Path) -> bool:
-    """A folder written by envre build before the marker existed: statistics.json of fingerprinted splits."""
-    try:
-        stats = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(stats, dict) and bool(stats) and all(
-        isinstance(v, dict) and "fingerprint" in v and "data_files" in v for v in stats.values()
-    )
 
 
 def claim_output_folder(folder: PathLike) -> Path:
@@ -106,7 +85,7 @@ def claim_output_folder(folder: PathLike) -> Path:
         raise BuildError(f"--output {folder} is a file, not a folder")
     if marker.is_file():
         return folder
-    if folder.is_dir() and any(folder.iterdir()) and not _is_legacy_build(folder):
+    if folder.is_dir() and any(folder.iterdir()):
         raise BuildError(
             f"{folder} is not empty and was not written by envre build (no {MARKER_FILE} marker); "
             f"choose a new or empty --output folder"
@@ -167,49 +146,13 @@ def locked_output_folder(folder: PathLike) -> Iterator[None]:
         os.close(fd)
 
 
-def apply_commit(folder: Path, work: Path) -> None:
-    """Apply (or finish applying) the journal of ``work``: idempotent, so a kill during it is repaired by rerunning."""
-    journal = read_json_file(work / COMMIT_FILE, None)
-    if journal is None:
-        return
-    touched: set[Path] = set()
-    for src, dst in journal["moves"]:
-        source, target = work / STAGE_DIR / src, folder / dst
-        if source.exists():  # not moved yet
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)
-            touched.add(target.parent)
-    for rel in journal["deletes"]:
-        target = folder / rel
-        target.unlink(missing_ok=True)
-        touched.add(target.parent)
-    for parent in touched:
-        fsync_dir(parent)
-    # The journal goes last: a kill while the work folder is removed leaves it (replayed by the next build), not
-    # a work folder without journal or manifest that no resume would accept.
-    for child in work.iterdir():
-        if child.name == COMMIT_FILE:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
-    fsync_dir(work)
-    (work / COMMIT_FILE).unlink(missing_ok=True)
-    work.rmdir()
-    _remove_empty_work_root(folder)
-
-
-def _remove_empty_work_root(folder: Path) -> None:
-    work_root = folder / WORK_DIR
-    if work_root.exists() and not any(work_root.iterdir()):
-        work_root.rmdir()
-
-
-def finish_pending_commits(folder: PathLike) -> list[str]:
-    """Finish every pending commit of ``folder`` (the caller holds the lock); returns the splits repaired."""
-    folder = Path(folder)
-    splits = pending_commits(folder)
-    for split in splits:
-        apply_commit(folder, folder / WORK_DIR / split)
-    return splits
+@contextmanager
+def unfinished_split(folder: Path, split: str) -> Iterator[None]:
+    """Mark ``split`` of ``folder`` unfinished while its files are replaced; the mark stays if the block fails."""
+    mark = folder / WORK_DIR / split
+    write_text(mark, f"envre build is writing split {split!r}; if it was stopped, run the same build again\n")
+    yield
+    mark.unlink()
+    fsync_dir(mark.parent)
+    if not any(mark.parent.iterdir()):
+        mark.parent.rmdir()

@@ -83,7 +83,7 @@ from .driver import RenamingDriver
 from .forms import is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
-from ..documents.tokenize import joined_name, name_key, tokenize_name
+from ..documents.tokenize import name_key, tokenize_name
 from .values import document_year_shift, rename_values
 
 #: What each coherence rule version does (``time`` 1 and ``num`` 1 were the per-entity random draws).
@@ -134,7 +134,7 @@ class RenamingConfig:
     rule_versions: str = RULE_VERSIONS
 
     def fingerprint(self) -> str:
-        """A stable hash of every option (the name set sorted), for caches and build manifests."""
+        """A stable hash of every option (the name set sorted): decides whether a build may replace a split."""
         digest = hashlib.sha256()
         for key, value in sorted(self.__dict__.items()):
             if isinstance(value, (set, frozenset)):

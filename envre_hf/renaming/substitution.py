@@ -60,9 +60,6 @@ class SpanMap:
             raise SpanOverlapError(f"span [{start}, {end}) of sentence {sent_id} overlaps [{o_start}, {o_end})")
         return start + shift, end + shift
 
-    def sentence_changed(self, sent_id: int) -> bool:
-        return sent_id in self._edits
-
     @property
     def changed(self) -> bool:
         """True when some sentence was changed."""

@@ -13,7 +13,6 @@ from .pairing import (
     check_document_alignment,
     check_name_isolation,
     fixed_twins,
-    load_excluded_names,
     original_key,
     split_pair_batch,
 )
@@ -35,7 +34,6 @@ __all__ = [
     "check_document_alignment",
     "check_name_isolation",
     "fixed_twins",
-    "load_excluded_names",
     "original_key",
     "prediction_consistency_loss",
     "representation_consistency_loss",

@@ -39,7 +39,6 @@ import torch
 from pathlib import Path
 
 from ..documents import Document, DocumentError, read_documents, write_documents
-from ..renaming.isolation import load_excluded_names  # noqa: F401  (re-exported: the one loader of excluded names)
 from ..renaming.driver import RenamingDriver, rename_unit
 from ..renaming.stats import substitution_rates
 from ..documents.tokenize import name_key

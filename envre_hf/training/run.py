@@ -28,10 +28,10 @@ from ..models import DocREConfig, DocREModel
 from .presets import get_preset
 from ..kb.corpus import CorpusKB
 from ..renaming import RenamingConfig, RenamingPipeline
-from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, fixed_twins, load_excluded_names
+from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, fixed_twins
 from ..features import DocRECollator, featurize_document
 from ..features.featurize import check_max_seq_length
-from ..renaming.isolation import used_names
+from ..renaming.isolation import load_excluded_names, used_names
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
 from .trainer import EVRTTrainer
 from ..atomic import write_json
@@ -60,8 +60,7 @@ class ModelArguments:
     head_settings: str | None = field(
         default=None,
         metadata={
-            "help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).',
-            "aliases": ["--extra_head"],  # its name in earlier versions
+            "help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).'
         },
     )
 
@@ -223,12 +222,15 @@ def _DropSummaryCallback(summary: MentionDropSummary) -> Any:
     return DropSummaryCallback()
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArguments, EVRTTrainingArguments]:
-    """Parse the command line (or a single .json/.yaml config file) into the three dataclasses."""
+def parse_args(
+    argv: list[str] | None = None, parser_class: type | None = None
+) -> tuple[ModelArguments, DataArguments, EVRTTrainingArguments]:
+    """Parse the command line (or a single .json/.yaml config file) into the three dataclasses, with
+    ``parser_class`` (an ``HfArgumentParser`` subclass; ``envre train`` makes its errors one line)."""
     from transformers import HfArgumentParser
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = HfArgumentParser((ModelArguments, DataArguments, EVRTTrainingArguments))
+    parser = (parser_class or HfArgumentParser)((ModelArguments, DataArguments, EVRTTrainingArguments))
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
         text = Path(argv[0]).read_text(encoding="utf-8")
         if argv[0].endswith(".json"):
@@ -237,8 +239,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[ModelArguments, DataArgum
             import yaml
 
             settings = yaml.safe_load(text)
-        if isinstance(settings, dict) and "extra_head" in settings:  # its name in earlier versions
-            settings.setdefault("head_settings", settings.pop("extra_head"))
         if isinstance(settings, dict) and isinstance(settings.get("head_settings"), dict):
             settings["head_settings"] = json.dumps(settings["head_settings"])
         return parser.parse_dict(settings)

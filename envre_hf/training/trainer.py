@@ -8,17 +8,13 @@ For a paired batch (originals + renamed twins, see :mod:`envre_hf.training.pairi
 * ``L_rcr``: squared L2 distance between the pair representations of a pair and of its twin;
 * ``L_pcr``: symmetric KL between the per-relation Bernoulli distributions of a pair and its twin.
 
-Originals and twins go through the model in two forward calls (each with its own padding), so each
-classification loss is exactly the model's loss on that half whatever the model family's loss
-normalisation is. Every component is logged (``loss_clo``, ``loss_clp``, ``loss_rcr``, ``loss_pcr``,
-unweighted, averaged over the micro-batches and processes since the last log).
+Originals and twins share one forward call (``evrt_single_pass``), or take two when the family's loss
+needs more than logits and labels. Each component is logged (``loss_clo``, ``loss_clp``, ``loss_rcr``,
+``loss_pcr``: unweighted, averaged over the micro-batches and processes since the last log).
 
-Evaluation scores predictions on whole documents with the DocRED metric, inside ``Trainer.evaluate``:
-pass ``eval_documents={"dev": docs, "dev_renamed": renamed_docs}`` (or lists of documents as
-``eval_dataset``) and the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_renamed_ign_f1``,
-``eval_dev_f1_plus_ign_f1`` (with ``train_documents_for_ign``), Trainer's speed metrics and those of a
-``compute_metrics`` (given the pair logits and labels), so ``metric_for_best_model="dev_f1_plus_ign_f1"``
-selects the best checkpoint as the released code does.
+Evaluation scores whole documents with the DocRED metric (:meth:`EVRTTrainer.evaluate`): with
+``eval_documents={"dev": docs, ...}`` the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_ign_f1``,
+``eval_dev_f1_plus_ign_f1``, ..., for ``metric_for_best_model`` as the released code selects checkpoints.
 """
 
 from __future__ import annotations
@@ -28,57 +24,38 @@ import functools
 import inspect
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainerCallback
+from transformers import EvalPrediction, Trainer, TrainerCallback
 
-from ..documents import Document
+from ..documents import Document, check_unique_keys
 from .arguments import EVRTTrainingArguments
-from .consistency import (
-    group_bilinear_consistency_loss,
-    prediction_consistency_loss,
-    representation_consistency_loss,
-)
+from .model_card import EVAL_SCORES, run_card
+from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
 from ..atomic import write_text
 from ..features.batching import LengthGroupedSampler, dataset_lengths
 from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, split_pair_batch, starved_twin_types
+from .pairing import EVRTPairCollator, EVRTPairDataset
 from ..features.collator import DocRECollator
 from ..metrics import score_predictions
 from ..models.prediction import decode_predictions
-from ..models.prediction import predict
-from ..models.configuration_docre import portable_name
-from ..models.hub import model_card
 from ..features.featurize import featurize_document
 
-#: DocREScores attributes reported by evaluation, in this order.
-EVAL_SCORES = ("precision", "recall", "f1", "ign_f1", "intra_f1", "inter_f1")
 #: Batch keys that are bookkeeping, never model inputs.
 _NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key", "consistency_mask")
 
 logger = logging.getLogger(__name__)
 
 
-class DocumentEvalSet(torch.utils.data.Dataset):
-    """An evaluation set of documents: items are their features (featurized once); the documents are kept
-    (by key) so that the evaluation loop decodes predictions and scores them with the DocRED metric."""
+@dataclasses.dataclass
+class _ScoredSet:
+    """The set of documents an :meth:`EVRTTrainer.evaluate` call is scoring."""
 
-    def __init__(self, documents: Sequence[Document], featurize: Any):
-        self.documents = list(documents)
-        self.by_key = {doc.key: doc for doc in self.documents}
-        if len(self.by_key) != len(self.documents):
-            raise ValueError("evaluation documents must have distinct keys (doc_id or title)")
-        self.featurize = featurize
-        self._cache: dict[int, dict[str, Any]] = {}
-
-    def __len__(self) -> int:
-        return len(self.documents)
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        if index not in self._cache:
-            self._cache[index] = self.featurize(self.documents[index])
-        return self._cache[index]
+    dataset: DocumentFeaturesDataset
+    index: dict[str, int]  # document key -> its position in the set
+    user_metrics: Callable[[EvalPrediction], dict[str, float]] | None
 
 
 class TwinEpochCallback(TrainerCallback):
@@ -117,18 +94,18 @@ class EVRTTrainer(Trainer):
         *args: Any,
         eval_documents: dict[str, Sequence[Document]] | None = None,
         train_documents_for_ign: Sequence[Document] | None = None,
-        eval_batch_size_docs: int | None = None,
         max_seq_length: int | None = None,
         **kwargs: Any,
     ):
-        self.eval_documents = dict(eval_documents or {})
         self.train_documents_for_ign = list(train_documents_for_ign) if train_documents_for_ign else None
-        self.eval_batch_size_docs = eval_batch_size_docs
         self.max_seq_length = max_seq_length
-        if self.eval_documents and kwargs.get("eval_dataset") is None:
-            # Trainer insists on an eval_dataset when eval_strategy != "no"; documents are evaluated instead.
-            kwargs["eval_dataset"] = self.eval_documents
+        self._scoring: _ScoredSet | None = None
+        if eval_documents and kwargs.get("eval_dataset") is None:
+            kwargs["eval_dataset"] = dict(eval_documents)
+        if len(args) < 3 and kwargs.get("data_collator") is None:  # DocRE batches, paired or not
+            kwargs["data_collator"] = EVRTPairCollator(DocRECollator(kwargs.get("processing_class")))
         super().__init__(*args, **kwargs)
+        self.eval_dataset = self._document_set(self.eval_dataset)  # featurized once, scored at each evaluation
         if not isinstance(self.args, EVRTTrainingArguments):
             raise TypeError("EVRTTrainer needs EVRTTrainingArguments (the EVRT switches live there)")
         if self.train_dataset is not None and hasattr(self.train_dataset, "set_epoch"):
@@ -186,19 +163,16 @@ class EVRTTrainer(Trainer):
         (:class:`~envre_hf.features.batching.LengthGroupedSampler`), measured on the items themselves, so a
         document and its twin stay one item (transformers' own sampler cannot measure pair items)."""
         dataset = self.train_dataset if train_dataset is None else train_dataset
-        if getattr(self.args, "train_sampling_strategy", None) == "group_by_length" and isinstance(
-            dataset, DocumentFeaturesDataset
-        ):
-            lengths = dataset_lengths(dataset)
+        if self.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, DocumentFeaturesDataset):
             batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps
-            return LengthGroupedSampler(lengths, batch, seed=self.args.seed)
+            return LengthGroupedSampler(dataset_lengths(dataset), batch, seed=self.args.seed)
         return super()._get_train_sampler(train_dataset)
 
     def create_optimizer(self, model: torch.nn.Module | None = None):
         """Trainer's optimizer, with the head on ``classifier_learning_rate`` when that is set."""
         head_lr = self.args.classifier_learning_rate
         if head_lr is None or self.optimizer is not None:
-            return super().create_optimizer(model) if model is not None else super().create_optimizer()
+            return super().create_optimizer(model)
         model = self.model if model is None else model
         decay = set(self.get_decay_parameter_names(model))
         groups: dict[tuple[bool, bool], list[torch.nn.Parameter]] = {}
@@ -206,17 +180,12 @@ class EVRTTrainer(Trainer):
             if param.requires_grad:
                 groups.setdefault((name.startswith("encoder."), name in decay), []).append(param)
         optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(self.args, model)
-        self.optimizer = optimizer_cls(
-            [
-                {
-                    "params": params,
-                    "lr": self.args.learning_rate if in_encoder else head_lr,
-                    "weight_decay": self.args.weight_decay if decays else 0.0,
-                }
-                for (in_encoder, decays), params in sorted(groups.items())
-            ],
-            **optimizer_kwargs,
-        )
+        lr = {True: self.args.learning_rate, False: head_lr}  # in the encoder or not
+        param_groups = [
+            {"params": params, "lr": lr[in_encoder], "weight_decay": self.args.weight_decay if decays else 0.0}
+            for (in_encoder, decays), params in sorted(groups.items())
+        ]
+        self.optimizer = optimizer_cls(param_groups, **optimizer_kwargs)
         return self.optimizer
 
     # ------------------------------------------------------------------ loss
@@ -377,216 +346,79 @@ class EVRTTrainer(Trainer):
 
     # ------------------------------------------------------------------ evaluation
 
-    def _document_set(self, eval_dataset: Any) -> DocumentEvalSet | None:
-        """The featurized evaluation set of a list of documents (cached per list), or None for any other dataset."""
-        if isinstance(eval_dataset, DocumentEvalSet):
-            return eval_dataset
-        if not (isinstance(eval_dataset, (list, tuple)) and eval_dataset and isinstance(eval_dataset[0], Document)):
-            return None
-        cache = self.__dict__.setdefault("_document_sets", {})
-        key = id(eval_dataset)
-        if key not in cache or cache[key][0] is not eval_dataset:
+    def _document_set(self, dataset: Any) -> Any:
+        """Lists of documents (alone or as a dict's values) as :class:`DocumentFeaturesDataset`; else ``dataset``."""
+        if isinstance(dataset, dict):
+            return {name: self._document_set(d) for name, d in dataset.items()}
+        if not (isinstance(dataset, (list, tuple)) and dataset and isinstance(dataset[0], Document)):
+            return dataset
+        featurize = functools.partial(featurize_document, tokenizer=self.processing_class,
+                                      max_seq_length=self.max_seq_length)
+        return DocumentFeaturesDataset(dataset, featurize)
 
-            featurize = functools.partial(
-                featurize_document, tokenizer=self.processing_class, max_seq_length=self.max_seq_length
-            )
-            cache[key] = (eval_dataset, DocumentEvalSet(eval_dataset, featurize))
-        return cache[key][1]
-
-    def get_eval_dataloader(self, eval_dataset: Any = None):
-        """Trainer's loader, or for a list of documents a loader of their features (batched with ``DocRECollator``)."""
-        dataset = self.eval_dataset[eval_dataset] if isinstance(eval_dataset, str) else eval_dataset
-        dataset = self.eval_dataset if dataset is None else dataset
-        documents = self._document_set(dataset)
-        if documents is None:
-            return super().get_eval_dataloader(eval_dataset)
-        from torch.utils.data import DataLoader
-
-
-        loader = DataLoader(
-            documents,
-            batch_size=self.eval_batch_size_docs or self.args.per_device_eval_batch_size,
-            collate_fn=DocRECollator(self.processing_class),
-            num_workers=0,
-            shuffle=False,
-        )
-        return self.accelerator.prepare(loader)
-
-    def evaluation_loop(
-        self,
-        dataloader: Any,
-        description: str,
-        prediction_loss_only: bool | None = None,
-        ignore_keys: list[str] | None = None,
-        metric_key_prefix: str = "eval",
-    ):
-        """Trainer's loop (``eval_loss``, a user's ``compute_metrics`` on pair logits and labels, callbacks), plus
-        for documents the DocRED scores: ``<prefix>_f1``, ``_ign_f1``, ..., and ``_f1_plus_ign_f1`` (the released
-        code selects checkpoints by dev F1 + dev Ign F1). Each process decodes its own batches; the predictions,
-        not the logits, are gathered."""
-        documents = getattr(dataloader, "dataset", None)
-        if not isinstance(documents, DocumentEvalSet):
-            return super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
-        self._doc_predictions, self._doc_eval_set = {}, documents
-        # rows are pairs, not documents: Trainer's gather_for_metrics would cut the last batch to its number of
-        # documents; every row is kept (Trainer resets gather_function when its loop ends)
-        self.gather_function = self._gather_pair_rows
+    def evaluate(self, eval_dataset: Any = None, ignore_keys: list[str] | None = None, metric_key_prefix: str = "eval"):
+        """``Trainer.evaluate``; documents (a :class:`DocumentFeaturesDataset` or a list) are also scored with the
+        DocRED metric: ``<prefix>_f1``, ``_ign_f1``, ..., ``_f1_plus_ign_f1`` (what the released code selects by)."""
+        eval_dataset = self._document_set(eval_dataset)
+        target = self.eval_dataset if eval_dataset is None else eval_dataset
+        target = self.eval_dataset[target] if isinstance(target, str) else target
+        if not isinstance(target, DocumentFeaturesDataset) or isinstance(target, EVRTPairDataset):
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)  # a dict comes back here per set
+        check_unique_keys(target.documents)  # predictions are matched to their documents by key
+        self._scoring = _ScoredSet(target, {doc.key: i for i, doc in enumerate(target.documents)}, self.compute_metrics)
+        self.compute_metrics = self._score_documents
         try:
-            output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
-            collected = self._doc_predictions
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
         finally:
-            self._doc_predictions, self._doc_eval_set = None, None
-        if self.accelerator.num_processes > 1:
-            from accelerate.utils import gather_object
+            self.compute_metrics, self._scoring = self._scoring.user_metrics, None
 
-            for part in gather_object([collected]):
-                collected.update(part)  # a document repeated to even out the shards decodes the same
-        preds = [row for doc in documents.documents for row in collected.get(doc.key, [])]
-        output.metrics.update(self.document_metrics(preds, documents.documents, metric_key_prefix))
-        return output
-
-    def _gather_pair_rows(self, tensor: torch.Tensor) -> torch.Tensor:
-        """All processes' rows (pairs), in rank order; their numbers differ between processes."""
-        if self.accelerator.num_processes == 1:
-            return tensor
-        from accelerate.utils import gather_object
-
-        return torch.cat([part.to(tensor.device) for part in gather_object([tensor.detach().cpu()])])
-
-    def document_metrics(self, predictions: list[dict], documents: Sequence[Document], prefix: str) -> dict[str, float]:
-        """DocRED scores of official-format ``predictions`` as ``<prefix>_<score>`` metrics."""
-
-        scores = score_predictions(predictions, list(documents), train=self.train_documents_for_ign)
-        metrics = {}
-        for attr in EVAL_SCORES:
-            value = getattr(scores, attr)
-            if value is not None:
-                metrics[f"{prefix}_{attr}"] = round(float(value), 6)
-        if scores.ign_f1 is not None:
-            metrics[f"{prefix}_f1_plus_ign_f1"] = round(float(scores.f1) + float(scores.ign_f1), 6)
-        return metrics
-
-    def prediction_step(
-        self,
-        model: torch.nn.Module,
-        inputs: dict[str, Any],
-        prediction_loss_only: bool,
-        ignore_keys: list[str] | None = None,
-    ):
-        """On documents: one forward pass gives the loss, the pair logits and labels for Trainer, and the decoded
-        predictions of each document (kept on this process until the loop ends)."""
-        if getattr(self, "_doc_predictions", None) is None:
+    def prediction_step(self, model, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys=None):
+        """Trainer's step. While a set of documents is scored, the pair logits are decoded and the step returns
+        each document's multi-hot predictions (documents x pairs x labels, int8, padded with -100 as Trainer
+        pads) with the documents' positions in the set as labels: Trainer then gathers whole documents across
+        processes, and :meth:`_score_documents` (``compute_metrics``) scores them."""
+        if self._scoring is None:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
+        hts, keys = inputs["hts"], inputs["doc_keys"]
+        loss, logits, _ = super().prediction_step(model, inputs, False, ignore_keys=ignore_keys)
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        multi_hot = self.accelerator.unwrap_model(model).decode(logits.float()).to(torch.int8)
+        per_document = list(multi_hot.split([len(doc_hts) for doc_hts in hts]))
+        predictions = torch.nn.utils.rnn.pad_sequence(per_document, batch_first=True, padding_value=-100)
+        return loss, predictions, torch.tensor([self._scoring.index[k] for k in keys], device=predictions.device)
 
-        keys, hts = inputs["doc_keys"], inputs["hts"]
-        inputs = self._prepare_inputs(inputs)
-        with torch.no_grad():
-            outputs = model(**self._forward_inputs(model, inputs))
-        logits = outputs.logits.detach()
-        decoder = self.accelerator.unwrap_model(model)
-        multi_hot = decoder.decode(logits.float()).cpu()
-        by_key = self._doc_eval_set.by_key
-        for key, doc_hts, chunk in zip(keys, hts, multi_hot.split([len(h) for h in hts])):
-            self._doc_predictions[key] = decode_predictions(by_key[key], doc_hts, chunk)
-        loss = outputs.loss.detach().mean() if outputs.loss is not None else None
-        if prediction_loss_only:
-            return loss, None, None
-        return loss, logits, inputs.get("labels")
-
-    def predict_documents(self, documents: Sequence[Document]) -> list[dict]:
-        """Official-format predictions for ``documents``, sharded over processes and gathered."""
-        from accelerate.utils import gather_object
-
-
-        model = self.accelerator.unwrap_model(self.model)
-        rank, world = self.accelerator.process_index, self.accelerator.num_processes
-        shard = list(documents)[rank::world]
-        preds = predict(
-            model,
-            shard,
-            self.processing_class,
-            batch_size=self.eval_batch_size_docs or self.args.per_device_eval_batch_size,
-            max_seq_length=self.max_seq_length,
-            progress=self.is_world_process_zero() and not self.args.disable_tqdm,
-        )
-        return gather_object(preds) if world > 1 else preds
+    def _score_documents(self, eval_pred: EvalPrediction) -> dict[str, float]:
+        """``compute_metrics`` of a scored set: the DocRED scores of the decoded predictions, plus the metrics
+        of the user's own ``compute_metrics`` (given the same predictions)."""
+        scoring, documents = self._scoring, self._scoring.dataset.documents
+        positions = eval_pred.label_ids.tolist()
+        if sorted(positions) != list(range(len(documents))):
+            raise RuntimeError(f"evaluation gathered {len(positions)} document rows for {len(documents)} documents")
+        predictions = []
+        for i, multi_hot in zip(positions, eval_pred.predictions):
+            hts = scoring.dataset[i]["hts"]
+            predictions += decode_predictions(documents[i], hts, torch.from_numpy(multi_hot[: len(hts)]))
+        scores = score_predictions(predictions, documents, train=self.train_documents_for_ign)
+        metrics = {a: round(float(getattr(scores, a)), 6) for a in EVAL_SCORES if getattr(scores, a) is not None}
+        if scores.ign_f1 is not None:
+            metrics["f1_plus_ign_f1"] = round(float(scores.f1) + float(scores.ign_f1), 6)
+        if scoring.user_metrics is not None:
+            metrics.update(scoring.user_metrics(eval_pred))
+        return metrics
 
     # ------------------------------------------------------------------ model card
 
-    def document_scores(self) -> dict[str, dict[str, float]]:
-        """The latest DocRED scores of each evaluation set in the logs: ``{set name: {score: fraction}}``."""
-        names = list(self.eval_dataset) if isinstance(self.eval_dataset, dict) else [None]
-        scores: dict[str, dict[str, float]] = {}
-        for name in names:
-            prefix = f"eval_{name}_" if name is not None else "eval_"
-            for entry in reversed(self.state.log_history):
-                if f"{prefix}f1" in entry:
-                    scores[name or "eval"] = {a: entry[f"{prefix}{a}"] for a in EVAL_SCORES if f"{prefix}{a}" in entry}
-                    break
-        return scores
-
-    def evrt_settings(self) -> dict[str, Any]:
-        """The EVRT switches and the main optimisation settings, as the card lists them (paths by name only)."""
-        from dataclasses import fields
-
-        from transformers import TrainingArguments
-
-
-        def portable(value: Any) -> Any:
-            if isinstance(value, (list, tuple)):
-                return [portable(v) for v in value]
-            if isinstance(value, str) and (os.sep in value or os.path.exists(value)):
-                return portable_name(value)
-            return value
-
-        base = {f.name for f in fields(TrainingArguments)}
-        settings = {
-            f.name: portable(getattr(self.args, f.name))
-            for f in fields(self.args)
-            if f.name not in base and f.name != "remove_unused_columns" and getattr(self.args, f.name) is not None
-        }
-        for name in ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "gradient_accumulation_steps",
-                     "warmup_ratio", "max_grad_norm", "seed", "metric_for_best_model"):
-            value = getattr(self.args, name, None)
-            if value is not None:
-                settings[name] = value
-        return settings
-
     def create_model_card(
-        self,
-        language: str | None = None,
-        license: str | None = None,
-        tags: str | list[str] | None = None,
-        model_name: str | None = None,
-        finetuned_from: str | None = None,
-        tasks: str | list[str] | None = None,
-        dataset_tags: str | list[str] | None = None,
-        dataset: str | list[str] | None = None,
-        dataset_args: str | list[str] | None = None,
-        eval_datasets: dict[str, str] | None = None,
-        **unused: Any,
-    ) -> None:
-        """The project's card (``envre_hf.models.hub.model_card``) in ``output_dir/README.md``: encoder id, training
-        datasets (Hub ids in the metadata), EVRT settings and the latest DocRED scores of every evaluation set as
-        ``model-index`` results. ``Trainer.push_to_hub(dataset=..., eval_datasets={"dev": id, ...})`` passes them."""
-        if not self.is_world_process_zero():
-            return
-
-        model = self.accelerator.unwrap_model(self.model)
-        datasets: list[str] = []
-        for value in (dataset_tags, dataset):
-            datasets += [value] if isinstance(value, str) else list(value or [])
-        tags = [tags] if isinstance(tags, str) else list(tags or [])
-        card = model_card(
-            model,
-            list(dict.fromkeys(datasets)),
-            self.document_scores() or None,
-            license,
-            evrt=self.evrt_settings(),
-            eval_datasets=eval_datasets,
-            model_name=model_name,
-            tags=tags,
-        )
-        if self.args.hub_model_id:
-            card = card.replace('"REPO_ID"', f'"{self.args.hub_model_id}"')
-        write_text(os.path.join(self.args.output_dir, "README.md"), card)
+        self, license: str | None = None, tags: str | list[str] | None = None, model_name: str | None = None,
+        dataset_tags: str | list[str] | None = None, dataset: str | list[str] | None = None,
+        eval_datasets: dict[str, str] | None = None, **unused: Any,
+    ) -> None:  # fmt: skip
+        """The project's card (:func:`~envre_hf.training.model_card.run_card`) in ``output_dir/README.md``;
+        ``Trainer.push_to_hub(dataset=..., eval_datasets={"dev": hub id, ...})`` passes the datasets."""
+        if self.is_world_process_zero():
+            names = list(self.eval_dataset) if isinstance(self.eval_dataset, dict) else [None]
+            card = run_card(
+                self.accelerator.unwrap_model(self.model), self.args, self.state.log_history, names, license=license,
+                tags=tags, model_name=model_name, datasets=(dataset_tags, dataset), eval_datasets=eval_datasets,
+            )  # fmt: skip
+            write_text(os.path.join(self.args.output_dir, "README.md"), card)

@@ -1,13 +1,14 @@
 """docre_f1: document-level relation extraction scores with the official DocRED rules.
 
-A thin `evaluate` wrapper over envre-hf's scorer (``envre_hf.metrics.score_predictions``); see README.md (the
-metric card). ``evaluate.load("envre/docre_f1")`` needs only ``evaluate``: the scorer ships next to this file as
-``docre_f1_scorer.py``, generated from envre-hf (``python -m envre_hf.metrics.space``). Where envre-hf is
-installed its own classes are used, so its documents, ``TrainFacts`` and exceptions mix with this module's.
+A thin `evaluate` wrapper over ``scoring.py`` (see README.md, the metric card), a byte-identical copy of envre-hf's
+scorer ``envre_hf/metrics/scoring.py`` (a test compares the bytes; ``envre push-metric`` uploads it), so
+``evaluate.load("envre/docre_f1")`` needs only ``evaluate``. Where envre-hf is installed its module is used (the
+same code), so its ``TrainFacts`` and exceptions are this module's, and its ``Document`` objects are accepted.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Mapping
@@ -16,27 +17,28 @@ from typing import Any
 import datasets
 import evaluate
 
-from .docre_f1_scorer import (
-    DOCRED_CITATION,
-    REDOCRED_CITATION,
-    Document,
-    DocumentError,
-    PredictionError,
-    TrainFacts,
-    document_from_row,
-    from_dict,
-    read_document_file,
-    score_predictions,
-    to_docred,
-)
+from .scoring import GoldError, GoldIndex, PredictionError, TrainFacts, score
 
-try:  # envre-hf installed: the same code, but its classes (isinstance checks and except clauses agree)
-    from envre_hf.documents import Document, DocumentError, document_from_row, from_dict, read_document_file, to_docred
-    from envre_hf.metrics import PredictionError, TrainFacts, score_predictions
+try:  # envre-hf installed: the same module, but its classes (isinstance checks and except clauses agree)
+    from envre_hf.documents import Document, to_docred
+    from envre_hf.metrics.scoring import GoldError, GoldIndex, PredictionError, TrainFacts, score
 except ImportError:
-    pass
+    Document = to_docred = None
 
-_CITATION = DOCRED_CITATION + "\n\n" + REDOCRED_CITATION
+_CITATION = """\
+@inproceedings{yao-etal-2019-docred,
+    title = "{D}oc{RED}: A Large-Scale Document-Level Relation Extraction Dataset",
+    author = "Yao, Yuan and Ye, Deming and Li, Peng and Han, Xu and Lin, Yankai and Liu, Zhenghao and Liu, Zhiyuan and Huang, Lixin and Zhou, Jie and Sun, Maosong",
+    booktitle = "Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics",
+    year = "2019",
+}
+
+@inproceedings{tan-etal-2022-revisiting,
+    title = "Revisiting {D}oc{RED} - Addressing the False Negative Problem in Relation Extraction",
+    author = "Tan, Qingyu and Xu, Lu and Bing, Lidong and Ng, Hwee Tou and Aljunied, Sharifah Mahani",
+    booktitle = "Proceedings of the 2022 Conference on Empirical Methods in Natural Language Processing",
+    year = "2022",
+}"""
 
 _DESCRIPTION = """\
 Micro precision, recall and F1 of document-level relation extraction over (document, head entity, tail entity,
@@ -54,9 +56,9 @@ Args:
     references: one gold document per prediction list: a JSON string of a DocRED-format document; `Document`
         objects, DocRED dicts and `envre_hf` dataset rows are converted to that string for you. A document's key is
         its `doc_id` (renamed copies) or its title; keys must be distinct.
-    train_documents: optional training documents for Ign F1: a path to a DocRED file, a list of documents
-        (`Document`, DocRED dicts or JSON strings) or an `envre_hf.metrics.TrainFacts`. Without it the Ign scores
-        are None.
+    train_documents: optional training documents for Ign F1: a path to a DocRED file (a JSON list, or JSON Lines
+        `.jsonl`), a list of documents (`Document`, DocRED dicts or JSON strings) or an `envre_hf.metrics.TrainFacts`.
+        Without it the Ign scores are None.
 Returns:
     precision, recall, f1, ign_precision, ign_f1, evidence_precision, evidence_recall, evidence_f1 (None when no
     evidence is predicted), intra_precision, intra_recall, intra_f1, inter_precision, inter_recall, inter_f1 (all
@@ -84,14 +86,20 @@ _PREDICTION = {
 }
 
 
-def _reference_json(ref: Any, i: int) -> Any:
+def _docred(doc: Any) -> Any:
+    """An envre-hf ``Document`` as its DocRED dict; a row of an envre-hf documents dataset as a DocRED dict
+    (labels dropped when ``has_labels`` is false); anything else unchanged."""
+    if Document is not None and isinstance(doc, Document):
+        return to_docred(doc)
+    if isinstance(doc, Mapping) and "has_labels" in doc:
+        return {k: v for k, v in doc.items() if k != "has_labels" and (k != "labels" or doc["has_labels"])}
+    return doc
+
+
+def _reference_json(ref: Any) -> Any:
     """A reference as the JSON string of its DocRED document (other types are passed on for Features to reject)."""
-    if isinstance(ref, Document):
-        return json.dumps(to_docred(ref), ensure_ascii=False)
-    if isinstance(ref, Mapping):
-        doc = document_from_row(dict(ref)) if "has_labels" in ref else from_dict(dict(ref), i)
-        return json.dumps(to_docred(doc), ensure_ascii=False)
-    return ref
+    ref = _docred(ref)
+    return json.dumps(dict(ref), ensure_ascii=False) if isinstance(ref, Mapping) else ref
 
 
 def _names(reference_json: Any) -> tuple[Any, Any]:
@@ -130,17 +138,21 @@ def _predictions(preds: Any, reference: Any, position: int = 0) -> Any:
     return out
 
 
+def _read_documents(path: str | os.PathLike) -> list[Any]:
+    """The DocRED dicts of a JSON list file or a JSON Lines file (``.jsonl``), gzipped when the name ends in ``.gz``."""
+    name = os.fspath(path)
+    with (gzip.open if name.endswith(".gz") else open)(name, "rt", encoding="utf-8-sig") as fh:
+        if name.endswith((".jsonl", ".jsonl.gz")):
+            return [json.loads(line) for line in fh if line.strip()]
+        return json.load(fh)
+
+
 def _train_facts(train: Any) -> TrainFacts | None:
     if train is None or isinstance(train, TrainFacts):
         return train
     if isinstance(train, (str, os.PathLike)):
-        return TrainFacts.from_documents(read_document_file(train))
-    docs = []
-    for i, doc in enumerate(train):
-        if isinstance(doc, str):
-            doc = json.loads(doc)
-        docs.append(doc if isinstance(doc, Document) else from_dict(doc, i))
-    return TrainFacts.from_documents(docs)
+        return TrainFacts.from_documents(_read_documents(train))
+    return TrainFacts.from_documents(json.loads(doc) if isinstance(doc, str) else _docred(doc) for doc in train)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -161,7 +173,7 @@ class DocreF1(evaluate.Metric):
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add documents: one prediction list and one reference document each (see the inputs below)."""
         if references is not None:
-            references = [_reference_json(r, i) for i, r in enumerate(references)]
+            references = [_reference_json(r) for r in references]
         if predictions is not None:
             refs = references if references is not None and len(references) == len(predictions) else None
             predictions = [_predictions(p, None if refs is None else refs[i], i) for i, p in enumerate(predictions)]
@@ -170,23 +182,23 @@ class DocreF1(evaluate.Metric):
     def add(self, *, prediction=None, reference=None, **kwargs):
         """Add one document: its prediction list and its reference document."""
         if reference is not None:
-            reference = _reference_json(reference, 0)
+            reference = _reference_json(reference)
         if prediction is not None:
             prediction = _predictions(prediction, reference)
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(self, predictions, references, train_documents=None, allow_unknown_documents=False):
-        gold, flat = [], []
-        for i, (doc_preds, ref) in enumerate(zip(predictions, references)):
+        gold = []
+        for i, ref in enumerate(references):
             try:
-                doc = from_dict(json.loads(ref), i)
+                gold.append(json.loads(ref))
             except json.JSONDecodeError as err:
-                raise DocumentError(f"reference is not a JSON document: {err}", doc_index=i) from None
-            gold.append(doc)
-            key = doc.key
-            for p in doc_preds:
-                flat.append({"doc_id": key, "h_idx": p["h_idx"], "t_idx": p["t_idx"], "r": p["r"], "evidence": p.get("evidence")})
-        scores = score_predictions(
-            flat, gold, _train_facts(train_documents), allow_unknown_documents=allow_unknown_documents
-        )
+                raise GoldError(f"reference is not a JSON document: {err}", doc_index=i) from None
+        index = GoldIndex(gold)
+        flat = [
+            {"doc_id": key, "h_idx": p["h_idx"], "t_idx": p["t_idx"], "r": p["r"], "evidence": p.get("evidence")}
+            for key, doc_preds in zip(index.num_entities, predictions)
+            for p in doc_preds
+        ]
+        scores = score(flat, index, _train_facts(train_documents), allow_unknown_documents=allow_unknown_documents)
         return scores.to_dict()

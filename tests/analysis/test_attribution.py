@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from _training_helpers import tiny_bert_config
+from _training_helpers import tiny_model
 
 from envre_hf.analysis.attribution import (
     AttributionConfig,
@@ -28,7 +28,6 @@ from envre_hf.analysis.rationale_map import (
 )
 from envre_hf.documents import Document, Entity, Mention, Relation, read_documents, write_documents
 from envre_hf.features import DocRECollator, featurize_document
-from envre_hf.models import ATLOPModel, DocREConfig
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +42,6 @@ def hwe_docs(hwe_path, tokenizer):
         out.append(d)
     return out
 
-
-def tiny_model(tokenizer, head_type="ncrl", max_positions=512, std=0.02, seed=0) -> ATLOPModel:
-    torch.manual_seed(seed)
-    encoder = tiny_bert_config(tokenizer.vocab_size, max_positions, initializer_range=std)
-    model = ATLOPModel(DocREConfig(encoder=encoder, head_type=head_type, emb_size=32, block_size=8))
-    return model.double().eval()
 
 
 def margins_by_forward(model, tokenizer, doc, zero_embeddings=False, fill_id=None) -> dict[tuple[int, int, str], float]:
@@ -82,7 +75,8 @@ def margins_by_forward(model, tokenizer, doc, zero_embeddings=False, fill_id=Non
 @pytest.mark.parametrize("max_positions", [512, 128])  # 128: the document is encoded in overlapping windows
 def test_ig_completeness_against_the_models_own_forward(tokenizer, hwe_docs, max_positions):
     doc = hwe_docs[0]
-    model = tiny_model(tokenizer, max_positions=max_positions, std=0.3)  # large weights: a clearly non-linear score
+    # large weights: a clearly non-linear score
+    model = tiny_model(tokenizer, "ncrl", max_positions=max_positions, encoder={"initializer_range": 0.3}).double().eval()
     if max_positions == 128:
         assert len(featurize_document(doc, tokenizer)["input_ids"]) > 128
     ig = DocumentAttributor(model, tokenizer, AttributionConfig(steps=24)).attribute(doc)
@@ -105,7 +99,7 @@ def test_ig_completeness_against_the_models_own_forward(tokenizer, hwe_docs, max
 def test_captum_backend_computes_the_same_integral(tokenizer, hwe_docs):
     pytest.importorskip("captum")
     doc = hwe_docs[1]
-    model = tiny_model(tokenizer, std=0.3)
+    model = tiny_model(tokenizer, "ncrl", encoder={"initializer_range": 0.3}).double().eval()
     shared = DocumentAttributor(model, tokenizer, AttributionConfig(steps=8, step_batch=3)).attribute(doc)
     captum = DocumentAttributor(model, tokenizer, AttributionConfig(steps=8, backend="captum")).attribute(doc)
     for a, b in zip(shared.facts, captum.facts):
@@ -116,7 +110,7 @@ def test_captum_backend_computes_the_same_integral(tokenizer, hwe_docs):
 
 def test_pad_baseline_and_bfloat16(tokenizer, hwe_docs):
     doc = hwe_docs[2]
-    model = tiny_model(tokenizer).float()
+    model = tiny_model(tokenizer, "ncrl").eval()
     with torch.no_grad():  # BERT initialises the pad row to zeros; a trained encoder's is not (MiniLM's has norm 0.77)
         model.get_input_embeddings().weight[tokenizer.pad_token_id] = 0.05
     pad = DocumentAttributor(model, tokenizer, AttributionConfig(steps=6, baseline="pad")).attribute(doc)
@@ -277,7 +271,7 @@ def test_map_curve_round_trip():
 
 
 def test_training_overlap_is_refused_unless_allowed(tokenizer, hwe_docs, tmp_path):
-    model = tiny_model(tokenizer)
+    model = tiny_model(tokenizer, "ncrl").double().eval()
     cfg = AttributionConfig(method="grad_x_input")
     with pytest.raises(AttributionRunError, match="1 of the 2 documents .* training documents"):
         run_attribution(model, tokenizer, hwe_docs[:2], tmp_path / "a", cfg, train_titles={hwe_docs[1].title}, progress=False)
@@ -290,7 +284,7 @@ def test_training_overlap_is_refused_unless_allowed(tokenizer, hwe_docs, tmp_pat
 
 
 def test_runs_resume_per_document(tokenizer, hwe_docs, tmp_path, monkeypatch):
-    model = tiny_model(tokenizer)
+    model = tiny_model(tokenizer, "ncrl").double().eval()
     cfg = AttributionConfig(method="grad_x_input")
     out = tmp_path / "run"
     first = run_attribution(model, tokenizer, hwe_docs, out, cfg, max_docs=2, progress=False)
@@ -323,7 +317,7 @@ def test_envre_attribute_and_analyze_map_curves(tokenizer, hwe_docs, tmp_path, c
     from envre_hf.cli.main import main
 
     for name, seed in (("vanilla", 0), ("evrt", 1)):
-        model = tiny_model(tokenizer, seed=seed).float()
+        model = tiny_model(tokenizer, "ncrl", seed=seed).eval()
         model.save_pretrained(tmp_path / name)
         tokenizer.save_pretrained(tmp_path / name)
     gold = write_documents(hwe_docs, tmp_path / "gold.json")

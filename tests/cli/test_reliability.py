@@ -18,15 +18,9 @@ import pytest
 from envre_hf.atomic import atomic_open, write_json
 from envre_hf.cli.main import main
 from envre_hf.documents import DocumentError, read_documents
-from envre_hf.renaming.builder import (
-    MARKER_FILE,
-    WORK_DIR,
-    BuildConfig,
-    BuildError,
-    build_split,
-    locked_output_folder,
-    pending_commits,
-)
+from envre_hf.documents.build_folder import WORK_DIR, unfinished_splits
+from envre_hf.renaming.builder import BuildConfig, BuildError, build_split
+from envre_hf.renaming.output_folder import MARKER_FILE, locked_output_folder
 from malformed_inputs import SAMPLE_DOCS, SAMPLE_PREDICTIONS, SAMPLE_TRAIN
 from _renaming_fakes import FakePipeline
 
@@ -75,13 +69,12 @@ KILLER = textwrap.dedent(
     real_replace = os.replace
 
     def replace(src, dst, *args, **kwargs):
-        if Path(dst).name == victim and "stage" not in Path(dst).parts:
+        if Path(dst).name == victim:
             os.kill(os.getpid(), signal.SIGKILL)  # kill -9 just before this file is put in place
         return real_replace(src, dst, *args, **kwargs)
 
     os.replace = replace
-    config = BuildConfig(out, split="test", seeds=(0, 1), progress=False, overwrite=True,
-                         resume="--resume" in sys.argv)
+    config = BuildConfig(out, split="test", seeds=(0, 1), progress=False, overwrite=True)
     build_split(FakePipeline(), {docs!r}, config)
     """
 )
@@ -94,33 +87,28 @@ def _rebuild_killed_before(out: Path, victim: str) -> int:
 
 
 @pytest.mark.parametrize(
-    "victim, committed",
+    "victim, touched",
     [
-        ("commit.json", False),  # new split staged, commit point not reached: the old output is untouched
-        ("test-00000-of-00001.parquet", True),  # commit point passed, nothing moved yet
-        ("README.md", True),  # shards, statistics and names moved, the card not yet
+        ("test-00000-of-00001.parquet", False),  # every document renamed, no final file replaced yet
+        ("README.md", True),  # shards, statistics and names replaced, the card not yet
     ],
 )
-def test_kill_9_during_the_final_write_of_a_rebuild(victim, committed, tmp_path, capsys):
+def test_kill_9_during_the_final_write_of_a_rebuild(victim, touched, tmp_path, capsys):
     out = tmp_path / "env"
     _build(out, seeds=(0,))
     old = _snapshot(out)
     assert len(_load(out)) == 3
 
     assert _rebuild_killed_before(out, victim) == -9
-    if not committed:
-        assert _snapshot(out) == {**old, **{k: v for k, v in _snapshot(out).items() if k.startswith(WORK_DIR)}}
-        assert len(_load(out)) == 3 and not pending_commits(out)  # the old output still loads, unchanged
-        with pytest.raises(BuildError, match="--resume"):  # the interrupted rebuild is not started over silently
-            _build(out, seeds=(0, 1), overwrite=True)
-    else:
-        assert pending_commits(out) == ["test"]  # the clear incomplete marker...
-        capsys.readouterr()
-        assert main(["analyze", "--original", str(SAMPLE_DOCS), "--renamed", str(out), "--output",
-                     str(tmp_path / "a")]) == 2
-        assert "--resume" in _one_line(capsys)  # ...that readers report, with the fix
-    result = _build(out, seeds=(0, 1), overwrite=True, resume=True)  # --resume repairs it
-    assert not pending_commits(out) and not (out / WORK_DIR).exists()
+    files = {k: v for k, v in _snapshot(out).items() if not k.startswith(WORK_DIR) and not k.endswith(".tmp")}
+    assert (files == old) is not touched  # each file is whole, the old one or the new one
+    assert unfinished_splits(out) == ["test"]  # the clear incomplete marker...
+    capsys.readouterr()
+    assert main(["analyze", "--original", str(SAMPLE_DOCS), "--renamed", str(out), "--output",
+                 str(tmp_path / "a")]) == 2
+    assert "run the same envre build again" in _one_line(capsys)  # ...that readers report, with the fix
+    result = _build(out, seeds=(0, 1), overwrite=True)  # the same build again repairs it
+    assert not unfinished_splits(out) and not (out / WORK_DIR).exists()
     rows = _load(out)
     assert len(rows) == 6 and sorted(set(rows["seed"])) == [0, 1]
     stats = json.loads((out / "statistics.json").read_text())
@@ -280,9 +268,9 @@ def test_a_full_disk_leaves_the_old_output_and_one_line(tmp_path, monkeypatch, c
     assert info.value.errno == errno.ENOSPC and info.value.filename.endswith("test-00000-of-00001.parquet")
     monkeypatch.undo()
     assert {k: v for k, v in _snapshot(out).items() if not k.startswith(WORK_DIR)} == before
-    assert len(_load(out)) == 3 and not list(out.rglob("*.tmp"))
-    _build(out, seeds=(0, 1), overwrite=True, resume=True)  # space freed: the kept work finishes the rebuild
-    assert len(_load(out)) == 6
+    assert len(_load(out)) == 3 and not list(out.rglob("*.tmp")) and unfinished_splits(out) == ["test"]
+    _build(out, seeds=(0, 1), overwrite=True)  # space freed: the same build again finishes the rebuild
+    assert len(_load(out)) == 6 and not unfinished_splits(out)
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")

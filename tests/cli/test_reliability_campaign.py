@@ -20,6 +20,7 @@ from malformed_inputs import (
 
 DOCS, PREDS, TRAIN = str(SAMPLE_DOCS), str(SAMPLE_PREDICTIONS), str(SAMPLE_TRAIN)
 ICL = ["--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9", "--api-key-env", "ENVRE_NO_KEY"]
+PROBE = ["--kb", "corpus", "--kb-pool", TRAIN, "--no-progress"]
 
 #: Each entry point that reads documents, as the argv that hands it the malformed file ``bad``.
 DOCUMENT_ENTRY_POINTS = {
@@ -37,6 +38,12 @@ DOCUMENT_ENTRY_POINTS = {
                                          "--split", "test", "--no-progress", "--output", out],
     "analyze --kb-pool": lambda bad, out: ["analyze", "--original", DOCS, "--renamed", DOCS, "--kb", "corpus",
                                            "--kb-pool", bad, "--output", out],
+    # documents are read before the model is loaded: the (missing) model is never reached
+    "probe --input": lambda bad, out: ["probe", "--model", out + "-model", "--input", bad, *PROBE, "--output", out],
+    "probe --gold": lambda bad, out: ["probe", "--model", out + "-model", "--input", DOCS, "--gold", bad, *PROBE,
+                                      "--output", out],
+    "probe --train": lambda bad, out: ["probe", "--model", out + "-model", "--input", DOCS, "--train", bad, *PROBE,
+                                       "--output", out],
 }
 PREDICTION_ENTRY_POINTS = {
     "evaluate --predictions": lambda bad, out: ["evaluate", "--predictions", bad, "--gold", DOCS],
@@ -81,9 +88,9 @@ def test_every_entry_point_refuses_every_malformed_document_file(entry, bad_docu
             _one_line_exit_2(DOCUMENT_ENTRY_POINTS[entry](str(path), str(out)), capsys)
         except AssertionError as err:
             failures.append(f"{name}: {err}")
-        if entry.startswith("build") or entry.startswith("analyze") or entry.startswith("icl"):
+        if entry.startswith(("build", "analyze", "icl", "probe")):
             # nothing but (resumable) work is left behind: no data, report or results under final names
-            for final in ("data", "README.md", "report.md", "figures.json", "predictions.json"):
+            for final in ("data", "README.md", "report.md", "figures.json", "predictions.json", "probe.json"):
                 if (out / final).exists():
                     failures.append(f"{name}: wrote {final} despite the error")
     assert not failures, "\n".join(failures)
@@ -166,6 +173,17 @@ def _bad_arguments(tmp: Path) -> dict[str, list[str]]:
         "icl output is a file": ["icl", "--test", DOCS, "--train", TRAIN, *ICL, "--output", str(a_file)],
         "icl local missing model": ["icl", "--test", DOCS, "--train", TRAIN, "--backend", "local",
                                     "--model", str(tmp / "no_model"), "--output", str(tmp / "i4")],
+        "probe missing input": ["probe", "--model", str(tmp), "--input", missing, *PROBE, "--output", str(tmp / "p1")],
+        "probe copies 0": ["probe", "--model", str(tmp), "--input", DOCS, *PROBE, "--copies", "0",
+                           "--output", str(tmp / "p2")],
+        "probe missing model": ["probe", "--model", str(tmp / "no_model"), "--input", DOCS, *PROBE,
+                                "--output", str(tmp / "p3")],
+        "probe model folder without weights": ["probe", "--model", str(not_a_build), "--input", DOCS, *PROBE,
+                                               "--output", str(tmp / "p4")],
+        "probe gold of other documents": ["probe", "--model", str(tmp), "--input", DOCS, "--gold", TRAIN, *PROBE,
+                                          "--output", str(tmp / "p5")],
+        "probe split of a file": ["probe", "--model", str(tmp), "--input", DOCS, "--split", "test", *PROBE,
+                                  "--output", str(tmp / "p6")],
         "train unknown option": ["train", "--model_name_or_path", str(tmp), "--train_file", TRAIN,
                                  "--output_dir", str(tmp / "t1"), "--no_such_option", "3"],
         "train missing required": ["train", "--output_dir", str(tmp / "t2")],

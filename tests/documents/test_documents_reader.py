@@ -79,13 +79,14 @@ def test_read_benchmark_reads_exactly_one_split_and_names_the_others(two_split_f
         read_benchmark(two_split_folder, "validation")
 
 
-def test_read_benchmark_refuses_a_folder_with_a_replacement_cut_short(two_split_folder):
-    from envre_hf.documents.build_folder import COMMIT_FILE, WORK_DIR
+def test_read_benchmark_refuses_a_folder_with_a_split_write_cut_short(two_split_folder):
+    from envre_hf.documents.build_folder import WORK_DIR
 
-    journal = two_split_folder / WORK_DIR / "test" / COMMIT_FILE
-    journal.parent.mkdir(parents=True)
-    journal.write_text(json.dumps({"split": "test", "moves": [], "deletes": []}), encoding="utf-8")
-    with pytest.raises(BuildFolderError, match="split\\(s\\) test was cut short; finish it with envre build --resume"):
+    mark = two_split_folder / WORK_DIR / "test"  # what envre build leaves while it writes split test
+    mark.parent.mkdir(parents=True)
+    mark.write_text("writing\n", encoding="utf-8")
+    (mark.parent / ".test.x1.tmp").write_text("", encoding="utf-8")  # a killed write's temporary file: no split
+    with pytest.raises(BuildFolderError, match="split\\(s\\) test was cut short; run the same envre build again"):
         read_benchmark(two_split_folder, "test_hard")
 
 
@@ -131,3 +132,31 @@ def test_read_documents_takes_every_kind_of_source(tmp_path, redocred_dev, monke
         read_documents(tmp_path / "docs.jsonl", split="test")
     with pytest.raises(TypeError, match="cannot read documents from a int"):
         read_documents(3)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", " [ ] ", "[1, 2, 3]", '[{"a": [1, {"b": 2}]}, {"c": "]"}]', '{"a": 1}', "[1, 2", "[1 2]", "[1,]", "[1] x",
+     "[1]]", "", "null", "[", "  [\n{\"a\": 1}\n,\n{\"b\": 2}\n]\n", "[" * 5000 + "]" * 5000],
+)
+def test_a_json_list_is_read_item_by_item_as_json_reads_it_whole(text, tmp_path):
+    """Items are parsed one at a time (each let go before the next); what comes out, or the error, is that of
+    parsing the whole text."""
+    from envre_hf.documents.io import parse_json, read_raw_documents
+
+    path = tmp_path / "docs.json"
+    path.write_text(text, encoding="utf-8")
+    try:
+        whole = parse_json(text, path)
+    except DocumentError as err:
+        with pytest.raises(DocumentError) as streamed:
+            read_raw_documents(path)
+        assert str(streamed.value) == str(err)
+        return
+    if isinstance(whole, dict):
+        whole = [whole]
+    if isinstance(whole, list):
+        assert read_raw_documents(path) == whole
+    else:
+        with pytest.raises(DocumentError, match="expected a JSON list of documents"):
+            read_raw_documents(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envre_hf.renaming import joined_name, name_key, tokenize_name
+from envre_hf.documents.tokenize import joined_name, name_key, tokenize_name
 
 
 @pytest.mark.parametrize(

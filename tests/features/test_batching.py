@@ -7,10 +7,9 @@ import random
 
 import pytest
 import torch
-from _training_helpers import tiny_bert_config
+from _training_helpers import tiny_model
 
 from envre_hf.features import LengthGroupedSampler, feature_length, featurize_document, length_sorted_batches
-from envre_hf.models import DocREConfig, DocREModel
 from envre_hf.models.prediction import iter_logits, predict, quantize_int8
 
 
@@ -20,10 +19,8 @@ def docs(redocred_dev):
     return [d for d in redocred_dev[:60] if 4 <= d.num_entities <= 12][:7]
 
 
-def _model(tokenizer, seed=0):
-    torch.manual_seed(seed)
-    encoder = tiny_bert_config(tokenizer.vocab_size, 128, dropout=0.1)
-    model = DocREModel(DocREConfig(encoder=encoder, emb_size=32, block_size=8))
+def _model(tokenizer):
+    model = tiny_model(tokenizer, max_positions=128, dropout=0.1)
     with torch.no_grad():  # make some relations fire, so that the rows to order are many
         model.bilinear.bias[0] = -0.05
     return model.eval()

@@ -8,7 +8,7 @@ import pytest
 
 from envre_hf.documents import from_docred, to_docred
 from envre_hf.kb.corpus import CorpusKB, describe_type, role_signature
-from envre_hf.renaming import tokenize_name
+from envre_hf.documents.tokenize import tokenize_name
 
 pytestmark = pytest.mark.slow
 

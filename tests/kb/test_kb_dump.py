@@ -12,7 +12,7 @@ import pytest
 from envre_hf.documents import Document, Entity, Mention
 from envre_hf.kb import KnowledgeBaseError, WikidataDumpKB, index_dump
 from envre_hf.kb import wikidata_dump
-from envre_hf.kb.synthetic import synthetic_entities, write_dump
+from kb_fixtures.synthetic import synthetic_entities, write_dump
 from kb_fixtures.fake_wikidata import english_names, truthy_p31
 
 N_ITEMS = 300

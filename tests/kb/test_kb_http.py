@@ -13,7 +13,7 @@ from envre_hf.documents import Document, Entity, Mention
 from envre_hf.http import CachedJSONClient, cache_key, parse_retry_after
 from envre_hf.kb import KnowledgeBaseError, PrecomputedLinks, WikidataHTTPKB
 from envre_hf.kb.base import distinct_names
-from envre_hf.kb.synthetic import synthetic_entities
+from kb_fixtures.synthetic import synthetic_entities
 from envre_hf.kb.wikidata_http import MAX_IDS_PER_REQUEST
 from kb_fixtures.fake_wikidata import FakeWikidata, english_names, truthy_p31
 

@@ -19,7 +19,7 @@ from envre_hf.documents import (
     read_documents,
     to_docred,
 )
-from envre_hf.metrics import GoldIndex, PredictionError, TrainFacts, read_predictions, score_predictions
+from envre_hf.metrics import PredictionError, TrainFacts, gold_index, read_predictions, score_predictions, train_facts
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "envre_hf" / "samples"
@@ -135,9 +135,9 @@ def test_ign_ignores_correct_facts_seen_in_training():
     assert scores.ign_f1 == 2.0 * scores.ign_precision * scores.recall / (scores.ign_precision + scores.recall)
     assert scores.ign_f1 < scores.f1
     # the same with prebuilt facts, and the facts hold every mention-name pair
-    facts = TrainFacts.from_documents([train_doc()])
+    facts = train_facts([train_doc()])
     assert ("Ay", "B", "P17") in facts and len(facts) == 2
-    assert score_predictions(preds, GoldIndex([alpha()]), facts) == scores
+    assert score_predictions(preds, gold_index([alpha()]), facts) == scores
     # facts given as a plain set (e.g. a cached official .fact file) are indexed the same way
     from_set = TrainFacts(frozenset({("Ay", "B", "P17")}))
     assert from_set.any_in_train(["A", "Ay"], ["B"], "P17") and not from_set.any_in_train(["A"], ["B"], "P17")
@@ -145,7 +145,7 @@ def test_ign_ignores_correct_facts_seen_in_training():
 
 
 def test_train_facts_keep_a_prebuilt_relation_index():
-    """from_documents / from_records hand over the index they built, so the (large) fact set is not grouped twice."""
+    """from_documents hands over the index it built, so the (large) fact set is not grouped twice."""
     facts = frozenset({("Ay", "B", "P17"), ("C", "D", "P131")})
     by_relation = {"P17": frozenset({("Ay", "B")}), "P131": frozenset({("C", "D")})}
     assert TrainFacts(facts, 1, by_relation).by_relation is by_relation

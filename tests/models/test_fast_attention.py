@@ -1,4 +1,6 @@
-"""The fast encoder path (SDPA + last-layer attention rows at mention starts) against the eager reference.
+"""The encoder's two routes against the eager reference of ``tests/_encoder_reference.py``: the fast one
+(SDPA + the last layer's attention rows at mention starts, for BERT and RoBERTa style encoders) and the
+``output_attentions`` one (DeBERTa style encoders, or any encoder set to eager attention).
 
 Same real Re-DocRED documents for every encoder style; with a 64-token window they are windowed long
 documents, with a 512 window one pass each.
@@ -12,9 +14,13 @@ import pytest
 import torch
 from transformers import BertConfig, DebertaV2Config, RobertaConfig
 
+from _encoder_reference import eager, reference_encode, reference_encoding
+
 from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.models import DocREConfig, DocREModel
-from envre_hf.models.modeling_docre import FAST_ATTENTION, attention_rows, mention_index
+from envre_hf.models import attention as attention_module
+from envre_hf.models.attention import FAST_ATTENTION, attention_rows
+from envre_hf.models.modeling_docre import mention_index
 
 
 @pytest.fixture(scope="module")
@@ -62,34 +68,42 @@ STYLES = ["bert", "roberta", "deberta"]
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("positions", [64, 512], ids=["windowed", "one-pass"])
 @pytest.mark.parametrize("unpadded", [True, False], ids=["unpadded", "padded"])
-def test_fast_logits_equal_eager(tokenizer, batch, style, positions, unpadded):
+def test_encoding_and_logits_equal_the_eager_reference(tokenizer, batch, style, positions, unpadded):
     model = _model(style, tokenizer.vocab_size, positions).eval()
     model.unpadded = unpadded
     windowed = batch["input_ids"].shape[1] > model.config.window
     assert windowed == (positions == 64)
-    with torch.no_grad():
-        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
-        fast = model(**batch).logits
-        with model.eager_attention():
-            eager_seq, full = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
-            eager = model(**batch).logits
-    if style != "deberta":  # AttentionInterface encoders never fall back to running eager
-        def no_eager(self):
-            raise AssertionError("the fast path fell back to eager attention")
+    fast = style != "deberta"  # DeBERTa's attention is not on transformers' AttentionInterface
+    assert model.encoder.config._attn_implementation == (FAST_ATTENTION if fast else "eager")
+    inputs = batch["input_ids"], batch["attention_mask"], batch["entity_pos"]
+    calls = []
 
-        with pytest.MonkeyPatch.context() as patch, torch.no_grad():
-            patch.setattr(type(model), "_eager_encoder", no_eager)
-            assert torch.equal(model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])[1], rows)
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return attention_rows(*args, **kwargs)
+
+    with torch.no_grad():
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(attention_module, "attention_rows", counted)
+            seq, rows = model.encode(*inputs)
+        logits = model(**batch).logits
+        ref_seq, ref_rows = reference_encode(model, *inputs)
+        with reference_encoding(model):
+            reference = model(**batch).logits
+        with eager(model):  # the output_attentions route, for any encoder
+            eager_seq, eager_rows = model.encode(*inputs)
+    # the rows are computed in the last layer only, once per encoder call (per document when unpadded)
+    assert len(calls) == ((len(batch["hts"]) if unpadded else 1) if fast else 0)
     idx = mention_index(batch["entity_pos"])
     assert rows.dim() == 3 and rows.shape[0] == idx.pos.numel()  # only the mention rows, never L x L
-    assert full.dim() == 4
     real = batch["attention_mask"].bool()  # the hidden states of padding are never read
-    assert torch.allclose(seq[real], eager_seq[real], atol=1e-5)
+    for hidden, mention_rows in ((seq, rows), (eager_seq, eager_rows)):
+        assert torch.allclose(hidden[real], ref_seq[real], atol=1e-5)
+        assert torch.allclose(mention_rows, ref_rows, atol=1e-6)
     if unpadded:
         assert seq[~real].abs().max() == 0 and (~real).any()
-    assert torch.allclose(rows, full[idx.doc, :, idx.pos], atol=1e-6)
-    assert torch.allclose(fast, eager, atol=1e-5, rtol=1e-4)
-    assert fast.abs().max() > 0  # a meaningful comparison
+    assert torch.allclose(logits, reference, atol=1e-5, rtol=1e-4)
+    assert logits.abs().max() > 0  # a meaningful comparison
 
 
 @pytest.mark.parametrize("head_type", ["kd_docre", "docunet"])
@@ -99,10 +113,10 @@ def test_fast_path_other_families(tokenizer, batch, head_type):
         fast = model(**batch).logits
         model.unpadded = False
         padded = model(**batch).logits
-        with model.eager_attention():
-            eager = model(**batch).logits
-    assert torch.allclose(fast, eager, atol=1e-5, rtol=1e-4)
-    assert torch.allclose(padded, eager, atol=1e-5, rtol=1e-4)
+        with reference_encoding(model):
+            reference = model(**batch).logits
+    assert torch.allclose(fast, reference, atol=1e-5, rtol=1e-4)
+    assert torch.allclose(padded, reference, atol=1e-5, rtol=1e-4)
 
 
 def test_unpadded_only_for_right_padded_cpu_batches(tokenizer, batch):
@@ -145,7 +159,7 @@ def test_training_attention_dropout_is_eager_attention(tokenizer, batch):
     seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
     torch.manual_seed(7)
     offset = 0
-    with model._eager_encoder():
+    with eager(model):
         for b, n in enumerate(lengths):
             out = model.encoder(input_ids=batch["input_ids"][b : b + 1, :n], output_attentions=True)
             idx = mention_index(batch["entity_pos"][b : b + 1])
@@ -157,47 +171,61 @@ def test_training_attention_dropout_is_eager_attention(tokenizer, batch):
     assert offset == rows.shape[0]
 
 
-@pytest.mark.parametrize("style", ["bert", "deberta"])
-def test_fast_gradients_equal_eager(tokenizer, batch, style):
-    """Training: same loss and same gradients for every parameter (dropout off)."""
-    model = _model(style, tokenizer.vocab_size, 64).train()
-    grads = []
-    for path in ("fast", "eager"):
-        model.attention_path = path
-        model.zero_grad()
-        loss = model(**batch).loss
-        loss.backward()
-        grads.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
-    (loss_fast, g_fast), (loss_eager, g_eager) = grads
-    assert torch.allclose(loss_fast, loss_eager, atol=1e-6)
-    assert g_fast.keys() == g_eager.keys() and len(g_fast) > 10
-    for name in g_fast:
-        assert torch.allclose(g_fast[name], g_eager[name], atol=1e-5, rtol=1e-3), name
-
-
-@pytest.mark.parametrize("reentrant", [False, True])
-def test_gradient_checkpointing_keeps_the_rows_gradients(tokenizer, batch, reentrant):
-    model = _model("bert", tokenizer.vocab_size, 64).train()
-    model.attention_path = "eager"
-    model(**batch).loss.backward()
-    reference = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+def _loss_and_gradients(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     model.zero_grad()
-    model.attention_path = "fast"
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
-    model(**batch).loss.backward()
-    for name, grad in reference.items():
-        assert torch.allclose(model.get_parameter(name).grad, grad, atol=1e-5, rtol=1e-3), name
+    loss = model(**batch).loss
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def test_encoder_runs_sdpa_and_eager_block_restores(tokenizer, tmp_path):
-    model = _model("bert", tokenizer.vocab_size, 64)
-    assert model.encoder.config._attn_implementation == FAST_ATTENTION
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("checkpointing", [False, True], ids=["plain", "checkpointed"])
+def test_training_gradients_equal_the_eager_reference(tokenizer, batch, style, checkpointing):
+    """Training on windowed documents: same loss and same gradients for every parameter (dropout off),
+    with and without (non-reentrant, transformers' default) gradient checkpointing."""
+    model = _model(style, tokenizer.vocab_size, 64).train()
+    with reference_encoding(model):
+        loss_ref, grads_ref = _loss_and_gradients(model, batch)
+    if checkpointing:
+        model.activation_checkpointing_enable()
+    loss, grads = _loss_and_gradients(model, batch)
+    assert all(layer.gradient_checkpointing == checkpointing for layer in model.encoder.encoder.layer)  # none left out
+    assert torch.allclose(loss, loss_ref, atol=1e-6)
+    assert grads.keys() == grads_ref.keys() and len(grads) > 10
+    for name in grads:
+        assert torch.allclose(grads[name], grads_ref[name], atol=1e-5, rtol=1e-3), name
+
+
+def test_reentrant_gradient_checkpointing_is_refused(tokenizer, batch):
+    """Reentrant checkpointing runs a layer without autograd, which would cut the attention rows from the graph."""
+    model = _model("bert", tokenizer.vocab_size, 64).train()
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": True})
+    with pytest.raises(RuntimeError, match="reentrant gradient checkpointing is not supported"):
+        model(**batch)
+    with torch.no_grad():  # prediction needs no graph
+        assert model(**batch).logits.shape[0] == sum(len(h) for h in batch["hts"])
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_attention_implementation_is_a_runtime_choice(tokenizer, batch, tmp_path, style):
+    """The fast attention is chosen from the encoder's structure (the layer index of its attention modules),
+    never saved; ``set_attn_implementation`` switches the encoder to eager attention and back."""
+    model = _model(style, tokenizer.vocab_size, 64).eval()
+    fast = style != "deberta"
+    assert model.rows_layer == (2 if fast else None)  # the last of the 3 layers
+    assert model.encoder.config._attn_implementation == (FAST_ATTENTION if fast else "eager")
     model.save_pretrained(tmp_path)
-    assert FAST_ATTENTION not in (tmp_path / "config.json").read_text()  # a runtime choice, never saved
-    assert DocREModel.from_pretrained(tmp_path).encoder.config._attn_implementation == FAST_ATTENTION
-    with model.eager_attention():
-        assert model.encoder.config._attn_implementation == "eager" and model.attention_path == "eager"
-    assert model.encoder.config._attn_implementation == FAST_ATTENTION and model.attention_path == "fast"
+    assert FAST_ATTENTION not in (tmp_path / "config.json").read_text()
+    loaded = DocREModel.from_pretrained(tmp_path).eval()
+    assert loaded.encoder.config._attn_implementation == model.encoder.config._attn_implementation
+    with torch.no_grad():
+        logits = loaded(**batch).logits
+        loaded.set_attn_implementation("eager")
+        assert loaded.encoder.config._attn_implementation == "eager"
+        assert torch.allclose(loaded(**batch).logits, logits, atol=1e-5, rtol=1e-4)
+    if fast:
+        loaded.set_attn_implementation(FAST_ATTENTION)
+        assert loaded.encoder.config._attn_implementation == FAST_ATTENTION
 
 
 def test_attention_rows_by_hand():
@@ -238,30 +266,26 @@ def test_pair_attention_equals_the_gathered_product():
     assert pair_attention(att, h_idx[:0], t_idx[:0], pair_doc[:0], per_doc).shape == (0, 11)
 
 
-def test_unpadded_training_without_token_zero_and_with_embedding_hooks(tokenizer, batch):
-    """Per-document training looks word embeddings up in the batch's rows: a first step whose batch lacks
-    token 0 (the attention dry run's) works, and so does an embedding with a forward hook (NEFTune-style
-    noise), which then sees only real lookups; losses and gradients equal the padded batch's."""
+def test_unpadded_training_looks_word_embeddings_up_once_per_batch(tokenizer, batch):
+    """Per-document training looks the word embeddings up once for the whole batch (one dense table gradient
+    per batch): losses and gradients equal the padded batch's, and a forward hook on the embedding
+    (NEFTune-style noise) sees that one lookup of the padded batch."""
     torch.manual_seed(0)
-    config = DocREConfig(encoder=_encoder("bert", tokenizer.vocab_size, 512), head_type="atlop", emb_size=32, block_size=8)
-    config.encoder.pad_token_id = 1
+    encoder = _encoder("roberta", tokenizer.vocab_size, 512)
+    config = DocREConfig(encoder=encoder, head_type="atlop", emb_size=32, block_size=8)
     ids = batch["input_ids"].clone()
-    ids[ids == 0] = 2  # no token 0 anywhere
-    ids[~batch["attention_mask"].bool()] = 1  # padded with 1
+    ids[~batch["attention_mask"].bool()] = config.encoder.pad_token_id  # RoBERTa numbers positions after padding
     inputs = {**batch, "input_ids": ids}
     results = {}
     for unpadded in (True, False):
         torch.manual_seed(0)
-        model = DocREModel(config).train()  # fresh: its first call makes the dry run
+        model = DocREModel(config).train()
         model.unpadded = unpadded
+        seen = []
+        model.encoder.get_input_embeddings().register_forward_hook(lambda _m, _a, out: seen.append(tuple(out.shape)))
         loss = model(**inputs).loss
         loss.backward()
         results[unpadded] = (loss.detach(), model.encoder.get_input_embeddings().weight.grad.clone())
+        assert seen == [(*ids.shape, 32)]  # one lookup, of the padded batch
     assert torch.allclose(results[True][0], results[False][0], atol=1e-6)
     assert torch.allclose(results[True][1], results[False][1], atol=1e-6)
-
-    model = DocREModel(config).train()
-    seen = []
-    model.encoder.get_input_embeddings().register_forward_hook(lambda _m, _a, out: seen.append(out.dim()))
-    model(**inputs).loss.backward()
-    assert seen and set(seen) == {3}  # per-document (1 x n x hidden) lookups only

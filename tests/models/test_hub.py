@@ -132,8 +132,11 @@ def test_saved_config_holds_no_local_absolute_path_and_names_its_code(tmp_path):
     config = json.loads(text)
     assert config["encoder_name_or_path"] == "my-encoder"
     assert config["auto_map"] == {"AutoConfig": "configuration_docre.DocREConfig", "AutoModel": "modeling_atlop.ATLOPModel"}
+    assert config["custom_pipelines"] == {"document-relation-extraction": {
+        "impl": "pipeline_docre.DocREPipeline", "pt": ["AutoModel"], "type": "text"}}
     shipped = {p.name for p in (tmp_path / "saved").glob("*.py")}
-    assert shipped == {"configuration_docre.py", "registry.py", "modeling_atlop.py", "modeling_docre.py", "losses.py"}
+    assert shipped == {"configuration_docre.py", "registry.py", "modeling_atlop.py", "modeling_docre.py", "attention.py",
+                       "losses.py", "pipeline_docre.py"}
     for name in shipped:  # what transformers' remote-code loader must be able to follow
         source = (tmp_path / "saved" / name).read_text()
         assert "from .." not in source and "import envre_hf" not in source.replace("from envre_hf", "")
@@ -223,12 +226,61 @@ def test_automodel_with_remote_code_after_a_push_gives_the_local_logits(hub, no_
     assert logits.abs().sum() > 0
 
 
+def test_pipeline_with_remote_code_after_a_push_gives_the_local_triples(hub, no_envre, tmp_path, redocred_test_path,
+                                                                        monkeypatch):
+    import huggingface_hub.constants as hub_constants
+    import transformers
+    from _pipeline_helpers import docred_as_text
+    from _training_helpers import save_tiny_encoder, tiny_model
+    from transformers import AutoTokenizer, pipeline
+
+    encoder = save_tiny_encoder(tmp_path / "encoder")
+    tokenizer = AutoTokenizer.from_pretrained(encoder)
+    model = tiny_model(encoder, "atlop").eval()
+    docs = json.loads(redocred_test_path.read_text())[:3]
+    inputs = docs + [docred_as_text(docs[0])]
+    (tmp_path / "inputs.json").write_text(json.dumps(inputs))
+    repo = "envre/atlop-pipeline"
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setattr(hub_constants, "ENDPOINT", hub.endpoint)
+    monkeypatch.setattr(transformers.utils.hub, "_hf_api", None)  # transformers keeps the HfApi of its first use
+    local_dir = tmp_path / "local"
+    tokenizer.save_pretrained(local_dir)
+    # transformers uploads what the save wrote after it started: the pipeline's code must be among it
+    model.save_pretrained(local_dir, push_to_hub=True, repo_id=repo, token="hf_push_token")
+    tokenizer.push_to_hub(repo, token="hf_push_token")
+    assert {"pipeline_docre.py", "config.json", "modeling_docre.py"} <= set(hub.files[("model", repo)])
+    local = pipeline("document-relation-extraction", model=str(local_dir))(inputs, batch_size=2)
+
+    user = _as_user(hub, no_envre, tmp_path, f"""
+        import json
+        from transformers import pipeline
+        try:
+            pipeline("document-relation-extraction", model="{repo}")
+        except ValueError as err:
+            refused = "trust_remote_code" in str(err)
+        pipe = pipeline("document-relation-extraction", model="{repo}", trust_remote_code=True)
+        out = pipe(json.load(open("inputs.json")), batch_size=2)
+        print(json.dumps({{"refused": refused, "module": type(pipe).__module__, "model": type(pipe.model).__module__,
+                          "out": out}}))
+    """)
+    assert user["refused"], "without trust_remote_code (and without envre-hf) the pipeline must be refused"
+    assert user["module"].startswith("transformers_modules") and user["model"].startswith("transformers_modules")
+    triples = [[(r["h_idx"], r["t_idx"], r["relation"], r["head"]["mentions"]) for r in out] for out in user["out"]]
+    assert triples == [[(r["h_idx"], r["t_idx"], r["relation"], r["head"]["mentions"]) for r in out] for out in local]
+    assert all(out for out in local)
+    assert {(r["h_idx"], r["t_idx"], r["relation"]) for r in user["out"][3]} == {
+        (r["h_idx"], r["t_idx"], r["relation"]) for r in user["out"][0]}  # text with spans = its DocRED document
+    scores = [r["score"] for out in user["out"] for r in out]
+    assert scores == pytest.approx([r["score"] for out in local for r in out], abs=1e-5)
+
+
 def test_evaluate_load_after_push_metric_equals_envre_evaluate(hub, no_envre, tmp_path):
     proc = _as_maintainer(hub, tmp_path, ["push-metric", "envre/docre_f1"])
     assert "envre/docre_f1" in proc.stdout
     space = hub.files[("space", "envre/docre_f1")]
-    assert sorted(space) == ["README.md", "app.py", "docre_f1.py", "docre_f1_scorer.py", "requirements.txt"]
-    assert space["docre_f1_scorer.py"] == (REPO / "spaces" / "docre_f1" / "docre_f1_scorer.py").read_bytes()
+    assert sorted(space) == ["README.md", "app.py", "docre_f1.py", "requirements.txt", "scoring.py"]
+    assert space["scoring.py"] == (REPO / "envre_hf" / "metrics" / "scoring.py").read_bytes()
     card = space["README.md"].decode()
     assert "sdk: gradio" in card and "app_file: app.py" in card
 
@@ -258,11 +310,3 @@ def test_evaluate_load_after_push_metric_equals_envre_evaluate(hub, no_envre, tm
     assert user["scores"] == written
     assert {k: user["scores"][k] for k in printed} == printed and printed["f1"] > 0
     assert user["examples"] >= 6 and user["failed"] == 0, user["report"]
-
-
-def test_generated_scorer_is_up_to_date():
-    """spaces/docre_f1/docre_f1_scorer.py is generated from the package: regenerate after changing the scorer
-    (``python -m envre_hf.metrics.space spaces/docre_f1``)."""
-    from envre_hf.metrics.space import bundle_scorer
-
-    assert (REPO / "spaces" / "docre_f1" / "docre_f1_scorer.py").read_text("utf-8") == bundle_scorer()

@@ -2,8 +2,7 @@
 
 A toy family registered here must reach every place that lists families (``envre train`` choices, config
 validation, the ``DocREModel`` / ``AutoModel`` dispatch, saved configs, model cards, the unknown-family
-error); no file of the code base keeps its own list; typed settings round-trip through config.json and
-config.json files of earlier versions (``extra_head``) still load.
+error); no file of the code base keeps its own list; typed settings round-trip through config.json.
 """
 
 from __future__ import annotations
@@ -211,41 +210,6 @@ def test_built_in_family_class_auto_map_and_shipped_files(head_type, encoder_dir
     # shared helpers live on the base / in the registry: a family ships no sibling family's module
     assert {name for name in shipped if name.startswith("modeling_")} == {"modeling_docre.py", f"{family.module.lstrip('.')}.py"}
     assert model_card(model).count(family.title) == 1
-
-
-@pytest.mark.parametrize("head_type", BUILT_IN)
-def test_config_json_of_earlier_versions_with_extra_head_still_loads(head_type, encoder_dir, batch, tmp_path):
-    model = DocREModel.from_encoder_pretrained(str(encoder_dir), head_type=head_type, **TINY_HEADS[head_type])
-    model.save_pretrained(tmp_path)
-    path = tmp_path / "config.json"
-    config = json.loads(path.read_text())
-    config["extra_head"] = config.pop("head_settings")  # what earlier versions wrote (every setting in force)
-    path.write_text(json.dumps(config))
-    loaded = AutoModel.from_pretrained(tmp_path)
-    assert type(loaded) is type(model) and loaded.config.head_settings == model.config.head_settings
-    assert torch.equal(_logits(loaded, batch), _logits(model, batch))
-    # and saved again, it is written the new way
-    loaded.save_pretrained(tmp_path / "again")
-    again = json.loads((tmp_path / "again" / "config.json").read_text())
-    assert "extra_head" not in again and again["head_settings"] == json.loads(path.read_text())["extra_head"]
-
-
-def test_extra_head_is_still_accepted_as_argument_and_option(encoder_dir, tmp_path):
-    partial = {"axial_layers": 1, "axial_heads": 2}  # an earlier caller's dict: the other settings take defaults
-    config = DocREConfig(encoder=_tiny_encoder(), head_type="kd_docre", emb_size=32, block_size=8, extra_head=partial)
-    assert config.head_settings == get_family("kd_docre").settings(axial_layers=1, axial_heads=2, pair_dim=32)
-    assert "extra_head" not in config.to_dict()
-    with pytest.raises(ValueError, match="not both"):
-        DocREConfig(encoder=_tiny_encoder(), head_type="kd_docre", head_settings={"axial_layers": 2}, extra_head=partial)
-    argv = _train_argv(encoder_dir, tmp_path, "--head_type", "kd_docre")
-    by_old_option, _, _ = parse_args([*argv, "--extra_head", json.dumps(partial)])
-    assert json.loads(by_old_option.head_settings) == partial
-    as_file = {**dict(zip([a.lstrip("-") for a in argv[::2]], argv[1::2])), "emb_size": 32, "block_size": 8}
-    as_file["extra_head"] = partial  # a .json args file of an earlier version
-    (tmp_path / "args.json").write_text(json.dumps(as_file))
-    from_file, _, _ = parse_args([str(tmp_path / "args.json")])
-    assert from_file.head_type == "kd_docre" and json.loads(from_file.head_settings) == partial
-    assert build_model(from_file).config.head_settings.axial_layers == 1
 
 
 # --------------------------------------------------------------------------- no second list

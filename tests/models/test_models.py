@@ -10,7 +10,8 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from _training_helpers import minilm_dir, tiny_bert_config
+from _encoder_reference import eager, full_attention
+from _training_helpers import minilm_dir, tiny_model
 
 from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.models import (
@@ -23,7 +24,7 @@ from envre_hf.models import (
     none_class_ranking_loss,
     threshold_decode,
 )
-from envre_hf.models.modeling_docre import DocREPreTrainedModel
+from envre_hf.models.modeling_docre import DocREPreTrainedModel, mention_index
 from envre_hf.models.registry import head_class
 
 
@@ -40,14 +41,8 @@ def batch(small_docs, tokenizer):
     return DocRECollator(tokenizer)([featurize_document(d, tokenizer) for d in small_docs])
 
 
-def tiny_config(vocab_size: int, head_type: str = "atlop", max_positions: int = 64, dropout: float = 0.0, **head):
-    encoder = tiny_bert_config(vocab_size, max_positions, dropout)
-    return DocREConfig(encoder=encoder, head_type=head_type, emb_size=32, block_size=8, **head)
-
-
-def tiny_model(tokenizer, head_type="atlop", seed=0, **kwargs) -> ATLOPModel:
-    torch.manual_seed(seed)
-    return ATLOPModel(tiny_config(tokenizer.vocab_size, head_type, **kwargs))
+#: Encoder positions of the models here: the documents are longer, so the windowed long-input path runs.
+POSITIONS = 64
 
 
 # --------------------------------------------------------------------------- forward, shapes, decoding
@@ -55,7 +50,7 @@ def tiny_model(tokenizer, head_type="atlop", seed=0, **kwargs) -> ATLOPModel:
 
 @pytest.mark.parametrize("head_type", ["atlop", "ncrl"])
 def test_forward_shapes_loss_and_probabilities(tokenizer, batch, head_type):
-    model = tiny_model(tokenizer, head_type)
+    model = tiny_model(tokenizer, head_type, max_positions=POSITIONS)
     assert batch["input_ids"].shape[1] > model.config.window  # the long-input path is exercised
     out = model(**batch)
     assert isinstance(out, DocREModelOutput)
@@ -127,7 +122,7 @@ def test_none_class_ranking_loss_by_hand():
 
 
 def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
-    model = tiny_model(tokenizer).eval()
+    model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     window = model.config.window
     lengths = batch["attention_mask"].sum(1).tolist()
     plans = model._window_plan(lengths, window)
@@ -140,10 +135,9 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
         starts = [p[1] for p in mine]
         assert all(b2 - b1 <= (window - 2) // 2 for b1, b2 in zip(starts, starts[1:]))  # overlaps >= half window
     with torch.no_grad():
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
-        assert seq.shape[:2] == batch["input_ids"].shape and att.shape[-1] == batch["input_ids"].shape[1]
-        for b, n in enumerate(lengths):
-            assert torch.allclose(att[b, :, :n].sum(-1), torch.ones(att.shape[1], n), atol=1e-5)
+        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        assert seq.shape[:2] == batch["input_ids"].shape and rows.shape[-1] == batch["input_ids"].shape[1]
+        assert torch.allclose(rows.sum(-1), torch.ones(rows.shape[:2]), atol=1e-5)  # merged rows renormalised
         # positions seen only by a document's first window equal the encoder's output on that window
         b, n = 0, lengths[0]
         second = [p for p in plans if p[0] == b][1]
@@ -162,7 +156,7 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
         mask = torch.zeros_like(ids)
         ids[0], mask[0] = batch["input_ids"][0], batch["attention_mask"][0]
         ids[1, : len(short)], mask[1, : len(short)] = torch.tensor(short), 1
-        seq2, _ = model.encode(ids, mask)
+        seq2, _ = model.encode(ids, mask, [batch["entity_pos"][0], []])
         alone = model.encoder(input_ids=torch.tensor([short])).last_hidden_state[0]
         assert torch.allclose(seq2[1, : len(short)], alone, atol=1e-5)
 
@@ -170,20 +164,23 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
 def test_short_batch_uses_one_pass_and_equals_encoder(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=512).eval()
     with torch.no_grad():
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
-        with model.eager_attention():  # the encoder runs SDPA by default, which returns no attentions
+        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        with eager(model):  # the encoder runs SDPA by default, which returns no attentions
             out = model.encoder(
                 input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_attentions=True
             )
-    assert torch.equal(seq, out.last_hidden_state) and torch.equal(att, out.attentions[-1])
+    idx = mention_index(batch["entity_pos"])
+    assert torch.allclose(seq, out.last_hidden_state, atol=1e-5)
+    assert torch.allclose(rows, out.attentions[-1][idx.doc, :, idx.pos], atol=1e-6)
 
 
 def test_vectorised_pooling_matches_a_plain_loop(tokenizer, batch):
-    model = tiny_model(tokenizer).eval()
+    model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     with torch.no_grad():
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
-        embs, atts = model.entity_embeddings(seq, att, batch["entity_pos"])
-        hs, ts, rs = model.pair_features(seq, att, batch["entity_pos"], batch["hts"])
+        seq, att = full_attention(model, batch["input_ids"], batch["attention_mask"])
+        idx = mention_index(batch["entity_pos"])
+        embs, atts = model.entity_embeddings(seq, att[idx.doc, :, idx.pos], batch["entity_pos"])
+        hs, ts, rs = model.pair_features(seq, att[idx.doc, :, idx.pos], batch["entity_pos"], batch["hts"])
     row = 0
     for b, entities in enumerate(batch["entity_pos"]):
         assert embs[b].shape == (len(entities), 32) and atts[b].shape == (len(entities), 2, seq.shape[1])
@@ -205,7 +202,7 @@ def test_vectorised_pooling_matches_a_plain_loop(tokenizer, batch):
 
 
 def test_save_load_round_trip_and_auto_model(tokenizer, batch, tmp_path):
-    model = tiny_model(tokenizer, "ncrl").eval()
+    model = tiny_model(tokenizer, "ncrl", max_positions=POSITIONS).eval()
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").exists() and not list(tmp_path.glob("*.bin"))
@@ -222,7 +219,7 @@ def test_save_load_round_trip_and_auto_model(tokenizer, batch, tmp_path):
 
 
 def test_pickled_checkpoints_are_never_loaded(tokenizer, tmp_path):
-    model = tiny_model(tokenizer, "atlop")
+    model = tiny_model(tokenizer, "atlop", max_positions=POSITIONS)
     model.save_pretrained(tmp_path)
     # a directory offering only a pickled checkpoint (as an untrusted download might) is refused
     torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
@@ -316,7 +313,7 @@ def test_prediction_rows_follow_documents_and_carry_doc_ids(tokenizer, small_doc
     from envre_hf.models.prediction import predict
 
     docs = [replace(d, doc_id=f"{d.title}#{i}") for i, d in enumerate(small_docs)]
-    model = tiny_model(tokenizer)
+    model = tiny_model(tokenizer, max_positions=POSITIONS)
     with torch.no_grad():
         model.bilinear.weight.zero_()
         model.bilinear.bias.zero_()
@@ -354,7 +351,7 @@ class _RecordingApi:
 def test_push_uploads_weights_tokenizer_and_card(tokenizer, batch, tmp_path):
     from envre_hf.models.hub import push_docre_model
 
-    model = tiny_model(tokenizer).eval()
+    model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     model.config.encoder_name_or_path = "sentence-transformers/all-MiniLM-L6-v2"
     api = _RecordingApi()
     scores = {"Re-DocRED test": {"f1": 0.6512, "ign_f1": 0.6401, "precision": 0.7, "recall": 0.61}}
@@ -386,7 +383,7 @@ def test_envre_evaluate_model(tokenizer, small_docs, tmp_path, capsys):
     from envre_hf.metrics import score_predictions
     from envre_hf.models.prediction import predict
 
-    model = tiny_model(tokenizer)
+    model = tiny_model(tokenizer, max_positions=POSITIONS)
     with torch.no_grad():
         model.bilinear.weight.zero_()
         model.bilinear.bias.zero_()
@@ -450,10 +447,10 @@ def test_chunked_group_bilinear_logits_equal_the_materialised_ones(pairs):
 
 def test_atlop_forward_equals_its_textbook_composition(tokenizer, batch):
     """The per-entity extractor shortcut and the batched pooling give ATLOP's formula exactly."""
-    model = tiny_model(tokenizer).eval()
+    model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     with torch.no_grad():
         logits = model(**batch).logits
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"])
+        seq, att = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
         hs, ts, rs = model.pair_features(seq, att, batch["entity_pos"], batch["hts"])
         zh = torch.tanh(model.head_extractor(torch.cat([hs, rs], -1)))
         zt = torch.tanh(model.tail_extractor(torch.cat([ts, rs], -1)))
@@ -496,7 +493,7 @@ def test_documents_without_pairs(tokenizer, small_docs, head_type):
     doc = small_docs[0]
     one = replace(doc, entities=doc.entities[:1], relations=[])
     none = replace(doc, entities=[], relations=[])
-    model = tiny_model(tokenizer, head_type)
+    model = tiny_model(tokenizer, head_type, max_positions=POSITIONS)
     out = model(**DocRECollator(tokenizer)([featurize_document(d, tokenizer) for d in (one, none)]))
     assert out.logits.shape == (0, 97) and out.loss.item() == 0.0
     out.loss.backward()  # a batch without pairs must not break training
@@ -541,7 +538,7 @@ def test_a_model_folder_without_a_tokenizer_names_itself_and_the_fix(tokenizer, 
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # no Hub lookup of the missing name
     monkeypatch.setattr(transformers.utils.hub, "_hf_api", None)  # the HfApi made by the lookup is not kept
-    model = tiny_model(tokenizer)
+    model = tiny_model(tokenizer, max_positions=POSITIONS)
     model.config.encoder_name_or_path = "an-encoder-folder-that-is-not-here"
     model.save_pretrained(tmp_path / "model")
     monkeypatch.chdir(tmp_path)

@@ -200,12 +200,12 @@ def test_axial_transformer_output_does_not_depend_on_batch_mates():
 # ----------------------------------------------------------------------------- full models
 
 
-from _training_helpers import tiny_bert_config  # noqa: E402
+from _training_helpers import tiny_model  # noqa: E402
 from transformers import AutoModel, BertModel  # noqa: E402
 
 from envre_hf.documents import docred_schema  # noqa: E402
 from envre_hf.features import DocRECollator, featurize_document  # noqa: E402
-from envre_hf.models import DocREConfig, DocREModel, DocuNetModel, KDDocREModel  # noqa: E402
+from envre_hf.models import DocREModel, DocuNetModel, KDDocREModel  # noqa: E402
 
 FAMILIES = {
     # Tiny heads: small U-Net / axial stack, no dropout so that training runs are deterministic.
@@ -225,14 +225,10 @@ def short_batch(short_docs, tokenizer):
     return DocRECollator(tokenizer)([featurize_document(d, tokenizer) for d in short_docs])
 
 
-def tiny_model(head_type: str, tokenizer, max_positions: int = 512, seed: int = 0, **extra):
-    cls, settings = FAMILIES[head_type]
-    encoder = tiny_bert_config(tokenizer.vocab_size, max_positions, dropout=0.1)
-    torch.manual_seed(seed)
-    config = DocREConfig(
-        encoder=encoder.to_dict(), head_type=head_type, emb_size=64, block_size=16, head_settings={**settings, **extra}
-    )
-    return cls(config)
+def sizes(head_type: str, **settings) -> dict:
+    """``tiny_model`` options of the models here: emb 64, block 16, the family's tiny settings (and ``settings``),
+    BERT dropout 0.1."""
+    return {"emb_size": 64, "block_size": 16, "dropout": 0.1, "head_settings": {**FAMILIES[head_type][1], **settings}}
 
 
 def _sub_batch(batch, i):
@@ -247,7 +243,7 @@ def _sub_batch(batch, i):
 
 @pytest.mark.parametrize("head_type", sorted(FAMILIES))
 def test_forward_shapes_hts_order_and_batch_independence(head_type, tokenizer, short_batch):
-    model = tiny_model(head_type, tokenizer).eval()
+    model = tiny_model(tokenizer, head_type, **sizes(head_type)).eval()
     n_pairs = [len(h) for h in short_batch["hts"]]
     with torch.no_grad():
         out = model(**short_batch)
@@ -266,7 +262,7 @@ def test_forward_shapes_hts_order_and_batch_independence(head_type, tokenizer, s
 
 @pytest.mark.parametrize("head_type", sorted(FAMILIES))
 def test_document_without_pairs_in_a_batch(head_type, tokenizer, short_batch):
-    model = tiny_model(head_type, tokenizer).eval()
+    model = tiny_model(tokenizer, head_type, **sizes(head_type)).eval()
     batch = {k: v for k, v in short_batch.items() if k != "labels"}
     batch = {**batch, "entity_pos": [batch["entity_pos"][0][:1], *batch["entity_pos"][1:]], "hts": [[], *batch["hts"][1:]]}
     with torch.no_grad():
@@ -277,7 +273,7 @@ def test_document_without_pairs_in_a_batch(head_type, tokenizer, short_batch):
 
 @pytest.mark.parametrize("head_type", sorted(FAMILIES))
 def test_long_inputs_train_through_windowed_encoding(head_type, tokenizer, short_batch):
-    model = tiny_model(head_type, tokenizer, max_positions=64)
+    model = tiny_model(tokenizer, head_type, max_positions=64, **sizes(head_type))
     assert short_batch["input_ids"].shape[1] > model.config.window  # documents span several windows
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
@@ -294,7 +290,7 @@ def test_long_inputs_train_through_windowed_encoding(head_type, tokenizer, short
 
 @pytest.mark.parametrize("head_type", sorted(FAMILIES))
 def test_save_load_auto_model_and_from_encoder_pretrained(head_type, tokenizer, short_batch, tmp_path):
-    model = tiny_model(head_type, tokenizer).eval()
+    model = tiny_model(tokenizer, head_type, **sizes(head_type)).eval()
     model.save_pretrained(tmp_path / "model")
     assert (tmp_path / "model" / "model.safetensors").exists()
     loaded = AutoModel.from_pretrained(tmp_path / "model").eval()
@@ -318,11 +314,11 @@ def test_save_load_auto_model_and_from_encoder_pretrained(head_type, tokenizer, 
 
 
 def test_kd_docre_distillation_is_off_by_default_and_pulls_towards_the_teacher(tokenizer, short_batch):
-    model = tiny_model("kd_docre", tokenizer)
+    model = tiny_model(tokenizer, "kd_docre", **sizes("kd_docre"))
     teacher = torch.randn(short_batch["labels"].shape)
     with pytest.raises(ValueError, match="use_distillation"):
         model(**short_batch, teacher_logits=teacher)
-    model = tiny_model("kd_docre", tokenizer, use_distillation=True, distillation_weight=2.0).eval()
+    model = tiny_model(tokenizer, "kd_docre", **sizes("kd_docre", use_distillation=True, distillation_weight=2.0)).eval()
     with torch.no_grad():
         plain = model(**short_batch)
         both = model(**short_batch, teacher_logits=teacher)
@@ -341,13 +337,13 @@ def test_kd_docre_distillation_is_off_by_default_and_pulls_towards_the_teacher(t
 
 
 def test_docunet_similarity_channels(tokenizer, short_batch):
-    model = tiny_model("docunet", tokenizer, channel_type="similarity", unet_in_channels=7)
+    model = tiny_model(tokenizer, "docunet", **sizes("docunet", channel_type="similarity", unet_in_channels=7))
     assert model.config.head_settings.unet_in_channels == 3  # similarity maps always have 3 channels
     out = model(**short_batch)
     out.loss.backward()
     assert model.channel_bilinear.weight.grad.abs().sum() > 0
     with pytest.raises(ValueError, match="channel_type"):
-        tiny_model("docunet", tokenizer, channel_type="pixels")
+        tiny_model(tokenizer, "docunet", **sizes("docunet", channel_type="pixels"))
 
 
 @pytest.mark.slow
@@ -357,7 +353,7 @@ def test_each_family_overfits_real_documents(head_type, tokenizer, short_docs, s
     from envre_hf.metrics import score_predictions
     from envre_hf.models.prediction import predict
 
-    model = tiny_model(head_type, tokenizer)
+    model = tiny_model(tokenizer, head_type, **sizes(head_type))
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     first_f1 = f1 = None
     for step in range(1, 301):

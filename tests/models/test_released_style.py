@@ -15,6 +15,8 @@ import pytest
 import torch
 from transformers import BertConfig
 
+from _encoder_reference import eager
+
 from envre_hf.features import DocRECollator
 from envre_hf.models import DocREConfig, DocREModel
 
@@ -66,11 +68,11 @@ def test_released_restatement_equals_our_model(head_type, window):
     with torch.no_grad():
         loss, decoded, logits, features = released(released_collate(feats))
         ours = model(**batch)
-        with model.eager_attention():
-            eager = model(**batch)
+        with eager(model):
+            eager_out = model(**batch)
     assert logits.shape == ours.logits.shape == (sum(len(f["hts"]) for f in feats), LABELS)
     torch.testing.assert_close(logits, ours.logits, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(logits, eager.logits, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(logits, eager_out.logits, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(features, ours.pair_representations, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(loss, ours.loss, rtol=1e-4, atol=1e-5)
     assert torch.equal(decoded, model.decode(logits))

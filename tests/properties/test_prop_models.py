@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 from _strategies import documents, knowledge_bases
-from _training_helpers import tiny_bert_config
+from _training_helpers import tiny_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import BertConfig
@@ -27,15 +27,9 @@ from envre_hf.training import OnTheFlyTwins
 FEW = settings(max_examples=max(5, settings.default.max_examples // 4))
 
 
-def _tiny(vocab_size: int, max_positions: int = 48, **head) -> ATLOPModel:
-    encoder = tiny_bert_config(vocab_size, max_positions)
-    torch.manual_seed(0)
-    return ATLOPModel(DocREConfig(encoder=encoder, emb_size=32, block_size=8, **head)).eval()
-
-
 @pytest.fixture(scope="module")
 def model(tokenizer):
-    return _tiny(tokenizer.vocab_size)  # 48 positions: most generated documents need several windows
+    return tiny_model(tokenizer, max_positions=48).eval()  # 48 positions: most generated documents need several windows
 
 
 @FEW
@@ -104,7 +98,7 @@ class _DecodeOnly:
 @FEW
 @given(st.lists(documents(max_entities=4, values=False), min_size=1, max_size=2), st.sampled_from([1, 2]))
 def test_predict_uses_config_top_k_by_default(tokenizer, plans, top_k):
-    model = _tiny(tokenizer.vocab_size, top_k=top_k)
+    model = tiny_model(tokenizer, max_positions=48, top_k=top_k).eval()
     with torch.no_grad():
         model.bilinear.bias.data[1:] += 10.0  # every relation above the threshold: the cap decides
     docs = [p.doc for p in plans]

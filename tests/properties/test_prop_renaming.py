@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envre_hf.documents import DocumentError, to_docred, validate_document
-from envre_hf.renaming import RenamingConfig, RenamingPipeline, find_leaks, is_substituted, name_key
+from envre_hf.documents.tokenize import name_key
+from envre_hf.renaming import RenamingConfig, RenamingPipeline, find_leaks, is_substituted
 from envre_hf.documents.tokenize import tokenize_name
 
 

@@ -1,4 +1,4 @@
-"""Building renamed benchmark folders: resume after a kill, error report, load_dataset round trip, card,
+"""Building renamed benchmark folders: the same build again after a crash or a kill, error report, load_dataset round trip, card,
 determinism, name exclusion, export, the Hub upload (against a local mock of the Hub HTTP API), the CLI."""
 
 from __future__ import annotations
@@ -19,13 +19,8 @@ from _renaming_fakes import build_with as _build
 from hub_standin import LocalHub
 
 from envre_hf.documents import DocumentError, dataset_to_documents, read_documents, to_docred
-from envre_hf.renaming.builder import (
-    BuildConfig,
-    BuildError,
-    build_split,
-    push_to_hub,
-    upload_plan,
-)
+from envre_hf.renaming.builder import BuildConfig, build_split
+from envre_hf.renaming.hub_upload import push_to_hub, upload_plan
 from envre_hf.renaming.isolation import load_excluded_names
 
 N_DOCS = 30
@@ -91,19 +86,14 @@ def test_two_builds_are_byte_identical(reference, small_input, tmp_path):
     assert (tmp_path / "again" / "README.md").read_text() == (out / "README.md").read_text()
 
 
-def test_resume_after_injected_crash_equals_uninterrupted_build(reference, small_input, tmp_path):
+def test_a_build_that_crashed_run_again_equals_an_uninterrupted_build(reference, small_input, tmp_path):
     out = tmp_path / "ds"
     with pytest.raises(RuntimeError, match="simulated crash"):
         _build(FakePipeline(crash_after=17), small_input, out)
-    records = (out / ".build" / "test" / "records.jsonl").read_text().splitlines()
-    assert len(records) == 17 and not (out / "data").exists()
-    with pytest.raises(BuildError, match="--resume"):
-        _build(FakePipeline(), small_input, out)
-    counting = FakePipeline()
-    result = _build(counting, small_input, out, resume=True)
-    assert result.resumed == 17 and counting.calls == N_DOCS * len(SEEDS) - 17
+    assert [p.name for p in out.iterdir()] == [".envre-build"]  # nothing is written before every unit is renamed
+    _build(FakePipeline(), small_input, out)
     assert _parquet_bytes(out) == _parquet_bytes(reference[0])
-    assert not (out / ".build").exists()
+    assert (out / "README.md").read_bytes() == (reference[0] / "README.md").read_bytes()
 
 
 _KILLED_BUILD = """
@@ -114,32 +104,19 @@ build_with(FakePipeline(delay=0.1), {input!r}, {out!r})
 """
 
 
-def test_resume_after_sigkill_equals_uninterrupted_build(reference, small_input, tmp_path):
+def test_a_build_killed_while_renaming_run_again_equals_an_uninterrupted_build(reference, small_input, tmp_path):
     out = tmp_path / "ds"
     script = _KILLED_BUILD.format(tests=str(Path(__file__).resolve().parents[1]), input=str(small_input), out=str(out))
     proc = subprocess.Popen([sys.executable, "-c", script])
-    records = out / ".build" / "test" / "records.jsonl"
     deadline = time.time() + 60
-    while time.time() < deadline and (not records.exists() or len(records.read_bytes().splitlines()) < 8):
+    while time.time() < deadline and not (out / ".envre-build").exists():
         time.sleep(0.05)
+    time.sleep(1.0)  # renaming (60 units of 0.1 s)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    finished = len(records.read_bytes().splitlines())
-    assert 8 <= finished < N_DOCS * len(SEEDS)
-    with open(records, "ab") as fh:  # a line cut short by the kill is dropped, not fatal
-        fh.write(b'{"doc": 29, "se')
-    counting = FakePipeline()
-    result = _build(counting, small_input, out, resume=True)
-    assert result.resumed == finished and counting.calls == N_DOCS * len(SEEDS) - finished
+    assert proc.wait() == -signal.SIGKILL
+    assert not (out / "data").exists()
+    _build(FakePipeline(), small_input, out)
     assert _parquet_bytes(out) == _parquet_bytes(reference[0])
-
-
-def test_resume_refuses_a_different_configuration(small_input, tmp_path):
-    out = tmp_path / "ds"
-    with pytest.raises(RuntimeError):
-        _build(FakePipeline(crash_after=3), small_input, out)
-    with pytest.raises(BuildError, match="different input, seeds"):
-        _build(FakePipeline(), small_input, out, seeds=(0, 1, 2), resume=True)
 
 
 def test_on_error_skip_lists_every_bad_document_with_its_reason(small_input, tmp_path):
@@ -203,7 +180,7 @@ _MockHub = LocalHub
 def test_push_to_hub_uploads_exactly_the_planned_files(reference, tmp_path, monkeypatch):
     out, _ = reference
     (out / ".build").mkdir()
-    (out / ".build" / "leftover.jsonl").write_text("{}\n")  # work files never leave the machine
+    (out / ".build" / ".test.x1.tmp").write_text("")  # what a killed build left never leaves the machine
     hub = _MockHub()
     try:
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
@@ -211,7 +188,7 @@ def test_push_to_hub_uploads_exactly_the_planned_files(reference, tmp_path, monk
         info = push_to_hub(out, "envre/env_redocred", token="hf_test_token")
     finally:
         hub.server.shutdown()
-        (out / ".build" / "leftover.jsonl").unlink()
+        (out / ".build" / ".test.x1.tmp").unlink()
         (out / ".build").rmdir()
     plan = upload_plan(out, "envre/env_redocred")
     assert plan.repo_type == "dataset"
@@ -267,7 +244,7 @@ def test_real_pipeline_build_respects_excluded_names(corpus_kb, small_input, tmp
     assert second.statistics["renaming_config"]["exclude_names"]["count"] == len(used)
 
 
-def test_cli_builds_prints_statistics_and_resumes(corpus_kb, small_input, redocred_dev_path, tmp_path, capsys):
+def test_cli_builds_prints_statistics_and_rebuilds_identically(corpus_kb, small_input, redocred_dev_path, tmp_path, capsys):
     from envre_hf.cli.main import main
 
     pool = tmp_path / "pool.json"
@@ -279,7 +256,7 @@ def test_cli_builds_prints_statistics_and_resumes(corpus_kb, small_input, redocr
     assert "| ALL |" in printed and "renamed documents" in printed and "Leaks" in printed
     first = _parquet_bytes(tmp_path / "cli")
     assert (tmp_path / "cli" / "json" / "test.json").exists()
-    assert main(args + ["--resume"]) == 0  # nothing left to do: rebuilt identically
+    assert main(args) == 0  # the same build again: the same bytes
     assert _parquet_bytes(tmp_path / "cli") == first
     assert main(args[:-2] + ["--num-proc", "2", "--output", str(tmp_path / "cli2")]) == 0
     assert _parquet_bytes(tmp_path / "cli2") == first
@@ -349,7 +326,7 @@ def test_cli_wikidata_mirror_and_dump_index(synthetic_doc_file, tmp_path, monkey
     from kb_fixtures.fake_wikidata import FakeWikidata
 
     from envre_hf.cli.main import main
-    from envre_hf.kb.synthetic import synthetic_entities, write_synthetic_dump
+    from kb_fixtures.synthetic import synthetic_entities, write_synthetic_dump
     from envre_hf.kb.wikidata_dump import index_dump
 
     monkeypatch.setenv("ENVRE_USER_AGENT", "envre-hf-tests/0.1 (https://example.org; tests@example.org)")

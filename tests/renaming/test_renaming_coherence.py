@@ -378,7 +378,7 @@ def _country(qid: str, label: str, demonyms: list[dict]) -> dict:
 
 def test_wikidata_demonyms_parsed_and_indexed(tmp_path):
     from envre_hf.kb import WikidataDumpKB, index_dump
-    from envre_hf.kb.synthetic import write_dump
+    from kb_fixtures.synthetic import write_dump
     from envre_hf.kb.wikidata_json import parse_entity
 
     usa = _country(

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from envre_hf.renaming import rename_values, tokenize_name
+from envre_hf.documents.tokenize import tokenize_name
+from envre_hf.renaming import rename_values
 from envre_hf.renaming.values import MONTHS
 
 MONTH = "(?:" + "|".join(MONTHS) + ")"

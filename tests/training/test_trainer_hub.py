@@ -42,20 +42,25 @@ def _trainer(tmp_path, encoder_dir, tokenizer, dev, train_docs, **kwargs):
     )
 
 
-def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir, tokenizer, dev, train_docs):
+@pytest.mark.parametrize("sampling", ["sequential", "group_by_length"])
+def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir, tokenizer, dev, train_docs, sampling):
+    """Trainer's evaluate, prediction_step and compute_metrics, whatever the order Trainer's eval sampler takes."""
     seen = {}
 
     def compute_metrics(eval_pred):
         seen["shape"] = np.asarray(eval_pred.predictions).shape
-        seen["labels"] = np.asarray(eval_pred.label_ids).shape
-        return {"pairs": float(seen["shape"][0])}
+        seen["positions"] = np.asarray(eval_pred.label_ids).tolist()
+        return {"documents": float(seen["shape"][0])}
 
-    trainer = _trainer(tmp_path, encoder_dir, tokenizer, dev, train_docs, compute_metrics=compute_metrics)
+    args = {"train_sampling_strategy": sampling} if sampling != "sequential" else {}
+    trainer = _trainer(tmp_path, encoder_dir, tokenizer, dev, train_docs, compute_metrics=compute_metrics, args=args)
     metrics = trainer.evaluate()
-    n_pairs = sum(d.num_entities * (d.num_entities - 1) for d in dev)
-    # the user's compute_metrics saw every pair's logits (not the pair representations) and labels
-    assert seen["shape"] == (n_pairs, trainer.model.config.num_labels) == seen["labels"]
-    assert metrics["eval_dev_pairs"] == n_pairs
+    max_pairs = max(d.num_entities * (d.num_entities - 1) for d in dev)
+    # the user's compute_metrics saw each document's decoded predictions and its position in the set
+    assert seen["shape"] == (len(dev), max_pairs, trainer.model.config.num_labels)
+    assert sorted(seen["positions"]) == list(range(len(dev)))
+    assert (seen["positions"] == list(range(len(dev)))) == (sampling == "sequential")  # longest first otherwise
+    assert metrics["eval_dev_documents"] == len(dev)
     assert metrics["eval_dev_loss"] > 0 and metrics["eval_dev_samples_per_second"] > 0 and "eval_dev_runtime" in metrics
     # the DocRED scores equal those of the standalone predictor on the same model
     expected = score_predictions(predict(trainer.model, dev, tokenizer, max_seq_length=256, progress=False), dev, train=train_docs)
@@ -66,6 +71,11 @@ def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir
     assert trainer.model.config.keys_to_ignore_at_inference == ["pair_representations", "bilinear_factors"]
     logged = [e for e in trainer.state.log_history if "eval_dev_f1" in e]
     assert len(logged) == 1 and logged[0]["eval_dev_loss"] == metrics["eval_dev_loss"]
+    # a list of documents given to evaluate is scored too; Trainer's own compute_metrics is back afterwards
+    assert trainer.compute_metrics is compute_metrics
+    again = trainer.evaluate(eval_dataset=dev[:2], metric_key_prefix="part")
+    part = score_predictions(predict(trainer.model, dev[:2], tokenizer, max_seq_length=256, progress=False), dev[:2])
+    assert again["part_f1"] == round(part.f1, 6) and "part_ign_f1" in again and again["part_documents"] == 2
 
 
 def test_model_card_names_encoder_datasets_evrt_and_scores(tmp_path, encoder_dir, tokenizer, dev, train_docs):

@@ -131,6 +131,9 @@ def test_two_process_accelerate_run_keeps_ranks_identical(tmp_path, encoder_dir,
     assert reports[0]["checksum"] == reports[1]["checksum"]
     assert reports[0]["changed"] and reports[1]["changed"]
     assert reports[0]["losses"] and all(math.isfinite(v) for r in reports for v in r["losses"])
+    # evaluation: every rank gathers each document once and scores as the standalone predictor does
+    assert reports[0]["scores"] == reports[1]["scores"] == reports[0]["expected_scores"]
+    assert reports[0]["scores"]["recall"] > 0
 
 
 def test_classifier_learning_rate_puts_the_head_on_its_own_rate(tmp_path, encoder_dir, tokenizer, docs, redocred_dev):

@@ -1,4 +1,5 @@
-"""The released code's scoring job, restated (clean room) as the baseline of ``bench_metric.py``.
+"""The released code's scoring job, restated (clean room): the tests' reference scorer and the baseline of
+``benchmarks/bench_metric.py``.
 
 Env-DocRE's ``evrt/main.py`` scores dev and test with ``official_evaluate_benchmark`` of
 ``evrt/evaluation.py``: one function that reports F1, evidence F1, Ign F1 (against the annotated and the
@@ -20,8 +21,8 @@ released job's cost:
 
 Differences, all making this baseline cheaper than the released job: the distant training facts
 (``train_distant.json``, 101k documents, not available here) are an empty set unless ``distant`` is given,
-so only their membership tests remain; nothing is printed. ``tests/metrics/test_released_scorer.py`` checks
-that F1, Ign F1 and intra / inter F1 equal ``envre_hf``'s on the real test split.
+so only their membership tests remain; nothing is printed. ``tests/metrics/test_metric_reference.py`` checks that
+F1, Ign F1, evidence and intra / inter scores equal ``envre_hf``'s on the real splits.
 """
 
 from __future__ import annotations

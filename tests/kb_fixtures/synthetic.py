@@ -1,4 +1,4 @@
-"""Synthetic Wikidata entities and dumps in the real JSON format (for tests, benchmarks and demos).
+"""Synthetic Wikidata entities and dumps in the real JSON format: a fixture of the tests and the dump benchmarks.
 
 The entities look like ``wbgetentities`` / dump entities: ``labels``/``aliases`` per language,
 ``claims`` of statements with ``mainsnak`` (item, time, quantity, string values, ``somevalue``

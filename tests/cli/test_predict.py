@@ -1,0 +1,109 @@
+"""``envre predict``: the three input files, resumable output, and one-line errors that keep what was written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _pipeline_helpers import docred_as_text, save_docre_model, save_tiny_ner
+
+from envre_hf.cli.main import main
+
+pytest.importorskip("spacy")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return str(save_docre_model(tmp_path_factory.mktemp("predict") / "model"))
+
+
+@pytest.fixture(scope="module")
+def ner_dir(tmp_path_factory):
+    return str(save_tiny_ner(tmp_path_factory.mktemp("predict") / "ner"))
+
+
+@pytest.fixture(scope="module")
+def raw_test(redocred_test_path):
+    return json.loads(redocred_test_path.read_text())[:4]
+
+
+def _predict(capsys, *args: str) -> tuple[int, str]:
+    code = main(["predict", "--no-progress", *map(str, args)])
+    return code, capsys.readouterr().err
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_docred_json_gives_the_pipelines_output(model_dir, raw_test, tmp_path, capsys):
+    from transformers import pipeline
+
+    (tmp_path / "docs.json").write_text(json.dumps(raw_test))
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output", tmp_path / "p.jsonl",
+                         "--batch-size", "2", "--top-k", "2")
+    assert code == 0, err
+    records = _lines(tmp_path / "p.jsonl")
+    assert [r["index"] for r in records] == [0, 1, 2, 3] and [r["id"] for r in records] == [d["title"] for d in raw_test]
+    expected = pipeline("document-relation-extraction", model=model_dir)(raw_test, batch_size=2, top_k=2)
+    assert [r["relations"] for r in records] == json.loads(json.dumps(expected))
+
+
+def test_text_inputs_and_a_resumed_run(model_dir, ner_dir, raw_test, tmp_path, capsys):
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text("".join(json.dumps(docred_as_text(d)) + "\n" for d in raw_test[:3]))
+    out = tmp_path / "t.jsonl"
+    run = ("--model", model_dir, "--input", texts, "--output", out, "--batch-size", "1")  # the same batches each run
+    assert _predict(capsys, *run)[0] == 0
+    first = out.read_bytes()
+    assert len(_lines(out)) == 3 and _lines(out)[0]["relations"]
+    out.write_bytes(first[: first.rindex(b"\n", 0, len(first) - 1) + 20])  # a crash tore the last line
+    code, _ = _predict(capsys, *run)
+    assert code == 0 and out.read_bytes() == first
+    main(["predict", "--no-progress", *map(str, run)])
+    assert "(0 predicted now)" in capsys.readouterr().out and out.read_bytes() == first
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("Obama visited Paris in 2010.\nClinton stayed in France.\n\n\n  Obama and Clinton met.\n")
+    code, err = _predict(capsys, "--model", model_dir, "--input", plain, "--output", tmp_path / "n.jsonl", "--ner", ner_dir,
+                         "--threshold", "0.3")
+    assert code == 0, err
+    records = _lines(tmp_path / "n.jsonl")
+    assert [r["id"] for r in records] == ["line 1", "line 5"]
+    names = {r["head"]["name"] for rec in records for r in rec["relations"]}
+    assert names and names <= {"Obama", "Paris", "2010", "Clinton", "France"}
+    code, err = _predict(capsys, "--model", model_dir, "--input", plain, "--output", tmp_path / "m.jsonl")
+    assert code == 2 and "plain text needs --ner" in err
+
+
+@pytest.mark.parametrize(
+    "bad_line, message",
+    [
+        ("{not json", r"bad\.jsonl: line 3 is not valid JSON"),
+        ('{"text": "Obama met Clinton.", "entities": [{"mentions": [[10, 99]], "type": "PER"}]}',
+         r"bad\.jsonl document 2: entity 0 mention 0 field 'mentions': span \[10, 99\] is outside the text \(18 "),
+        ('{"text": "Obama met Clinton.", "entities": [{"mentions": [[0, 5]], "type": "POLITICIAN"}]}',
+         r"bad\.jsonl document 2: entity 0 field 'type': unknown entity type 'POLITICIAN'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_keeps_what_was_written(model_dir, raw_test, tmp_path, capsys, bad_line, message):
+    import re
+
+    good = [json.dumps(docred_as_text(d)) for d in raw_test[:2]]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*good, bad_line, good[0]]) + "\n")
+    out = tmp_path / "bad-out.jsonl"
+    code, err = _predict(capsys, "--model", model_dir, "--input", bad, "--output", out, "--batch-size", "1")
+    errors = [line for line in err.splitlines() if "error" in line]  # transformers' loading bar is on stderr too
+    assert code == 2 and len(errors) == 1 and errors[0].startswith("envre predict: error: ") and "Traceback" not in err
+    assert re.search(message, errors[0]), err
+    assert [r["index"] for r in _lines(out)] == [0, 1]  # the documents before the bad line are written
+
+
+def test_an_output_of_another_input_is_refused(model_dir, raw_test, tmp_path, capsys):
+    (tmp_path / "a.json").write_text(json.dumps(raw_test[:1]))
+    (tmp_path / "b.json").write_text(json.dumps(raw_test[1:2]))
+    out = tmp_path / "o.jsonl"
+    assert _predict(capsys, "--model", model_dir, "--input", tmp_path / "a.json", "--output", out)[0] == 0
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "b.json", "--output", out)
+    assert code == 2 and "holds predictions of another input" in err
