@@ -10,12 +10,12 @@ import json
 import pytest
 
 from envre_hf.documents import to_docred, validate_document
+from envre_hf.documents.tokenize import name_key
 from envre_hf.kb.corpus import CorpusKB
 from envre_hf.renaming import (
     RenamingConfig,
     RenamingPipeline,
     is_substituted,
-    name_key,
     substitution_rates,
     used_names,
 )

@@ -13,6 +13,7 @@ from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.kb.corpus import CorpusKB
 from envre_hf.documents.tokenize import name_key
 from envre_hf.renaming import RenamingConfig, RenamingPipeline, used_names
+from envre_hf.renaming.isolation import load_excluded_names
 from envre_hf.training import (
     EVRTPairCollator,
     EVRTPairDataset,
@@ -20,7 +21,6 @@ from envre_hf.training import (
     PrebuiltTwins,
     check_document_alignment,
     check_name_isolation,
-    load_excluded_names,
     original_key,
     split_pair_batch,
 )
