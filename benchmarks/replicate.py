@@ -22,8 +22,10 @@ warm-up 6%, clipping 1.0, AdamW eps 1e-6, top-4 decoding, one fixed renaming per
 except what a 2-core CPU cannot afford: MiniLM-L6 instead of BERT-base, a smaller head (emb 384,
 block 32), documents capped at 256 word pieces (a document and its twin keep the same mentions), batch 2
 with the learning rates 1e-4 (encoder) / 1e-3 (ATLOP head; NCRL's head ``--ncrl-head-lr``, see
-``benchmarks/results/ncrl-sweep-cpu.json``) so that a short run learns, 8 epochs, bf16 autocast where
-the CPU runs it natively, and subsets of the documents (200 training, 50 validation, 250 test; at 250 steps ATLOP still predicts nothing). Every family gets the same number of steps (same documents, epochs and batch size).
+``benchmarks/ncrl_sweep.py``) so that a short run learns, 8 epochs (at 250 steps ATLOP still predicts
+nothing: ``benchmarks/results/replicate-cpu-short-budget.json``), bf16 autocast where the CPU runs it
+natively, and subsets of the documents (200 training, 50 validation, 250 test). Every family gets the
+same number of steps (same documents, epochs and batch size).
 
 Name isolation, both ways: the renamed test set is drawn from the test split's own entities and
 never uses a name of the training or validation documents; the training twins are drawn from the
@@ -43,6 +45,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import statistics
 import logging
 import os
 import time
@@ -59,7 +62,8 @@ RUNS: dict[str, dict | None] = {
     "evrt_no_pcr": {"evrt_losses": ["clp", "rcr"]},
     "evrt_fresh": {"evrt_twins": "fresh"},
 }
-#: NCRL's CPU head learning rate, from the sweep in benchmarks/results/ncrl-sweep-cpu.json.
+#: NCRL's CPU head learning rate: below the 1e-3 at which NCRL collapses (replicate-cpu-ncrl-underfit.json), to be
+#: confirmed by benchmarks/ncrl_sweep.py (not run yet).
 NCRL_CPU_HEAD_LR = 3e-4
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "redocred"
@@ -103,7 +107,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--ncrl-head-lr", type=float, default=NCRL_CPU_HEAD_LR,
         help="head learning rate of NCRL (at 1e-3 its margins blow up and it collapses to the constant predictor; "
-        "benchmarks/results/ncrl-sweep-cpu.json)",
+        "benchmarks/ncrl_sweep.py sweeps it)",
     )
     p.add_argument("--max-seq-length", type=int, default=256, help="0: no cap (long documents are windowed)")
     p.add_argument("--emb-size", type=int, default=384, help="ATLOP uses 768")
@@ -245,7 +249,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         dataloader_num_workers=0,
         disable_tqdm=True,
     )
-    twin_rates = fallback = None
+    fallback = None
     if evrt is None:
         dataset = DocumentFeaturesDataset(data["train"], featurize)
     else:
@@ -277,7 +281,6 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
     print(f"=== {name} seed {seed}: training {cli.epochs} epoch(s) on {len(data['train'])} documents ===", flush=True)
     started = time.perf_counter()
     trainer.train()
-    twin_rates = trainer.twin_rates
     model.eval()
     history = trainer.state.log_history
     if cli.save_models:
@@ -288,7 +291,8 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
             model, tokenizer, data["test"], data["renamed_test"], train=data["train"],
             batch_size=cli.eval_batch_size, max_seq_length=max_len,
         )
-    shutil.rmtree(out, ignore_errors=True) if not cli.keep_checkpoints else None
+    if not cli.keep_checkpoints:
+        shutil.rmtree(out, ignore_errors=True)
     return {
         "head": head,
         "run": run,
@@ -300,7 +304,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         ],
         "train_seconds": time.perf_counter() - started,
         "epoch_seconds": timer.epochs,
-        "twin_substitution_rates": twin_rates,
+        "twin_substitution_rates": trainer.twin_rates,
         "twin_matches": fallback,
         "loss_curve": [
             {k: v for k, v in e.items() if k.startswith("loss") or k in ("epoch", "step", "grad_norm", "consistency_pairs_left_out")}
@@ -379,8 +383,6 @@ def _report(result: dict) -> None:
 
 
 def _mean_std(values: list[float]) -> dict:
-    import statistics
-
     return {
         "mean": round(statistics.fmean(values), 4),
         "std": round(statistics.stdev(values), 4) if len(values) > 1 else None,
@@ -412,15 +414,11 @@ def _summary(done: dict[str, dict]) -> dict:
             entry["cost_f1_vs_vanilla"] = _mean_std(
                 [100 * ((base[j["seed"]]["report"]["original"]["f1"] or 0) - (j["report"]["original"]["f1"] or 0)) for j in paired]
             )
-            b = statistics_mean([base[j["seed"]]["report"]["relative_drop"]["f1"] or 0 for j in paired])
-            e = statistics_mean([j["report"]["relative_drop"]["f1"] or 0 for j in paired])
+            b = statistics.fmean([base[j["seed"]]["report"]["relative_drop"]["f1"] or 0 for j in paired])
+            e = statistics.fmean([j["report"]["relative_drop"]["f1"] or 0 for j in paired])
             entry["relative_drop_reduction"] = round(1 - e / b, 4) if b else None
         out[name] = entry
     return out
-
-
-def statistics_mean(values: list[float]) -> float:
-    return sum(values) / len(values)
 
 
 def _write(cli: argparse.Namespace, done: dict[str, dict], started: float, renamed_test: list) -> Path:

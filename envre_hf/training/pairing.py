@@ -32,11 +32,10 @@ import math
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
-
-from pathlib import Path
 
 from ..documents import Document, DocumentError, read_documents, write_documents
 from ..renaming.driver import RenamingDriver, rename_unit
@@ -282,7 +281,7 @@ class EVRTPairDataset(DocumentFeaturesDataset):
         super().__init__(documents, featurize)
         self.twins = twins
         self.epoch = epoch
-        self._twin_cache: dict[str, Features] = {}
+        self._twin_cache: dict[str, dict[str, Any]] = {}
 
     def set_epoch(self, epoch: int | float) -> None:
         epoch = int(math.floor(float(epoch) + 1e-6))
