@@ -186,6 +186,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
     if cli.device == "cpu" and cli.workers > 1:
         torch.set_num_threads(1)
     from transformers import AutoTokenizer, set_seed
+    from transformers.trainer_utils import get_last_checkpoint
 
     from envre_hf.features import DocRECollator, featurize_document
     from envre_hf.kb.corpus import CorpusKB
@@ -236,7 +237,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         logging_steps=10,
         eval_strategy="epoch" if select else "no",
         save_strategy="epoch" if select else "no",
-        save_only_model=True,
+        save_only_model=False,  # optimizer state too, so that an interrupted job resumes from its last epoch
         save_total_limit=1,
         load_best_model_at_end=select,
         metric_for_best_model="dev_f1_plus_ign_f1" if select else None,
@@ -280,7 +281,11 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
     )
     print(f"=== {name} seed {seed}: training {cli.epochs} epoch(s) on {len(data['train'])} documents ===", flush=True)
     started = time.perf_counter()
-    trainer.train()
+    last = get_last_checkpoint(str(out)) if out.is_dir() else None
+    resumed = last if last and os.path.exists(os.path.join(last, "optimizer.pt")) else None
+    if resumed:
+        print(f"=== {name} seed {seed}: resuming from {os.path.basename(resumed)} ===", flush=True)
+    trainer.train(resume_from_checkpoint=resumed)
     model.eval()
     history = trainer.state.log_history
     if cli.save_models:
@@ -303,6 +308,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
             {k: e[k] for k in ("epoch", "eval_dev_f1", "eval_dev_ign_f1") if k in e} for e in history if "eval_dev_f1" in e
         ],
         "train_seconds": time.perf_counter() - started,
+        "resumed_from": resumed and os.path.basename(resumed),
         "epoch_seconds": timer.epochs,
         "twin_substitution_rates": trainer.twin_rates,
         "twin_matches": fallback,
