@@ -1,6 +1,7 @@
 """Entity-variation robust training (EVRT): paired twins, consistency losses and the EVRT trainer."""
 
 from .arguments import EVRT_LOSSES, TWIN_SOURCES, EVRTTrainingArguments
+from .callbacks import TwinEpochCallback
 from .consistency import prediction_consistency_loss, representation_consistency_loss, symmetric_bernoulli_kl
 from .pairing import (
     DocumentFeaturesDataset,
@@ -16,7 +17,7 @@ from .pairing import (
     original_key,
     split_pair_batch,
 )
-from .trainer import EVRTTrainer, TwinEpochCallback
+from .trainer import EVRTTrainer
 
 __all__ = [
     "EVRT_LOSSES",

@@ -28,20 +28,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from transformers import EvalPrediction, Trainer, TrainerCallback
+from transformers import EvalPrediction, Trainer
 
-from ..documents import Document, check_unique_keys
-from .arguments import EVRTTrainingArguments
-from .model_card import EVAL_SCORES, run_card
-from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
 from ..atomic import write_text
+from ..documents import Document, check_unique_keys
 from ..features.batching import LengthGroupedSampler, dataset_lengths
-from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, split_pair_batch, starved_twin_types
-from .pairing import EVRTPairCollator, EVRTPairDataset
 from ..features.collator import DocRECollator
+from ..features.featurize import featurize_document
 from ..metrics import score_predictions
 from ..models.prediction import decode_predictions
-from ..features.featurize import featurize_document
+from .arguments import EVRTTrainingArguments
+from .callbacks import TwinEpochCallback, TwinRatesCallback
+from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
+from .model_card import EVAL_SCORES, run_card
+from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, split_pair_batch
+from .pairing import starved_twin_types
 
 #: Batch keys that are bookkeeping, never model inputs.
 _NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key", "consistency_mask")
@@ -58,29 +59,19 @@ class _ScoredSet:
     user_metrics: Callable[[EvalPrediction], dict[str, float]] | None
 
 
-class TwinEpochCallback(TrainerCallback):
-    """Tells the paired training set which epoch starts, so it serves that epoch's twins.
+def _pair_rows(outputs: Any, rows: slice | torch.Tensor, loss: torch.Tensor | None = None) -> Any:
+    """``outputs`` restricted to some pairs: a slice (one half of a paired forward) or a boolean mask (the pairs a
+    document and its twin both place, so the consistency losses never compare a pair with a different one).
+    Per-pair tensors (and tuples of them) are cut; other fields pass; ``loss`` replaces the loss (kept if None)."""
+    n = outputs.logits.shape[0]
 
-    Uses ``state.epoch`` (restored from the checkpoint on resume), so a resumed run sees the same
-    twins as an uninterrupted one.
-    """
+    def cut(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return tuple(cut(v) for v in value)
+        return value[rows] if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == n else value
 
-    def __init__(self, dataset: Any):
-        self.dataset = dataset
-
-    def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
-        self.dataset.set_epoch(state.epoch or 0.0)
-
-
-class _TwinRatesCallback(TrainerCallback):
-    """Puts the twins' substitution rates into ``state.log_history`` (and so ``trainer_state.json``)."""
-
-    def __init__(self, rates: dict[str, float]):
-        self.rates = rates
-
-    def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
-        if not any("twin_substitution_rate_ALL" in entry for entry in state.log_history):
-            state.log_history.append({f"twin_substitution_rate_{k}": v for k, v in self.rates.items()} | {"step": 0})
+    fields = {f.name: cut(getattr(outputs, f.name)) for f in dataclasses.fields(outputs) if f.name != "loss"}
+    return type(outputs)(loss=outputs.loss if loss is None else loss, **fields)
 
 
 class EVRTTrainer(Trainer):
@@ -129,7 +120,7 @@ class EVRTTrainer(Trainer):
         if self.args.evrt and self.twin_rates is None:
             rates = self.report_twins()
             if rates is not None:
-                self.add_callback(_TwinRatesCallback(rates))
+                self.add_callback(TwinRatesCallback(rates))
         return super().train(*args, **kwargs)
 
     def report_twins(self) -> dict[str, float] | None:
@@ -243,7 +234,7 @@ class EVRTTrainer(Trainer):
         if mask is not None and (use["rcr"] or use["pcr"]):
             mask = mask.to(outputs.logits.device)
             self._left_out += int((~mask).sum()) if model.training else 0
-            outputs, twin_out = self._aligned_rows(outputs, mask), self._aligned_rows(twin_out, mask)
+            outputs, twin_out = _pair_rows(outputs, mask), _pair_rows(twin_out, mask)
         if use["rcr"]:
             rcr = self._rcr(model, outputs, twin_out)
             self._record("rcr", rcr)
@@ -278,17 +269,10 @@ class EVRTTrainer(Trainer):
         loss_fn = self.accelerator.unwrap_model(model).loss_function
         labels = labels.to(both.logits.device)
 
-        def rows_of(value: Any, rows: slice) -> Any:
-            if isinstance(value, tuple):
-                return tuple(rows_of(v, rows) for v in value)
-            return value[rows] if torch.is_tensor(value) and value.dim() > 0 else value
-
         first, second = slice(0, n_pairs), slice(n_pairs, None)
         clo = loss_fn(both.logits[first], labels[first]).float()
         clp = loss_fn(both.logits[second], labels[second]).float() if with_clp else None
-        fields = {f.name: getattr(both, f.name) for f in dataclasses.fields(both) if f.name != "loss"}
-        outputs = type(both)(loss=clo, **{k: rows_of(v, first) for k, v in fields.items()})
-        twin_out = type(both)(loss=clp, **{k: rows_of(v, second) for k, v in fields.items()})
+        outputs, twin_out = _pair_rows(both, first, loss=clo), _pair_rows(both, second, loss=clp)
         return outputs, twin_out, clo, clp
 
     def _paired_forward_twice(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
@@ -302,21 +286,6 @@ class EVRTTrainer(Trainer):
             twin_inputs.pop("labels", None)
         twin_out = model(**twin_inputs)
         return outputs, twin_out, outputs.loss.float(), (twin_out.loss.float() if with_clp else None)
-
-    def _aligned_rows(self, outputs: Any, mask: torch.Tensor) -> Any:
-        """``outputs`` restricted to the pairs of ``mask`` (the pairs a document and its twin both place), so the
-        consistency losses never compare a pair with a different one; the left-out pairs are counted in the logs
-        (``consistency_pairs_left_out``)."""
-        if bool(mask.all()):
-            return outputs
-
-        def rows(value: Any) -> Any:
-            if isinstance(value, tuple):
-                return tuple(rows(v) for v in value)
-            return value[mask] if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == mask.shape[0] else value
-
-        fields = {f.name: getattr(outputs, f.name) for f in dataclasses.fields(outputs) if f.name != "loss"}
-        return type(outputs)(loss=outputs.loss, **{k: rows(v) for k, v in fields.items()})
 
     def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any) -> torch.Tensor:
         """L_rcr; from the group-bilinear factors in closed form when the family exposes them."""

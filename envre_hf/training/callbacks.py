@@ -1,0 +1,32 @@
+"""Trainer callbacks of EVRT training: the twins' epoch, and their substitution rates in the logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import TrainerCallback
+
+
+class TwinEpochCallback(TrainerCallback):
+    """Tells the paired training set which epoch starts, so it serves that epoch's twins.
+
+    Uses ``state.epoch`` (restored from the checkpoint on resume), so a resumed run sees the same
+    twins as an uninterrupted one.
+    """
+
+    def __init__(self, dataset: Any):
+        self.dataset = dataset
+
+    def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        self.dataset.set_epoch(state.epoch or 0.0)
+
+
+class TwinRatesCallback(TrainerCallback):
+    """Puts the twins' substitution rates into ``state.log_history`` (and so ``trainer_state.json``)."""
+
+    def __init__(self, rates: dict[str, float]):
+        self.rates = rates
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        if not any("twin_substitution_rate_ALL" in entry for entry in state.log_history):
+            state.log_history.append({f"twin_substitution_rate_{k}": v for k, v in self.rates.items()} | {"step": 0})
