@@ -40,9 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, type=existing_path,
                         help="DocRED .json / .jsonl, .jsonl of {text, entities?, mentions?}, or plain text")
     parser.add_argument("--output", required=True, type=Path, help="predictions, JSON Lines (resumed when it exists)")
-    parser.add_argument("--ner", help="token-classification model (Hub id or folder) for text without entities")
-    parser.add_argument("--cluster", choices=["alias", "exact"], default="alias",
-                        help="how found mentions become entities: alias rules (default) or exact names")
+    add_text_arguments(parser)
     parser.add_argument("--threshold", type=probability,
                         help="predict a relation above this probability (default: the model's learned threshold)")
     parser.add_argument("--top-k", type=non_negative_int, default=None,
@@ -53,14 +51,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _is_text(path: Path) -> bool:
+def add_text_arguments(parser: argparse.ArgumentParser) -> None:
+    """How text inputs become documents (``envre predict`` and ``envre probe``)."""
+    parser.add_argument("--ner", help="token-classification model (Hub id or folder) for text without entities")
+    parser.add_argument("--cluster", choices=["alias", "exact"], default="alias",
+                        help="how found mentions become entities: alias rules (default) or exact names")
+
+
+def is_plain_text(path: Path) -> bool:
+    """Any file not named .json / .jsonl (gzipped or not) is plain text, one document per block of lines."""
     return not path.name.lower().endswith((".json", ".json.gz", ".jsonl", ".jsonl.gz"))
 
 
 def read_inputs(path: Path) -> Iterator[tuple[str, Any]]:
     """``(where, item)`` for every input document of ``path``: JSON and JSON Lines through the one document
     reader's container code (gzip, byte-order marks, errors naming the line), plain text by blocks of lines."""
-    if not _is_text(path):
+    if not is_plain_text(path):
         for i, item in enumerate(read_raw_documents(path, keep_errors=True)):
             if isinstance(item, DocumentError):  # a JSON Lines line that is not JSON: raised when reached
                 raise DocumentError(item.reason)
@@ -79,7 +85,7 @@ def read_inputs(path: Path) -> Iterator[tuple[str, Any]]:
         yield f"line {start}", "\n".join(block)
 
 
-def _key(item: Any, where: str) -> str:
+def document_key(item: Any, where: str) -> str:
     """What names a document in the output: its ``doc_id``, else its title, else where it is in the input."""
     if isinstance(item, dict):
         for field in ("doc_id", "title"):
@@ -99,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
     inputs = read_inputs(path)
     for k, record in enumerate(done):
         where, item = next(inputs, (None, None))
-        if where is None or record.get("index") != k or record.get("id") != _key(item, where):
+        if where is None or record.get("index") != k or record.get("id") != document_key(item, where):
             raise UsageError(f"{args.output} holds predictions of another input (line {k + 1}): use a new --output")
-    if _is_text(path) and args.ner is None:
+    if is_plain_text(path) and args.ner is None:
         raise UsageError(f"{path}: plain text needs --ner MODEL to find its entities")
     model, tokenizer = load_for_inference(model_location(args.model), args.device)
     pipe = DocREPipeline(model=model, tokenizer=tokenizer, device=model.device, ner=args.ner, cluster=args.cluster)
@@ -109,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
     def items() -> Iterator[Any]:
         for where, item in inputs:
-            fed.append((where, _key(item, where)))
+            fed.append((where, document_key(item, where)))
             yield item
 
     options = {"threshold": args.threshold, "top_k": args.top_k, "autocast": "bf16" if args.bf16 else None}

@@ -16,8 +16,12 @@ import argparse
 from pathlib import Path
 
 from .build import add_kb_arguments, make_kb
-from .common import existing_path, non_negative_int, positive_int
+from ..documents import DocumentError
+from ..documents.io import read_raw_documents
+from .common import UsageError, existing_path, non_negative_int, positive_int
 from .evaluate import add_inference_arguments, load_model
+from .predict import add_text_arguments, document_key, is_plain_text
+from .predict import read_inputs as read_text_inputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=existing_path,
         help="documents to probe: DocRED / Re-DocRED / Linked-DocRED JSON or .jsonl (labels not needed), an envre build "
-        "folder or a save_to_disk dataset folder",
+        "folder, a save_to_disk dataset folder, or envre predict's text inputs (plain text, .jsonl of {text, entities?})",
     )
+    add_text_arguments(parser)
     parser.add_argument("--split", help="split to read from a build or dataset folder (default: every split)")
     parser.add_argument("--max-docs", type=non_negative_int, help="probe only the first N documents")
     add_kb_arguments(parser)
@@ -59,13 +64,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_inputs(args: argparse.Namespace) -> list:
-    """The documents ``--input`` names, labels or not: files, build folders and saved datasets
-    (:func:`~envre_hf.documents.read_documents`). The seam for further inputs (the text inputs of
-    ``envre predict``): whatever turns them into Documents plugs in here."""
+    """The documents ``--input`` names, labels or not: DocRED files, build folders and saved datasets
+    (:func:`~envre_hf.documents.read_documents`), or the text inputs of ``envre predict`` (plain text, or
+    JSON / JSON Lines of ``{"text", "entities"?, "mentions"?}``), made documents as the pipeline makes them."""
     from ..documents import read_documents  # lazy: start-up time
 
-    docs = read_documents(args.input, split=args.split)
+    path: Path = args.input
+    if path.is_file() and (is_plain_text(path) or _holds_text(path)):
+        return _text_documents(args)
+    docs = read_documents(path, split=args.split)
     return docs if args.max_docs is None else docs[: args.max_docs]
+
+
+def _holds_text(path: Path) -> bool:
+    first = next(iter(read_raw_documents(path, keep_errors=True)), None)
+    return isinstance(first, dict) and "text" in first and "sents" not in first
+
+
+def _text_documents(args: argparse.Namespace) -> list:
+    """Text inputs through the pipeline's own preparation (entities given, or found by ``--ner``); a document
+    without ``doc_id`` or title is named by where it is in the input, as ``envre predict`` names it."""
+    import itertools
+
+    from ..models.pipeline_docre import NERTagger, prepare  # lazy: start-up time (torch)
+
+    path: Path = args.input
+    if is_plain_text(path) and args.ner is None:
+        raise UsageError(f"{path}: plain text needs --ner MODEL to find its entities")
+    ner = NERTagger(args.ner, device=args.device) if args.ner else None
+    docs = []
+    for where, item in itertools.islice(read_text_inputs(path), args.max_docs):
+        item = {"text": item} if isinstance(item, str) else item
+        if isinstance(item, dict) and "text" in item:
+            item = {**item, "doc_id": document_key(item, where)}
+        try:
+            docs.append(prepare(item, ner, args.cluster).document)
+        except DocumentError as err:
+            raise DocumentError(f"{path} {where}: {err}") from None
+    return docs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -265,3 +265,39 @@ def test_the_output_folder_is_not_a_file(setup, tmp_path, capsys):
     capsys.readouterr()
     assert envre(_probe_argv(setup, target)) == 2
     assert "a file, expected an output folder" in _one_error_line(capsys)
+
+
+def test_text_inputs_are_probed_as_the_pipeline_makes_their_documents(setup, tmp_path, capsys):
+    """``envre predict``'s text inputs: each becomes the document the pipeline prepares (named by its position when
+    it has no title), and probing them equals probing those documents written as DocRED; a bad one is one line."""
+    pytest.importorskip("spacy")
+    from envre_hf.documents.text import as_text
+    from envre_hf.models.pipeline_docre import prepare
+
+    root = setup
+    texts = [{k: v for k, v in as_text(d).items() if k != "title"} for d in read_documents(root / "unlabelled.json")[:2]]
+    (tmp_path / "texts.jsonl").write_text("".join(json.dumps(t) + "\n" for t in texts))
+    prepared = [prepare({**t, "doc_id": f"document {i}"}).document for i, t in enumerate(texts)]
+    write_documents(prepared, tmp_path / "prepared.json")
+    results = []
+    for name, source in (("text", tmp_path / "texts.jsonl"), ("docred", tmp_path / "prepared.json")):
+        argv = _probe_argv(root, tmp_path / name, "--copies", "2", "--save-predictions")
+        argv[argv.index("--input") + 1] = str(source)
+        assert envre(argv) == 0
+        results.append((_measures(json.loads((tmp_path / name / "probe.json").read_text())),
+                        (tmp_path / name / "predictions" / "seed-1.json").read_text()))
+    assert results[0] == results[1]
+    assert {p["doc_id"] for p in json.loads(results[0][1])} <= {"document 0#1", "document 1#1"}
+    assert results[0][0]["summary"]["facts"] > 0
+
+    (tmp_path / "bad.jsonl").write_text(json.dumps(texts[0]) + "\n" + json.dumps({"text": "Obama.", "entities": [
+        {"mentions": [[0, 99]], "type": "PER"}]}) + "\n")
+    argv = _probe_argv(root, tmp_path / "bad", "--copies", "1")
+    argv[argv.index("--input") + 1] = str(tmp_path / "bad.jsonl")
+    capsys.readouterr()
+    assert envre(argv) == 2
+    assert "bad.jsonl document 1: entity 0 mention 0" in _one_error_line(capsys)
+    (tmp_path / "plain.txt").write_text("Obama visited Paris.\n")
+    argv[argv.index("--input") + 1] = str(tmp_path / "plain.txt")
+    assert envre(argv) == 2
+    assert "plain text needs --ner" in _one_error_line(capsys)
