@@ -83,15 +83,25 @@ def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
         f"Knowledge base: `{stats['kb']['name']}`, snapshot `{stats['kb']['snapshot']}`. "
         f"Input: `{stats['input']['path']}` (sha256 `{stats['input']['sha256'][:16]}...`).",
         "",
-        "| type | entities | substituted | rate |",
-        "| --- | ---: | ---: | ---: |",
+        "| type | entities | substituted | rate | exact type | relaxed type | rule-made |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    by_type = stats.get("type_matches_by_type", {})
+    total = {kind: sum(row.get(kind, 0) for row in by_type.values()) for kind in ("exact", "relaxed", "rule")}
     order = [t for t in (*ENTITY_TYPES, "ALL") if t in rates] + sorted(set(rates) - {*ENTITY_TYPES, "ALL"})
     for etype in order:
         row = rates[etype]
-        lines.append(f"| {etype} | {row['entities']} | {row['substituted']} | {_pct(row.get('rate'))} |")
+        kinds = total if etype == "ALL" else by_type.get(etype, {})
+        made = " | ".join(str(kinds.get(kind, 0)) for kind in ("exact", "relaxed", "rule"))
+        lines.append(f"| {etype} | {row['entities']} | {row['substituted']} | {_pct(row.get('rate'))} | {made} |")
     kinds = ", ".join(f"{kind}: {n}" for kind, n in matches.items())
-    lines += ["", f"Entities by type match (exact / relaxed KB type, rule-based value, unchanged with reason): {kinds}."]
+    lines += [
+        "",
+        "*exact type*: the new item has the entity's fine-grained KB type; *relaxed type*: only a broader one "
+        "(`relaxed:<how>`, e.g. the coarse type), so its relations may no longer hold; *rule-made*: a new NUM/TIME "
+        "value.",
+        f"Entities by type match (exact / relaxed KB type, rule-based value, unchanged with reason): {kinds}.",
+    ]
     leaks = ", ".join(f"{k}: {v}" for k, v in stats["leaks"].items())
     lines += [f"Leaks (unannotated original names left in the renamed text): {leaks}. "
               f"New names used: {stats['names_used']}."]

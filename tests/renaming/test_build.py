@@ -70,6 +70,13 @@ def test_card_yaml_lists_configs_features_and_statistics(reference):
     assert header["license"] == "mit" and header["pretty_name"] and header["task_categories"]
     rates = result.statistics["substitution_rates"]
     assert f"| ALL | {rates['ALL']['entities']} | {rates['ALL']['substituted']} |" in text
+    # per type: the fake renames PER/ORG/LOC with exact types and leaves the rest (no rule-made values)
+    by_type = json.loads((out / "statistics.json").read_text())["test"]["type_matches_by_type"]
+    assert by_type == result.statistics["type_matches_by_type"] and set(by_type) >= {"PER", "ORG", "LOC", "NUM"}
+    per = rates["PER"]["substituted"]
+    assert by_type["PER"] == {"exact": per, "relaxed": 0, "rule": 0, "unchanged": 0}
+    assert by_type["NUM"]["exact"] == 0 and by_type["NUM"]["unchanged"] == rates["NUM"]["entities"]
+    assert f"| PER | {per} | {per} | 100.0% | {per} | 0 | 0 |" in text and "| exact type | relaxed type | rule-made |" in text
     assert "fake-1" in text and "## Citation" in text and "load_dataset(" in text
     assert json.loads((out / "statistics.json").read_text())["test"]["seeds"] == list(SEEDS)
     from datasets import Features
