@@ -43,19 +43,23 @@ def card_metadata(statistics: dict[str, dict[str, Any]], *, pretty_name: str, li
         tags=["relation-extraction", "document-level-relation-extraction", "robustness", "docred"],
         size_categories=[_size_category(sum(s["renamed_documents"] for s in statistics.values()))],
     )
-    MetadataConfigs(
-        {
-            "default": {
-                "data_files": [{"split": split, "path": f"data/{split}-*"} for split in statistics],
-            }
-        }
-    ).to_dataset_card_data(card_data)
-    splits = SplitDict()
-    for split, stats in statistics.items():
-        splits.add(SplitInfo(name=split, num_bytes=stats.get("num_bytes", 0), num_examples=stats["renamed_documents"]))
-    DatasetInfosDict({"default": DatasetInfo(features=DOCUMENT_FEATURES, splits=splits)}).to_dataset_card_data(
-        card_data
-    )
+    configs = {"default": [{"split": split, "path": f"data/{split}-*"} for split in statistics]}
+    for split, stats in statistics.items():  # seed<k> / original: config -> the splits that have it
+        for name in stats.get("config_data_files", {}):
+            configs.setdefault(name, []).append({"split": split, "path": f"data/{name}/{split}-*"})
+    MetadataConfigs({name: {"data_files": files} for name, files in configs.items()}).to_dataset_card_data(card_data)
+    infos = {}
+    for name, files in configs.items():
+        splits = SplitDict()
+        for entry in files:
+            stats = statistics[entry["split"]]
+            if name == "default":
+                rows, size = stats["renamed_documents"], stats.get("num_bytes", 0)
+            else:
+                rows, size = stats.get("config_rows", {}).get(name, 0), 0
+            splits.add(SplitInfo(name=entry["split"], num_bytes=size, num_examples=rows))
+        infos[name] = DatasetInfo(features=DOCUMENT_FEATURES, splits=splits)
+    DatasetInfosDict(infos).to_dataset_card_data(card_data)
     return card_data.to_dict()
 
 
@@ -158,8 +162,11 @@ def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_i
         )
     lines += [
         "",
-        "Rows follow the source order, document by document, one row per seed. `doc_id` is `<source key>#<seed>`, "
-        "`orig_title` and `seed` give the provenance and `substitutions` lists every renamed entity "
+        "Configs: `default` holds every seed; `seed0`, `seed1`, ... one seed each; `original` the unrenamed source "
+        "documents. Rows follow the source order, document by document, one row per seed. `doc_id` is "
+        "`<source key>#<seed>`, `original_doc_id` the source document's title (the same in `original`: join a copy "
+        "to its original on it), `orig_title` and `seed` give the provenance and `substitutions` lists every "
+        "renamed entity "
         "(`item_id`, `fine_type`, `original_name`, `new_name`, `match`: `exact`, `relaxed:<how>` or `rule`), "
         "plus one `unchanged:<reason>` record per entity left as it was.",
         "",
@@ -178,8 +185,9 @@ def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_i
         "from datasets import load_dataset",
         "from envre_hf.documents import dataset_to_documents",
         "",
-        f'ds = load_dataset("{where}")',
-        f'seed0 = ds["{next(iter(statistics))}"].filter(lambda row: row["seed"] == 0)',
+        f'ds = load_dataset("{where}")                  # every seed',
+        f'seed0 = load_dataset("{where}", "seed0")["{next(iter(statistics))}"]',
+        f'original = load_dataset("{where}", "original")["{next(iter(statistics))}"]',
         "docs = dataset_to_documents(seed0)   # typed envre_hf Documents, DocRED JSON via envre_hf.documents.to_docred",
         "```",
         "",
