@@ -201,6 +201,15 @@ def test_second_split_joins_the_same_folder(small_input, tmp_path):
     assert len(ds["validation"]) == N_DOCS and set(ds["validation"]["seed"]) == {7}
     header = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
     assert [f["split"] for f in header["configs"][0]["data_files"]] == ["test", "validation"]
+    configs = {c["config_name"]: [f["split"] for f in c["data_files"]] for c in header["configs"]}
+    assert configs["seed7"] == ["validation"] and configs["seed0"] == ["test"]
+    assert configs["original"] == ["test", "validation"]
+    assert sorted(load_dataset(str(out), "seed7")) == ["validation"]
+    # the test split again with one seed: seed 1's shard of it goes, and so does its config
+    _build(FakePipeline(), small_input, out, seeds=(0,), overwrite=True)
+    assert not (out / "data" / "seed1" / "test-00000-of-00001.parquet").exists()
+    header = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    assert "seed1" not in {c["config_name"] for c in header["configs"]}
 
 
 # --------------------------------------------------------------------------- Hub upload
