@@ -6,6 +6,7 @@ renaming speed on one core, against the targets of issue 15:
 * no lifetime inverted (``newly_inverted`` = 0);
 * >= 90% of demonym mentions replaced by demonyms (the rest unchanged with a reason, none by a non-demonym);
 * >= 99% of "a"/"an" before new names agree with them;
+* every word a count of one pluralised is a noun (printed: ``pluralised_words``; the list is in the tests);
 * substitution rate of PER/ORG/LOC/TIME/NUM >= 95%; renaming >= 500 docs/s (CPU time, pipeline only).
 
     python3 benchmarks/bench_coherence.py [--input PATH] [--pool PATH] [--seeds 5] [--json PATH]
@@ -25,7 +26,7 @@ from pathlib import Path
 from envre_hf.documents import read_documents
 from envre_hf.kb.corpus import CorpusKB
 from envre_hf.renaming import RenamingPipeline
-from envre_hf.renaming.coherence import coherence_statistics
+from envre_hf.renaming.coherence import coherence_statistics, pluralised_words
 from envre_hf.renaming.stats import match_counts, substitution_rates
 
 SHARED = Path(os.environ.get("ENVRE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     coherence = coherence_statistics(renamed)
     per_seed = {s: coherence_statistics(renamed[s * len(docs) : (s + 1) * len(docs)]) for s in range(args.seeds)}
     rates = substitution_rates(renamed)
+    # checked against the noun list of tests/renaming/test_renaming_coherence.py (a slice there)
+    plural = pluralised_words((docs[i % len(docs)], copy) for i, copy in enumerate(renamed))
+    outcomes = Counter(o for report in reports for o in report.outcomes.values())
     edits = Counter()
     for report in reports:
         edits["articles_fixed"] += report.articles_fixed
@@ -90,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         f"a/an before new names: {ar['before_new_names']}, agree {ar['agree']} ({100 * (ar['rate'] or 0):.2f}%), "
         f"adjusted {ar['adjusted']}; pipeline edits: {dict(edits)}"
     )
+    print(
+        f"words pluralised after a count of one: {dict(plural.most_common())}; "
+        f"no-number-agreement: {outcomes['unchanged:no-number-agreement']}"
+    )
     print("substitution rates: " + ", ".join(f"{t} {100 * r['rate']:.1f}%" for t, r in rates.items()))
     print(f"renaming speed: {n / wall:.0f} docs/s wall, {n / cpu:.0f} docs/s CPU (one core)")
     for name, ok in checks.items():
@@ -106,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             "coherence": coherence,
             "coherence_per_seed": per_seed,
             "pipeline_edits": dict(edits),
+            "pluralised_words": dict(plural.most_common()),
+            "no_number_agreement": outcomes["unchanged:no-number-agreement"],
             "substitution_rates": rates,
             "type_matches": match_counts(renamed),
             "speed": {"docs_per_s_wall": round(n / wall, 1), "docs_per_s_cpu": round(n / cpu, 1)},

@@ -62,6 +62,13 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model", type=Path, help="a DocRE model folder (save_pretrained, tokenizer saved with it)")
     add_inference_arguments(group)
     group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
+    group.add_argument(
+        "--submission",
+        type=Path,
+        metavar="DIR",
+        help="also write the leaderboard files: result.json + result.zip (one per seed, seed<k>/, for renamed "
+        "copies) and a README of what to upload; an unlabelled --gold (DocRED test) is then not scored",
+    )
 
 
 def add_inference_arguments(group: argparse._ActionsContainer) -> None:
@@ -97,6 +104,13 @@ def run_model(args: argparse.Namespace) -> int:
     predictions = predict(model, gold, tokenizer, **options)
     if args.save_predictions is not None:
         write_json(args.save_predictions, predictions, indent=None)
+    if getattr(args, "submission", None) is not None:
+        from ..metrics.submission import write_submission  # lazy: start-up time
+
+        files = write_submission(predictions, gold, args.submission, gold_name=args.gold.name)
+        if not all(doc.has_labels for doc in gold):  # hidden test labels: the leaderboard scores it
+            print(json.dumps({"submission": [str(f.zip) for f in files]}, indent=2))
+            return 0
     emit(score_predictions(predictions, gold, train).to_dict(), args)
     return 0
 

@@ -49,6 +49,7 @@ DOCUMENT_FEATURES = Features(
         "entity_wikidata_ids": List(Value("string")),
         "entity_extra": List(Value("string")),
         "orig_title": Value("string"),
+        "original_doc_id": Value("string"),
         "seed": Value("int64"),
         "substitutions": List(SUBSTITUTION_FEATURES),
         "extra": Value("string"),
@@ -85,6 +86,8 @@ def document_to_row(doc: Document) -> dict[str, Any]:
         "entity_wikidata_ids": [entity.wikidata_id for entity in doc.entities],
         "entity_extra": [_dump(entity.extra) for entity in doc.entities],
         "orig_title": doc.orig_title,
+        # the original's title, as the original files name documents: a renamed copy joins its original on it
+        "original_doc_id": doc.title if doc.orig_title is None else doc.orig_title,
         "seed": doc.seed,
         "substitutions": None if doc.substitutions is None else [dict(s.__dict__) for s in doc.substitutions],
         "extra": _dump(doc.extra),

@@ -4,7 +4,10 @@
 that ``datasets.load_dataset(folder)`` loads and ``push_to_hub`` publishes:
 
 * ``data/<split>-00000-of-0000N.parquet``: rows in input order (document, then seed), schema
-  :data:`envre_hf.documents.DOCUMENT_FEATURES`;
+  :data:`envre_hf.documents.DOCUMENT_FEATURES` (config ``default``); ``data/seed<k>/<split>-*.parquet`` the rows
+  of one seed (config ``seed<k>``) and ``data/original/<split>-*.parquet`` the unrenamed input (config
+  ``original``), so ``load_dataset(folder, "seed0")`` / ``load_dataset(folder, "original")`` work; every row has
+  ``original_doc_id``, the original's title, to join a copy to its original;
 * ``README.md``: the dataset card (see :mod:`envre_hf.renaming.card`), rewritten after every split;
 * ``statistics.json``: construction statistics per split (also what the card and the CLI print);
 * ``names_used.json``: the new names each split introduced, for ``--exclude-names-from`` isolation;
@@ -168,7 +171,7 @@ def build_split(
             raise in_file(err, input_path) from None
         paths, stats, failures = write_split(
             config.output_dir, config.split, config.seeds, source, results, len(docs), parse_failures,
-            card or {}, export_json=config.export_json,
+            card or {}, docs, export_json=config.export_json,
         )
     return BuildResult(
         split=config.split,

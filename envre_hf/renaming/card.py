@@ -43,19 +43,23 @@ def card_metadata(statistics: dict[str, dict[str, Any]], *, pretty_name: str, li
         tags=["relation-extraction", "document-level-relation-extraction", "robustness", "docred"],
         size_categories=[_size_category(sum(s["renamed_documents"] for s in statistics.values()))],
     )
-    MetadataConfigs(
-        {
-            "default": {
-                "data_files": [{"split": split, "path": f"data/{split}-*"} for split in statistics],
-            }
-        }
-    ).to_dataset_card_data(card_data)
-    splits = SplitDict()
-    for split, stats in statistics.items():
-        splits.add(SplitInfo(name=split, num_bytes=stats.get("num_bytes", 0), num_examples=stats["renamed_documents"]))
-    DatasetInfosDict({"default": DatasetInfo(features=DOCUMENT_FEATURES, splits=splits)}).to_dataset_card_data(
-        card_data
-    )
+    configs = {"default": [{"split": split, "path": f"data/{split}-*"} for split in statistics]}
+    for split, stats in statistics.items():  # seed<k> / original: config -> the splits that have it
+        for name in stats.get("config_data_files", {}):
+            configs.setdefault(name, []).append({"split": split, "path": f"data/{name}/{split}-*"})
+    MetadataConfigs({name: {"data_files": files} for name, files in configs.items()}).to_dataset_card_data(card_data)
+    infos = {}
+    for name, files in configs.items():
+        splits = SplitDict()
+        for entry in files:
+            stats = statistics[entry["split"]]
+            if name == "default":
+                rows, size = stats["renamed_documents"], stats.get("num_bytes", 0)
+            else:
+                rows, size = stats.get("config_rows", {}).get(name, 0), 0
+            splits.add(SplitInfo(name=entry["split"], num_bytes=size, num_examples=rows))
+        infos[name] = DatasetInfo(features=DOCUMENT_FEATURES, splits=splits)
+    DatasetInfosDict(infos).to_dataset_card_data(card_data)
     return card_data.to_dict()
 
 
@@ -83,15 +87,25 @@ def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
         f"Knowledge base: `{stats['kb']['name']}`, snapshot `{stats['kb']['snapshot']}`. "
         f"Input: `{stats['input']['path']}` (sha256 `{stats['input']['sha256'][:16]}...`).",
         "",
-        "| type | entities | substituted | rate |",
-        "| --- | ---: | ---: | ---: |",
+        "| type | entities | substituted | rate | exact type | relaxed type | rule-made |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    by_type = stats.get("type_matches_by_type", {})
+    total = {kind: sum(row.get(kind, 0) for row in by_type.values()) for kind in ("exact", "relaxed", "rule")}
     order = [t for t in (*ENTITY_TYPES, "ALL") if t in rates] + sorted(set(rates) - {*ENTITY_TYPES, "ALL"})
     for etype in order:
         row = rates[etype]
-        lines.append(f"| {etype} | {row['entities']} | {row['substituted']} | {_pct(row.get('rate'))} |")
+        kinds = total if etype == "ALL" else by_type.get(etype, {})
+        made = " | ".join(str(kinds.get(kind, 0)) for kind in ("exact", "relaxed", "rule"))
+        lines.append(f"| {etype} | {row['entities']} | {row['substituted']} | {_pct(row.get('rate'))} | {made} |")
     kinds = ", ".join(f"{kind}: {n}" for kind, n in matches.items())
-    lines += ["", f"Entities by type match (exact / relaxed KB type, rule-based value, unchanged with reason): {kinds}."]
+    lines += [
+        "",
+        "*exact type*: the new item has the entity's fine-grained KB type; *relaxed type*: only a broader one "
+        "(`relaxed:<how>`, e.g. the coarse type), so its relations may no longer hold; *rule-made*: a new NUM/TIME "
+        "value.",
+        f"Entities by type match (exact / relaxed KB type, rule-based value, unchanged with reason): {kinds}.",
+    ]
     leaks = ", ".join(f"{k}: {v}" for k, v in stats["leaks"].items())
     lines += [f"Leaks (unannotated original names left in the renamed text): {leaks}. "
               f"New names used: {stats['names_used']}."]
@@ -148,8 +162,11 @@ def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_i
         )
     lines += [
         "",
-        "Rows follow the source order, document by document, one row per seed. `doc_id` is `<source key>#<seed>`, "
-        "`orig_title` and `seed` give the provenance and `substitutions` lists every renamed entity "
+        "Configs: `default` holds every seed; `seed0`, `seed1`, ... one seed each; `original` the unrenamed source "
+        "documents. Rows follow the source order, document by document, one row per seed. `doc_id` is "
+        "`<source key>#<seed>`, `original_doc_id` the source document's title (the same in `original`: join a copy "
+        "to its original on it), `orig_title` and `seed` give the provenance and `substitutions` lists every "
+        "renamed entity "
         "(`item_id`, `fine_type`, `original_name`, `new_name`, `match`: `exact`, `relaxed:<how>` or `rule`), "
         "plus one `unchanged:<reason>` record per entity left as it was.",
         "",
@@ -168,8 +185,9 @@ def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_i
         "from datasets import load_dataset",
         "from envre_hf.documents import dataset_to_documents",
         "",
-        f'ds = load_dataset("{where}")',
-        f'seed0 = ds["{next(iter(statistics))}"].filter(lambda row: row["seed"] == 0)',
+        f'ds = load_dataset("{where}")                  # every seed',
+        f'seed0 = load_dataset("{where}", "seed0")["{next(iter(statistics))}"]',
+        f'original = load_dataset("{where}", "original")["{next(iter(statistics))}"]',
         "docs = dataset_to_documents(seed0)   # typed envre_hf Documents, DocRED JSON via envre_hf.documents.to_docred",
         "```",
         "",

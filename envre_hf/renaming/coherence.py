@@ -14,16 +14,20 @@ at each position is known), per split, for the build statistics and the dataset 
 * ``articles``: "a"/"an" right before a substituted mention (outside every mention): how many
   agree with the new name (:func:`~envre_hf.renaming.forms.indefinite_article`) and how many
   had to change because the original and the new name take different articles.
+
+:func:`pluralised_words` needs the originals too: the lowercase words that a count of one made
+plural (rule ``num``), to check that each is a noun.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from collections.abc import Iterable
 
 from ..documents import Document
-from .forms import indefinite_article, is_demonym
+from .forms import indefinite_article, is_demonym, pluralize
 from ..documents.tokenize import tokenize_name
 
 _YEAR = re.compile(r"^(1\d{3}|20\d{2})$")
@@ -174,3 +178,22 @@ def _with_rate(counts: Counter, keys: tuple[str, ...], rate: tuple[str, str] | N
         num, den = rate
         out["rate"] = counts[num] / counts[den] if counts[den] else None
     return out
+
+
+def pluralised_words(pairs: Iterable[tuple[Document, Document]]) -> Counter[str]:
+    """How often each lowercase word of the originals became its plural in the renamed copy, over
+    ``(original, renamed)`` pairs: sentences are aligned token by token, so the words changed inside a
+    new value ("one mile" -> "three miles") and after it count alike."""
+    words: Counter[str] = Counter()
+    for original, renamed in pairs:
+        for before, after in zip(original.sents, renamed.sents):
+            if before == after:
+                continue
+            matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+            for op, i1, i2, j1, j2 in matcher.get_opcodes():
+                if op != "replace":
+                    continue
+                for old, new in zip(before[i1:i2], after[j1:j2]):
+                    if old.islower() and old.isalpha() and new != old and new == pluralize(old):
+                        words[old] += 1
+    return words

@@ -147,10 +147,12 @@ _NOT_NOUN = frozenset(
     """
     of and or but nor to in on at by for with from as into than that which who whom whose is was are were be been
     has had have will would can could may might must shall should do did does not no yes the a an this those these
-    his her its their our my your one two hundred thousand million billion trillion dozen score more most less
-    other another each every such same only own very so too also just even half quarter third
+    his her its their our my your one two hundred thousand million billion trillion dozen score most less
+    another each every so too also just even half quarter third
     """.split()
 )
+#: Modifiers that never are the counted noun but do not end its phrase ("one more song", "one single").
+_MODIFIERS = frozenset("more other only own very such same single sole extra further additional".split())
 
 
 def is_one(token: str) -> bool:
@@ -158,16 +160,94 @@ def is_one(token: str) -> bool:
     return token.lower() in ("one", "1")
 
 
+def is_count_of_one(tokens: Sequence[str], i: int) -> bool:
+    """``tokens[i]`` counts one thing: "one", "1", not the end of "seventy - one" or "twenty one"."""
+    if not is_one(tokens[i]):
+        return False
+    before = tokens[i - 1].lower() if i > 0 else ""
+    return before not in ("-", "–") and not before.endswith("ty")
+
+
+#: Words that end the noun phrase after a count: prepositions, conjunctions, determiners, pronouns,
+#: auxiliaries, adverbs of time and number words ("one of", "one year later", "one million").
+_PHRASE_END = _NOT_NOUN | frozenset(
+    """
+    about above across after against ago along among apart apiece around away back before behind below beneath
+    beside besides between beyond despite down during except inside like near off onto out outside over past
+    per since through throughout till toward towards under until up upon via within without when where while
+    whereas whether if because although though unless then there here now later earlier again alone together
+    ever never always already still yet either neither both all any some many much few several
+    i me he him she it we us they them you what
+    """.split()
+)
+#: Common irregular past tenses: a word after the noun that is a verb, not the noun ("one song became").
+_IRREGULAR_PAST = frozenset(
+    """
+    became began bore broke brought built bought came caught chose drew drove ate fell felt fought found flew
+    forgot froze gave got grew hung held hid hit hurt kept knew laid led left lent let lay lost made meant met
+    paid put quit ran rang rose said saw sought sold sent set shook shot shut sang sank sat slept spoke spent
+    spun split spread stood stole stuck struck swore swept swam took taught tore told thought threw understood
+    woke wore won wrote
+    """.split()
+)
+#: Common adjectives without an adjective ending: a modifier, never the counted noun ("one large island").
+_ADJECTIVES = frozenset(
+    """
+    large small big little main major minor new old young long short high low great good bad early late full
+    whole double top first last next previous final local national international public private former current
+    different certain general special common real true free open close wide deep broad great grand huge tiny
+    key prime chief senior junior total entire complete strong weak hard soft hot cold dark light black white
+    red green blue brown grey gray
+    """.split()
+)
+#: Endings of words that are rarely a counted noun: adverbs, superlatives, participles, adjectives.
+_NOT_NOUN_ENDINGS = ("ly", "est", "ed", "ing", "ous", "ful", "ive", "less", "able", "ible", "ish", "ical")
+#: What :func:`counted_noun` returns when no noun follows the count ("one of the first", "one .").
+NO_NOUN = -1
+_MAX_PHRASE = 4  # words of a noun phrase after a count ("one large main island"): more cannot be told
+
+
+_UNITS = frozenset("m g l v w ha hp kb mb gb ml mi oz kph rpm sq yd".split())
+
+
+def _is_unit(token: str) -> bool:
+    """A unit abbreviation (``mm``, ``km``, ``kg``, ``ft``, ``oz``): lowercase, no vowel or a known one."""
+    return token.islower() and len(token) <= 3 and (token in _UNITS or not any(c in "aeiouy" for c in token))
+
+
 def is_count_noun(token: str) -> bool:
-    """A lowercase word that may be the noun a count of one agrees with (``year``, not ``of``/``hundred``)."""
+    """A lowercase singular word that may be the noun a count of one agrees with (``year``, not ``of``/``large``)."""
     return (
         len(token) >= 2
         and token.isalpha()
         and token.islower()
-        and token not in _NOT_NOUN
-        and not token.endswith(("ly", "est"))
+        and token not in _PHRASE_END
+        and token not in _MODIFIERS
+        and token not in _ADJECTIVES
+        and token not in _IRREGULAR_PAST
+        and not token.endswith(_NOT_NOUN_ENDINGS)
         and not (token.endswith("s") and not token.endswith("ss") and token not in _IRREGULAR)
     )
+
+
+def counted_noun(following: Sequence[str]) -> int | None:
+    """Index, among the tokens after a count of one, of the noun it counts (the word to pluralise).
+
+    The noun phrase runs over words up to a function word, a punctuation mark or the end, and its
+    noun is its last word: "one large main island in" -> ``island`` (the adjectives are skipped).
+    :data:`NO_NOUN` when nothing of a noun phrase follows ("one of the first", "one .", "one - time"), or
+    a unit ("1 mm") or a name ("1 May", "one Oscar") does; ``None`` when words follow but the noun cannot
+    be told (the last word looks like a verb, an adjective or a plural, or the phrase is long): then the
+    count must stay one, not guess.
+    """
+    n = 0
+    while n < len(following) and following[n].isalpha() and following[n].lower() not in _PHRASE_END:
+        n += 1
+    if n == 0 or _is_unit(following[0]) or not following[n - 1].islower():
+        return NO_NOUN  # "1 mm": a unit does not inflect; "1 May", "one Oscar": a name is not a counted noun
+    if n > _MAX_PHRASE or not is_count_noun(following[n - 1]):
+        return None
+    return n - 1
 
 
 def pluralize(word: str) -> str:

@@ -26,9 +26,10 @@ year, range and decade moves by it and dated names keep month and day, so ranges
 forward, lifetimes keep their length and every date stays valid. A shifted year may equal
 another entity's *original* year (which moves on too), never a new name; when it equals a name
 that stays in the text, that entity is left unchanged (``value-collision``). NUM: a count of one
-pluralises the noun right after it ("one year" -> "three years": inside the mention as part of
-the new name, outside it as a text edit when that token is in no mention; when it is part of
-another mention the entity is left unchanged, ``no-number-agreement``); no other count becomes
+pluralises the noun it counts ("one year" -> "three years", "one large island" -> "three large
+islands": inside the mention as part of the new name, outside it as a text edit when that token is
+in no mention; when it is part of another mention, or which word is the noun cannot be told, the
+entity is left unchanged, ``no-number-agreement``); no other count becomes
 one, and percentages stay within 0-100.
 
 **Articles.** After substitution, "a"/"an" right before a substituted mention (outside every
@@ -78,9 +79,9 @@ from dataclasses import dataclass, field
 
 from ..documents import DOCUMENT_FEATURES, Document, Substitution, document_from_row, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
-from .forms import ACRONYM, DEMONYM, PLAIN, NameForm, form_of, form_of_tokens, indefinite_article, is_count_noun
+from .forms import ACRONYM, DEMONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
 from .driver import RenamingDriver
-from .forms import is_one, pluralize, with_case
+from .forms import is_count_of_one, is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
 from ..documents.tokenize import name_key, tokenize_name
@@ -89,7 +90,8 @@ from .values import document_year_shift, rename_values
 #: What each coherence rule version does (``time`` 1 and ``num`` 1 were the per-entity random draws).
 RULES: dict[str, str] = {
     "time-2": "one year offset per document for every year, decade and date; months and days of dated names kept",
-    "num-2": "a count of one pluralises its noun (outside mentions), nothing becomes one, percentages within 0-100",
+    "num-3": "a count of one pluralises the noun it counts (adjectives skipped; stays one when that noun cannot be "
+    "told), nothing becomes one, percentages within 0-100",
     "forms-1": "demonym/acronym/plain form matched (else no-form-match); leading article and plural preferred; "
     "possessive ending kept",
     "articles-1": "a/an right before a substituted mention agrees with the new name's first sound",
@@ -164,8 +166,8 @@ class _Choice:
     fine_type: str | None
     match: str
     new_tokens: dict[str, list[str]]  # original name -> new tokens
-    #: (mention index) whose next token, a noun outside every mention, becomes plural
-    pluralize_after: tuple[int, ...] = ()
+    #: (mention index, offset after its end) of each noun outside every mention that becomes plural
+    pluralize_after: tuple[tuple[int, int], ...] = ()
 
 
 class _Forms(list):
@@ -547,16 +549,18 @@ _PERCENT_WORDS = ("%", "percent", "per", "pct")
 _INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
-def _value_context(doc: Document, e: int) -> tuple[bool, tuple[int, ...], bool]:
-    """``(percent, mentions whose next noun becomes plural, agreement impossible)`` for a value entity.
+def _value_context(doc: Document, e: int) -> tuple[bool, tuple[tuple[int, int], ...], bool]:
+    """``(percent, (mention, offset) of each noun outside to pluralise, agreement impossible)`` for a value entity.
 
-    A mention ending in a count of one followed by a count noun outside every mention has that noun
-    pluralised once the count changes; when the noun is part of another mention (which must not
-    change), the entity is left unchanged instead (``no-number-agreement``).
+    A mention ending in a count of one has the noun it counts (:func:`~envre_hf.renaming.forms.counted_noun`,
+    ``offset`` tokens after the mention's end, adjectives skipped) pluralised once the count changes. When
+    that noun cannot be told, or a word of its phrase is part of another mention (which must not change,
+    "one Oscar"), the entity is left unchanged instead (``no-number-agreement``): the count keeps its
+    grammatical number rather than the text guessing.
     """
     entity = doc.entities[e]
     percent = False
-    after: list[int] = []
+    after: list[tuple[int, int]] = []
     blocked = False
     for m, mention in enumerate(entity.mentions):
         sent = doc.sents[mention.sent_id]
@@ -564,13 +568,18 @@ def _value_context(doc: Document, e: int) -> tuple[bool, tuple[int, ...], bool]:
         nxt = sent[mention.end] if mention.end < len(sent) else ""
         if "%" in tokens or "percent" in tokens or nxt.lower() in _PERCENT_WORDS:
             percent = True
-        if not (tokens and is_one(tokens[-1]) and nxt.isalpha()):
+        inner = [i for i in range(len(tokens) - 1) if is_count_of_one(tokens, i)]
+        if any(counted_noun(tokens[i + 1 :]) is None for i in inner):
+            blocked = True
+        if not (tokens and is_count_of_one(tokens, len(tokens) - 1)):
             continue
-        if _covered(doc, mention.sent_id, mention.end):
-            # "one Oscar": the counted noun is (part of) another mention, which must not change
-            blocked = blocked or is_count_noun(nxt.lower())
-        elif is_count_noun(nxt):
-            after.append(m)
+        noun = counted_noun(sent[mention.end :])
+        if noun == NO_NOUN:  # "one Oscar": the name counted is another mention's, which must not change
+            blocked = blocked or (nxt.isalpha() and _covered(doc, mention.sent_id, mention.end))
+        elif noun is None or any(_covered(doc, mention.sent_id, mention.end + k) for k in range(noun + 1)):
+            blocked = True
+        else:
+            after.append((m, noun))
     return percent, tuple(after), blocked
 
 
@@ -622,11 +631,11 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
             want = indefinite_article(sents[mention.sent_id][start : mention.end])
             if article.lower() != want and not _covered(renamed, mention.sent_id, i):
                 edits.append((mention.sent_id, i, with_case(article, want), True))
-        for m in choice.pluralize_after:
+        for m, offset in choice.pluralize_after:
             mention = mentions[m]
             sent = renamed.sents[mention.sent_id]
-            if mention.end < len(sent) and not is_one(sent[mention.end - 1]):
-                edits.append((mention.sent_id, mention.end, pluralize(sent[mention.end]), False))
+            if mention.end + offset < len(sent) and not is_one(sent[mention.end - 1]):
+                edits.append((mention.sent_id, mention.end + offset, pluralize(sent[mention.end + offset]), False))
     articles = nouns = 0
     for sent_id, i, token, is_article in edits:
         if renamed.sents[sent_id] is doc.sents[sent_id]:

@@ -1,7 +1,10 @@
 """Writing one split of a build folder: parquet shards, failure file, JSON export, names, statistics, card.
 
 The split is written from the renamed units in input order (document, then seed), whatever order they were
-renamed in, so a parallel or repeated build writes the same bytes as a plain one. Each file is replaced
+renamed in, so a parallel or repeated build writes the same bytes as a plain one. Besides the ``default`` config's
+shards (``data/<split>-*``, every seed) it writes one config per seed (``data/seed<k>/<split>-*``, that seed's
+rows in input order) and ``original`` (``data/original/<split>-*``, the unrenamed input documents), the layout of
+peer benchmarks that ship each variant as its own config (:func:`config_data_files`). Each file is replaced
 atomically, card last, while :func:`~envre_hf.renaming.output_folder.unfinished_split` marks the split; the
 temporary files a killed write left are removed first.
 """
@@ -9,13 +12,14 @@ temporary files a killed write left are removed first.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_open, atomic_path, clean_temporary_files, write_json
-from ..documents import DOCUMENT_FEATURES, write_documents
+from ..documents import DOCUMENT_FEATURES, Document, document_to_row, write_documents
 from ..documents.build_folder import STATISTICS_FILE, WORK_DIR, is_shard_of
 from .card import write_dataset_card
 from .driver import DocumentFailure, RenamedUnit
@@ -50,6 +54,25 @@ def write_parquet(rows: list[dict[str, Any]], data_dir: Path, split: str) -> lis
     return paths
 
 
+#: The config of the unrenamed input documents.
+ORIGINAL_CONFIG = "original"
+
+
+def seed_config(seed: int) -> str:
+    """The config name of one seed's renamed copies (``seed0``)."""
+    return f"seed{seed}"
+
+
+def _is_config_dir(name: str) -> bool:
+    return name == ORIGINAL_CONFIG or re.fullmatch(r"seed\d+", name) is not None
+
+
+def config_data_files(split: str, seeds: Sequence[int], n_rows: dict[str, int]) -> dict[str, list[str]]:
+    """The shards of each per-seed config and of ``original`` for ``split`` (``n_rows`` rows per config)."""
+    names = [seed_config(s) for s in seeds] + [ORIGINAL_CONFIG]
+    return {name: [f"data/{name}/{f}" for f in shard_names(split, n_rows.get(name, 0))] for name in names}
+
+
 def write_failures(path: Path, failures: Sequence[DocumentFailure]) -> None:
     with atomic_open(path, "w") as fh:
         for failure in failures:
@@ -65,16 +88,20 @@ def write_split(
     n_docs: int,
     parse_failures: list[DocumentFailure],
     card: dict[str, Any],
+    originals: Sequence[Document | None],
     *,
     export_json: bool = False,
 ) -> tuple[list[Path], dict[str, Any], list[DocumentFailure]]:
     """Write the split of ``results`` (in input order) into ``out`` (see the module doc).
 
-    ``card`` holds :func:`~envre_hf.renaming.card.write_dataset_card` options. Returns the shards, the split's
+    ``card`` holds :func:`~envre_hf.renaming.card.write_dataset_card` options; ``originals`` the input documents
+    (``None`` where one could not be read), the ``original`` config. Returns the ``default`` shards, the split's
     statistics and every (document, seed) not renamed.
     """
     done = [r for r in results if r.failure is None]
     rows = [r.row for r in done]
+    config_rows = {seed_config(s): [r.row for r in done if r.seed == s] for s in seeds}
+    config_rows[ORIGINAL_CONFIG] = [document_to_row(doc) for doc in originals if doc is not None]
     renamed = [r.document for r in done]
     failures = sorted(
         [*parse_failures, *(r.failure for r in results if r.failure is not None)],
@@ -83,6 +110,8 @@ def write_split(
     names_used = used_names(renamed)
     stats = construction_statistics(renamed, [r.leaks for r in done], names_used, n_docs, failures, source, seeds)
     stats["data_files"] = [f"data/{name}" for name in shard_names(split, len(rows))]
+    stats["config_rows"] = {name: len(part) for name, part in config_rows.items()}
+    stats["config_data_files"] = config_data_files(split, seeds, stats["config_rows"])
     stats["fingerprint"] = source.fingerprint(seeds)
     all_stats = read_statistics(out)
     old = all_stats.get(split) or {}
@@ -97,10 +126,16 @@ def write_split(
     }
     if (out / "data").is_dir():
         stale |= {p for p in (out / "data").iterdir() if is_shard_of(p.name, split)}
+        configs = [d for d in (out / "data").iterdir() if d.is_dir() and _is_config_dir(d.name)]
+        stale |= {p for d in configs for p in d.iterdir() if is_shard_of(p.name, split)}  # e.g. a seed dropped
     with unfinished_split(out, split):
         for folder in (out, out / "data", out / "errors", out / "json", out / WORK_DIR):
             clean_temporary_files(folder)  # what a killed write left
         shards = write_parquet(rows, out / "data", split)
+        written = set(shards)
+        for name, part in config_rows.items():
+            clean_temporary_files(out / "data" / name)
+            written.update(write_parquet(part, out / "data" / name, split))
         errors = out / "errors" / f"{split}.jsonl"
         if failures:
             write_failures(errors, failures)
@@ -111,6 +146,6 @@ def write_split(
         write_json(out / NAMES_FILE, names, sort_keys=False)
         write_json(out / STATISTICS_FILE, dict(sorted(all_stats.items())), sort_keys=False)
         write_dataset_card(out, **card)
-        for path in stale - set(shards):
+        for path in stale - written:
             path.unlink(missing_ok=True)
     return shards, stats, failures

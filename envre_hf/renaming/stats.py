@@ -35,17 +35,36 @@ def substitution_rates(renamed: Iterable[Document]) -> dict[str, dict[str, float
     }
 
 
-def match_counts(renamed: Iterable[Document]) -> dict[str, int]:
-    """Entities per outcome: ``exact``, ``relaxed``, ``rule`` or ``unchanged:<reason>``."""
-    counts: Counter[str] = Counter()
+#: The columns of :func:`match_counts` ``by_type``.
+MATCH_KINDS = ("exact", "relaxed", "rule", "unchanged")
+
+
+def _entity_matches(renamed: Iterable[Document]) -> Iterable[tuple[str, str]]:
+    """``(coarse type, kind)`` of every entity: ``exact``, ``relaxed`` (any ``relaxed:<how>``), ``rule`` or
+    ``unchanged:<reason>``, from its first ``substitutions`` record (all records of an entity share it)."""
     for doc in renamed:
         seen: set[int] = set()
         for sub in doc.substitutions or []:
             if sub.entity in seen:
                 continue
             seen.add(sub.entity)
-            counts["relaxed" if sub.match.startswith("relaxed:") else sub.match] += 1
-    return dict(sorted(counts.items()))
+            yield doc.entities[sub.entity].type, "relaxed" if sub.match.startswith("relaxed:") else sub.match
+
+
+def match_counts(renamed: Iterable[Document], by_type: bool = False) -> dict[str, Any]:
+    """Entities per outcome: ``exact``, ``relaxed``, ``rule`` or ``unchanged:<reason>``.
+
+    ``by_type``: per coarse type instead, ``{type: {"exact", "relaxed", "rule", "unchanged"}}`` (every key
+    present, reasons summed), which says per type how many new names kept the fine-grained KB type, how many
+    relaxed it (whether the labels still hold) and how many were rule-made values (NUM/TIME).
+    """
+    if not by_type:
+        return dict(sorted(Counter(kind for _, kind in _entity_matches(renamed)).items()))
+    table: dict[str, Counter[str]] = {}
+    for etype, kind in _entity_matches(renamed):
+        row = table.setdefault(etype, Counter({key: 0 for key in MATCH_KINDS}))
+        row["unchanged" if kind.startswith("unchanged:") else kind] += 1
+    return {etype: dict(table[etype]) for etype in sorted(table)}
 
 
 def construction_statistics(
@@ -58,7 +77,7 @@ def construction_statistics(
     seeds: Sequence[int],
 ) -> dict[str, Any]:
     """The numbers a dataset card reports: substitution rate per coarse type, type-match kinds (exact /
-    relaxed / rule / unchanged:<reason>), leaks left in the text (``leaks[i]`` for ``renamed[i]``), names
+    relaxed / rule / unchanged:<reason>, overall and per coarse type), leaks left in the text (``leaks[i]`` for ``renamed[i]``), names
     used, KB snapshot, seeds, and the text coherence figures (``envre_hf.renaming.coherence``)."""
     return {
         "source_documents": source_docs,
@@ -68,6 +87,7 @@ def construction_statistics(
         "failed_documents": len({f.doc_index for f in failures}),
         "substitution_rates": substitution_rates(renamed),
         "type_matches": match_counts(renamed),
+        "type_matches_by_type": match_counts(renamed, by_type=True),
         "coherence": coherence_statistics(renamed),
         "leaks": {"documents": sum(1 for n in leaks if n), "occurrences": sum(leaks)},
         "names_used": len(names_used),

@@ -17,7 +17,7 @@ With ``year_shift`` (what the pipeline passes, one offset per document from
 :func:`document_year_shift`), years, year ranges and decades move by that offset instead of
 per-entity draws, and names with a year keep month and day: dates keep their order and
 intervals across the whole document. A count of one never stays one and nothing becomes one
-(so the noun after it can be pluralised), and ``percent`` keeps values within 0-100.
+(so the noun it counts can be pluralised), and ``percent`` keeps values within 0-100.
 
 The rules work on the mention's DocRED tokens, one *piece* (a digit group, a month, a number
 word) at a time, so the tokenization never changes. Pieces are mapped per entity, so
@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .forms import is_count_noun, is_one, pluralize
+from .forms import NO_NOUN, counted_noun, is_count_of_one, is_one, pluralize
 
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
@@ -400,8 +400,9 @@ def rename_values(
     ``year_shift`` (TIME): move every year by this offset instead of drawing one per entity, and
     keep month and day of names with a year (see :func:`document_year_shift`). ``percent``
     (NUM): the value is a percentage, kept within 0-100. A count of one that becomes another
-    number pluralises the noun right after it inside the name (``one year`` -> ``three years``);
-    no other count ever becomes one.
+    number pluralises the noun it counts inside the name (``one year`` -> ``three years``, ``one
+    large island`` -> ``three large islands``; :func:`~envre_hf.renaming.forms.counted_noun`), and a
+    name whose counted noun cannot be told gets no value (``None``); no other count ever becomes one.
     """
     if year_shift is not None and not year_shift:
         raise ValueError("year_shift must be non-zero (a zero shift changes no year)")
@@ -424,13 +425,14 @@ def rename_values(
             if not kinds:
                 return None  # nothing to change in this name: no rule applies
             for i in range(len(tokens) - 1):
-                if (
-                    is_one(tokens[i])
-                    and not is_one(new_tokens[i])
-                    and new_tokens[i + 1] == tokens[i + 1]
-                    and is_count_noun(tokens[i + 1])
-                ):
-                    new_tokens[i + 1] = pluralize(tokens[i + 1])
+                if not is_count_of_one(tokens, i) or is_one(new_tokens[i]):
+                    continue
+                noun = counted_noun(tokens[i + 1 :])
+                if noun is None:
+                    return None  # the counted noun cannot be told: the count stays one
+                j = i + 1 + noun
+                if noun != NO_NOUN and new_tokens[j] == tokens[j]:
+                    new_tokens[j] = pluralize(tokens[j])
             joined = " ".join(new_tokens)
             key = joined.casefold()
             if key in originals or key in seen or (accept is not None and not accept(joined)):

@@ -161,7 +161,7 @@ def test_load_dataset_after_envre_build_push_to_hub(hub, no_envre, tmp_path, red
     (tmp_path / "pool.json").write_text(json.dumps(json.loads(redocred_dev_path.read_text())[:60]))
     out = tmp_path / "built"
     _as_maintainer(hub, tmp_path, ["build", "--input", str(tmp_path / "test.json"), "--kb", "corpus",
-                                   "--kb-pool", str(tmp_path / "pool.json"), "--seeds", "1", "--no-progress",
+                                   "--kb-pool", str(tmp_path / "pool.json"), "--seeds", "2", "--no-progress",
                                    "--output", str(out), "--push-to-hub", "envre/env_redocred"])
     assert set(hub.auth) == {"Bearer hf_maintainer_token"}
     user = _as_user(hub, no_envre, tmp_path, """
@@ -169,15 +169,22 @@ def test_load_dataset_after_envre_build_push_to_hub(hub, no_envre, tmp_path, red
         from datasets import load_dataset
         ds = load_dataset("envre/env_redocred")
         stream = load_dataset("envre/env_redocred", split="test", streaming=True)
+        seed1 = load_dataset("envre/env_redocred", "seed1", split="test")
+        original = load_dataset("envre/env_redocred", "original", split="test")
         print(json.dumps({"splits": sorted(ds), "titles": list(ds["test"]["title"]), "doc_ids": list(ds["test"]["doc_id"]),
-                          "streamed": [row["doc_id"] for row in stream]}))
+                          "streamed": [row["doc_id"] for row in stream],
+                          "seed1": [[row["doc_id"], row["original_doc_id"], row["seed"]] for row in seed1],
+                          "original": [[row["title"], row["original_doc_id"]] for row in original]}))
     """)
     from datasets import load_dataset
 
     local = load_dataset(str(out))["test"]
     assert user["splits"] == ["test"]
     assert user["doc_ids"] == list(local["doc_id"]) == user["streamed"] and user["titles"] == list(local["title"])
-    assert len(user["doc_ids"]) == 4
+    assert len(user["doc_ids"]) == 8
+    titles = [d["title"] for d in docs]
+    assert user["seed1"] == [[f"{t}#1", t, 1] for t in titles]  # one seed, joined to its original by original_doc_id
+    assert user["original"] == [[t, t] for t in titles]
 
 
 @pytest.mark.parametrize("head_type", ["atlop", "docunet"])

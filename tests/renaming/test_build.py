@@ -59,17 +59,51 @@ def test_folder_is_a_loadable_dataset_that_round_trips(reference, small_input):
     assert [d.doc_id for d in docs[:2]] == [f"{source[0].title}#0", f"{source[0].title}#1"]
 
 
+def test_each_seed_and_the_original_load_as_configs(reference, small_input):
+    """``load_dataset(folder, "seed0")``: seed 0's copies in input order; ``"original"``: the unrenamed input;
+    ``original_doc_id`` joins them (the original's title)."""
+    from datasets import load_dataset
+
+    out, _ = reference
+    source = read_documents(small_input)
+    for seed in SEEDS:
+        ds = load_dataset(str(out), f"seed{seed}")
+        assert list(ds) == ["test"] and set(ds["test"]["seed"]) == {seed}
+        assert ds["test"]["original_doc_id"] == [doc.title for doc in source]
+        assert dataset_to_documents(ds["test"]) == [FakePipeline().rename(doc, seed) for doc in source]
+    original = load_dataset(str(out), "original")["test"]
+    assert dataset_to_documents(original) == source
+    assert original["original_doc_id"] == [doc.title for doc in source] and set(original["seed"]) == {None}
+    every = load_dataset(str(out))["test"]
+    assert every["original_doc_id"] == [doc.title for doc in source for _ in SEEDS]
+
+
 def test_card_yaml_lists_configs_features_and_statistics(reference):
     out, result = reference
     text = (out / "README.md").read_text(encoding="utf-8")
     header = yaml.safe_load(text.split("---\n")[1])
-    assert header["configs"] == [{"config_name": "default", "data_files": [{"split": "test", "path": "data/test-*"}]}]
+    configs = {c["config_name"]: c["data_files"] for c in header["configs"]}
+    assert configs == {
+        "default": [{"split": "test", "path": "data/test-*"}],
+        **{f"seed{s}": [{"split": "test", "path": f"data/seed{s}/test-*"}] for s in SEEDS},
+        "original": [{"split": "test", "path": "data/original/test-*"}],
+    }
+    rows = {info["config_name"]: info["splits"][0]["num_examples"] for info in header["dataset_info"]}
+    assert rows == {"default": N_DOCS * len(SEEDS), "original": N_DOCS, **{f"seed{s}": N_DOCS for s in SEEDS}}
+    header["dataset_info"] = next(info for info in header["dataset_info"] if info["config_name"] == "default")
     names = [f["name"] for f in header["dataset_info"]["features"]]
     assert names[:4] == ["doc_id", "title", "sents", "vertexSet"] and "substitutions" in names
     assert header["dataset_info"]["splits"][0]["num_examples"] == N_DOCS * len(SEEDS)
     assert header["license"] == "mit" and header["pretty_name"] and header["task_categories"]
     rates = result.statistics["substitution_rates"]
     assert f"| ALL | {rates['ALL']['entities']} | {rates['ALL']['substituted']} |" in text
+    # per type: the fake renames PER/ORG/LOC with exact types and leaves the rest (no rule-made values)
+    by_type = json.loads((out / "statistics.json").read_text())["test"]["type_matches_by_type"]
+    assert by_type == result.statistics["type_matches_by_type"] and set(by_type) >= {"PER", "ORG", "LOC", "NUM"}
+    per = rates["PER"]["substituted"]
+    assert by_type["PER"] == {"exact": per, "relaxed": 0, "rule": 0, "unchanged": 0}
+    assert by_type["NUM"]["exact"] == 0 and by_type["NUM"]["unchanged"] == rates["NUM"]["entities"]
+    assert f"| PER | {per} | {per} | 100.0% | {per} | 0 | 0 |" in text and "| exact type | relaxed type | rule-made |" in text
     assert "fake-1" in text and "## Citation" in text and "load_dataset(" in text
     assert json.loads((out / "statistics.json").read_text())["test"]["seeds"] == list(SEEDS)
     from datasets import Features
@@ -167,6 +201,15 @@ def test_second_split_joins_the_same_folder(small_input, tmp_path):
     assert len(ds["validation"]) == N_DOCS and set(ds["validation"]["seed"]) == {7}
     header = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
     assert [f["split"] for f in header["configs"][0]["data_files"]] == ["test", "validation"]
+    configs = {c["config_name"]: [f["split"] for f in c["data_files"]] for c in header["configs"]}
+    assert configs["seed7"] == ["validation"] and configs["seed0"] == ["test"]
+    assert configs["original"] == ["test", "validation"]
+    assert sorted(load_dataset(str(out), "seed7")) == ["validation"]
+    # the test split again with one seed: seed 1's shard of it goes, and so does its config
+    _build(FakePipeline(), small_input, out, seeds=(0,), overwrite=True)
+    assert not (out / "data" / "seed1" / "test-00000-of-00001.parquet").exists()
+    header = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    assert "seed1" not in {c["config_name"] for c in header["configs"]}
 
 
 # --------------------------------------------------------------------------- Hub upload
@@ -192,7 +235,9 @@ def test_push_to_hub_uploads_exactly_the_planned_files(reference, tmp_path, monk
         (out / ".build").rmdir()
     plan = upload_plan(out, "envre/env_redocred")
     assert plan.repo_type == "dataset"
-    assert plan.files == ["README.md", "data/test-00000-of-00001.parquet", "names_used.json", "statistics.json"]
+    shards = ["data/original/test-00000-of-00001.parquet", *(f"data/seed{s}/test-00000-of-00001.parquet" for s in SEEDS),
+              "data/test-00000-of-00001.parquet"]
+    assert plan.files == ["README.md", *shards, "names_used.json", "statistics.json"]
     assert hub.repos == [{"name": "env_redocred", "organization": "envre", "visibility": "public", "type": "dataset"}]
     assert all(a == "Bearer hf_test_token" for a in hub.auth)
     [(path, lines)] = hub.commits

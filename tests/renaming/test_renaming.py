@@ -18,6 +18,7 @@ from envre_hf.documents import (
     to_docred,
     validate_document,
 )
+from envre_hf.documents.tokenize import name_key
 from envre_hf.kb.base import Candidate, KnowledgeBase
 from envre_hf.renaming import (
     RenamingConfig,
@@ -141,6 +142,24 @@ def test_four_steps_on_a_fake_kb():
     assert doc.sents[0][0] == "Barack" and doc.entities[0].mentions[0].name == "Barack Obama"
 
 
+def test_match_counts_per_type_separate_exact_relaxed_and_rule_made_names():
+    from dataclasses import replace
+
+    from envre_hf.renaming import match_counts
+
+    out = RenamingPipeline(_kb()).rename(_doc(), seed=3)
+    # entity 3 (ORG) as if only a broader type had offered a candidate; both of entity 0's records stay exact
+    out.substitutions = [replace(s, match="relaxed:coarse type fallback") if s.entity == 3 else s
+                         for s in out.substitutions]  # fmt: skip
+    assert match_counts([out, out], by_type=True) == {
+        "LOC": {"exact": 4, "relaxed": 0, "rule": 0, "unchanged": 2},  # Honolulu, Hawaii renamed; Atlantis unlinked
+        "ORG": {"exact": 0, "relaxed": 2, "rule": 0, "unchanged": 0},
+        "PER": {"exact": 2, "relaxed": 0, "rule": 0, "unchanged": 0},  # one entity, two names: counted once
+        "TIME": {"exact": 0, "relaxed": 0, "rule": 2, "unchanged": 0},
+    }
+    assert match_counts([out]) == {"exact": 3, "relaxed": 1, "rule": 1, "unchanged:unlinked": 1}
+
+
 def test_types_are_tried_most_specific_first():
     kb = _kb()
     kb.items["Q18094"] = (["capital", "city"], ["Honolulu"])  # no other capital exists
@@ -172,6 +191,42 @@ def test_exclusion_is_respected():
     assert outcome[1].match == "unchanged:no-candidate"  # both names of the only other city are excluded
     # Q1's alias "Jo Smith" is excluded; its remaining names still cover both original names
     assert [s.new_name for s in out.substitutions if s.entity == 0] == ["Joanna Smith - Jones", "J. S."]
+
+
+def _band_doc() -> Document:
+    sents = ["The Monkees played in Liverpool .".split()]
+    return Document(title="Band", sents=sents, entities=[Entity([_m("The Monkees", 0, 0, 2, "ORG")])], relations=[])
+
+
+def _bands_kb(variants: list[str]) -> FakeKB:
+    """The band of the document (Q0) and one candidate band per name in ``variants``, plus a fallback."""
+    items = {"Q0": (["band"], ["The Monkees"]), "Qz": (["band"], ["Zebra Quartet"])}
+    items |= {f"Q{i + 1}": (["band"], [name]) for i, name in enumerate(variants)}
+    return FakeKB(items, {"The Monkees": "Q0"})
+
+
+@pytest.mark.parametrize(
+    "excluded, variants",
+    [
+        ("The Beatles", ["Beatles", "The Beatles", "the beatles"]),  # the article-less variant is excluded too
+        ("Beatles", ["The Beatles", "Beatles"]),  # and the article-led one, the other way round
+    ],
+)
+def test_name_isolation_holds_for_article_variants(tmp_path, excluded, variants):
+    """An excluded name (read as ``envre build --exclude-names-from`` reads it) is never drawn with or
+    without its leading article; without the exclusion each variant is drawn for some seed."""
+    from envre_hf.renaming import load_excluded_names
+
+    seeds = range(40)
+    free = {RenamingPipeline(_bands_kb(variants)).rename(_band_doc(), s).entities[0].mentions[0].name for s in seeds}
+    assert {name_key(v) for v in variants} <= {name_key(n) for n in free}  # every variant is drawable
+    listed = tmp_path / "excluded.txt"
+    listed.write_text(excluded + "\n", encoding="utf-8")
+    config = RenamingConfig(exclude_names=load_excluded_names(listed))
+    pipeline = RenamingPipeline(_bands_kb(variants), config)
+    drawn = {pipeline.rename(_band_doc(), s).entities[0].mentions[0].name for s in seeds}
+    assert {name_key(n) for n in drawn}.isdisjoint({name_key(v) for v in variants}), drawn
+    assert drawn == {"Zebra Quartet"}
 
 
 def test_same_seed_same_output_and_seeds_differ():
