@@ -154,22 +154,24 @@ def _transport_class(httpx):
 
 
 _ADVICE = {
-    401: "check the token (HF_TOKEN, --token or `hf auth login`)",
+    401: "check the token (HF_TOKEN, the token option, or `hf auth login`)",
     403: "check that the token may write to this repository",
     404: "check the repository id and HF_ENDPOINT",
 }
 
 
 @contextlib.contextmanager
-def hub_errors(action: str) -> Iterator[None]:
+def hub_errors(action: str, endpoint: str | None = None) -> Iterator[None]:
     """Run Hub calls for ``action`` (e.g. ``"push of env to owner/name"``); their failures become :class:`HubError`.
+
+    ``endpoint``: the Hub the calls go to (default ``HF_ENDPOINT`` as ``huggingface_hub`` read it).
 
     Local data is never touched by a failed Hub call, so every message ends with what to do, usually "rerun".
     """
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
     from huggingface_hub.utils import httpx
 
-    where = f"the Hub at {server_of(hub_endpoint())}"
+    where = f"the Hub at {server_of(endpoint or hub_endpoint())}"
     try:
         yield
     except HubError:
@@ -213,7 +215,7 @@ def push_folder(api, repo_id: str, repo_type: str, folder: str, *, what: str, pr
     """
     configure_hub()
     action = f"push of {what} to {repo_type} repo {repo_id}"
-    with hub_errors(action):
+    with hub_errors(action, getattr(api, "endpoint", None)):
         api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **(create_kwargs or {}))
         info = api.upload_folder(repo_id=repo_id, repo_type=repo_type, folder_path=str(folder), **upload_kwargs)
         oid = getattr(info, "oid", None)
