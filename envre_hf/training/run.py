@@ -35,6 +35,7 @@ from ..renaming.isolation import load_excluded_names, used_names
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
 from .trainer import EVRTTrainer
 from ..atomic import write_json
+from .checkpoints import disk_full_is_one_line, resume_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -307,7 +308,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     )
     trainer.add_callback(_DropSummaryCallback(drops))
     metrics: dict[str, float] = {}
-    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    with disk_full_is_one_line(training_args.output_dir):  # a half-written checkpoint is skipped on resume
+        result = trainer.train(
+            resume_from_checkpoint=resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+        )
     metrics.update(result.metrics)
     trainer.save_model()
     trainer.save_state()
