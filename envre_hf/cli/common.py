@@ -62,6 +62,10 @@ def model_location(value: str | os.PathLike) -> str:
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"model {text}: expected a model folder (config.json, model.safetensors), got a file")
+        if (path / "config.json").is_file():  # transformers' own reading of it names no file
+            from ..documents.io import read_json  # lazy: start-up time
+
+            read_json(path / "config.json")
         return str(path)
     looks_like_hub_id = text.count("/") == 1 and not text.startswith((".", "/", "~")) and "\\" not in text
     if not looks_like_hub_id:
