@@ -29,13 +29,14 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import requests
+import urllib3
 
 from .version import __version__
 
@@ -409,12 +410,12 @@ class ResponseCache:
         return None if row is None else row[0]
 
     def put(self, key: str, method: str, url: str, params: Mapping[str, Any], body: str) -> None:
-        """Store ``body`` under ``key``; method, URL and parameters are kept for a reader of the file."""
+        """Store ``body`` under ``key``; method, URL (without its password) and parameters are kept for a reader."""
         params_json = json.dumps(sorted((str(k), str(v)) for k, v in params.items()), ensure_ascii=False)
         with self._lock:
             self._connection().execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                (key, method.upper(), url, params_json, body, time.time()),
+                (key, method.upper(), redact_url(url), params_json, body, time.time()),
             )
 
     def __len__(self) -> int:
@@ -453,6 +454,14 @@ def read_within(chunks: Iterable[bytes], deadline: float, clock: Callable[[], fl
                 f"{sum(map(len, parts))} bytes so far)"
             )
     return b"".join(parts)
+
+
+def _arriving(response: requests.Response) -> Iterator[bytes]:
+    """The body of a streamed ``response`` in the pieces the network delivers (``read1``: never waiting for a full
+    buffer, so :func:`read_within` sees every byte of a trickle as it comes)."""
+    raw = response.raw
+    while chunk := raw.read1(65536, decode_content=True):
+        yield chunk
 
 
 def server_of(url: str) -> str:
@@ -574,13 +583,13 @@ class CachedJSONClient:
                     stream=True,
                 )
                 try:
-                    body = read_within(response.iter_content(65536), self.bounds.reply_deadline).decode(
+                    body = read_within(_arriving(response), self.bounds.reply_deadline).decode(
                         response.encoding or "utf-8", errors="replace"
                     )
                 finally:
                     response.close()
             except (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                    requests.exceptions.ContentDecodingError) as exc:  # also a connection dropped mid-body
+                    requests.exceptions.ContentDecodingError, urllib3.exceptions.HTTPError) as exc:  # also mid-body
                 raise Transient(redact(f"{_failure_kind(exc)} ({type(exc).__name__})", secrets)) from None
             except ReplyTooSlow as exc:
                 raise Transient(str(exc)) from None

@@ -26,11 +26,11 @@ def client(**bounds):
 
 
 def test_a_trickling_reply_ends_at_the_reply_deadline(server):
-    server.script = [("trickle", 0.2)] * 3  # each byte well within the 0.5 s read timeout
+    server.script = [("trickle", 0.4)] * 3  # each byte within the 1.5 s read timeout; the whole body takes 4.8 s
     start = time.monotonic()
     with pytest.raises(HTTPRequestError, match=r"127\.0\.0\.1.*GET .*/q.*did not arrive whole within 1 s"):
-        client(max_retries=0).get_json(server.url + "/q", {"a": 1})
-    assert time.monotonic() - start < 2.5
+        client(max_retries=0, read_timeout=1.5).get_json(server.url + "/q", {"a": 1})
+    assert time.monotonic() - start < 3.5
 
 
 def test_a_server_that_never_answers_ends_at_the_read_timeout_and_retries_are_bounded(server):
@@ -126,3 +126,15 @@ def test_redaction_of_tokens_headers_options_and_url_passwords():
     assert redact_url("https://bob:pa55word@kb.example/sparql") == "https://bob@kb.example/sparql"
     assert redact("hf_hub_download and hf_transfer and a max token count") == (
         "hf_hub_download and hf_transfer and a max token count")
+
+
+def test_a_password_in_the_kb_url_reaches_neither_the_cache_nor_the_snapshot(server, tmp_path):
+    from envre_hf.kb.wikidata_http import WikidataHTTPKB
+
+    url = server.url.replace("http://", "http://bob:pa55word@") + "/w/api.php"
+    c = CachedJSONClient(tmp_path / "cache", bounds=NetworkBounds(**FAST))
+    assert c.get_json(url, {"q": 1}) == {"ok": True}
+    assert b"pa55word" not in (tmp_path / "cache" / "responses.sqlite").read_bytes()
+    assert c.get_json(url.replace("pa55word", "other"), {"q": 1}) == {"ok": True} and len(server.requests) == 1
+    kb = WikidataHTTPKB(None, api_url=url, sparql_url=url)
+    assert "pa55word" not in kb.snapshot_id() and "bob@" in kb.snapshot_id()
