@@ -76,3 +76,30 @@ def test_cli_push_failure_is_one_line_exit_2_without_the_token(hub, folder, tmp_
     assert err[0].startswith("envre build: error: the Hub at") and "HTTP 401" in err[0] and "token" in err[0]
     assert TOKEN not in err[0] and "[REDACTED]" in err[0]
     assert (tmp_path / "out" / "data").is_dir() and not hub.commits  # the build is intact, nothing pushed
+
+
+def test_a_push_whose_commit_is_not_the_repo_head_fails(folder):
+    from types import SimpleNamespace
+
+    from envre_hf.hub_client import push_folder
+
+    class Api:  # upload_folder "succeeds", but the Hub's head is another commit (or none came back)
+        endpoint = "http://127.0.0.1:9"
+
+        def __init__(self, oid):
+            self.oid = oid
+
+        def create_repo(self, *a, **k):
+            pass
+
+        def upload_folder(self, **k):
+            return SimpleNamespace(oid=self.oid, commit_url="u")
+
+        def repo_info(self, *a, **k):
+            return SimpleNamespace(sha="0" * 40)
+
+    with pytest.raises(HubError, match="reported commit abc but the repository's head is 000"):
+        push_folder(Api("abc"), "o/n", "dataset", str(folder), what="x")
+    with pytest.raises(HubError, match="reported no commit"):
+        push_folder(Api(None), "o/n", "dataset", str(folder), what="x")
+    assert push_folder(Api("0" * 40), "o/n", "dataset", str(folder), what="x").oid == "0" * 40
