@@ -72,6 +72,9 @@ def model_location(value: str | os.PathLike) -> str:
         raise UsageError(f"model {text}: no such folder (a Hub model is named owner/name)")
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise UsageError(f"model {text}: no such local folder, and HF_HUB_OFFLINE is set (no Hub download)")
+    from ..hub_client import configure_hub  # lazy: only a Hub model needs the Hub client
+
+    configure_hub()  # the download that follows keeps the network bounds
     return text
 
 
