@@ -24,17 +24,19 @@ import hashlib
 import json
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import urlencode
+from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import requests
+import urllib3
 
 from .version import __version__
 
@@ -50,6 +52,63 @@ DEFAULT_USER_AGENT = (
 
 #: HTTP statuses that mean "try again later" rather than "your request is wrong".
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+
+@dataclass(frozen=True)
+class NetworkBounds:
+    """How long any request of the package may wait: the one policy of the KB client, the ICL endpoint and the Hub.
+
+    Every value has an environment variable (``ENVRE_CONNECT_TIMEOUT``, ``ENVRE_READ_TIMEOUT``,
+    ``ENVRE_REPLY_DEADLINE``, ``ENVRE_MAX_RETRIES``, ``ENVRE_RETRY_AFTER_CAP``, ``ENVRE_RETRY_BUDGET``) so a user
+    on a slow link can widen them and tests can shrink them; see docs/reliability.md.
+
+    Attributes:
+        connect_timeout: seconds to open the connection.
+        read_timeout: seconds any one read may wait (a server that never answers ends here).
+        reply_deadline: seconds from the reply's first line to its last byte: a reply trickling a byte every
+            few seconds (each read within ``read_timeout``) ends here.
+        max_retries: retries after the first attempt.
+        retry_after_cap: the longest ``Retry-After`` honoured; a server asking for more gets one line saying
+            when to retry instead of a silent wait (a 429 with ``Retry-After: 86400`` waited a day).
+        retry_budget: no retry starts later than this many seconds after the first attempt.
+    """
+
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    reply_deadline: float = 60.0
+    max_retries: int = 5
+    retry_after_cap: float = 30.0
+    retry_budget: float = 60.0
+
+    _ENV: ClassVar[dict[str, str]] = {
+        "connect_timeout": "ENVRE_CONNECT_TIMEOUT",
+        "read_timeout": "ENVRE_READ_TIMEOUT",
+        "reply_deadline": "ENVRE_REPLY_DEADLINE",
+        "max_retries": "ENVRE_MAX_RETRIES",
+        "retry_after_cap": "ENVRE_RETRY_AFTER_CAP",
+        "retry_budget": "ENVRE_RETRY_BUDGET",
+    }
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> NetworkBounds:
+        """The defaults, replaced by the ``ENVRE_*`` variables that are set, then by ``overrides`` not ``None``."""
+        values: dict[str, Any] = {}
+        for name, var in cls._ENV.items():
+            text = os.environ.get(var, "").strip()
+            if not text:
+                continue
+            kind = int if name == "max_retries" else float
+            try:
+                value = kind(text)
+            except ValueError:
+                raise ValueError(f"{var}={text!r}: expected a {'whole ' if kind is int else ''}number") from None
+            if value < 0 or (value == 0 and name not in ("max_retries", "retry_after_cap")):
+                raise ValueError(f"{var}={text!r}: expected a number > 0")
+            values[name] = value
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
 
 #: File name of the reply cache inside a cache folder.
 CACHE_FILE = "responses.sqlite"
@@ -72,6 +131,18 @@ class RetriesExhausted(HTTPRequestError):
         self.problem = problem
 
 
+class RetryLater(HTTPRequestError):
+    """The server asks for a longer wait than :attr:`NetworkBounds.retry_after_cap`: we stop and say when to retry."""
+
+    def __init__(self, seconds: float, cap: float, problem: str):
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() + seconds))
+        super().__init__(
+            f"{problem}: the server asks to wait {seconds:.0f} s before retrying (more than the {cap:g} s we wait, "
+            f"ENVRE_RETRY_AFTER_CAP); retry after {when}"
+        )
+        self.seconds = seconds
+
+
 class Transient(Exception):
     """Raised by one attempt to ask :meth:`RetryPolicy.run` for another (with the server's ``Retry-After``)."""
 
@@ -89,7 +160,7 @@ def user_agent_from_env(user_agent: str | None = None) -> str:
 def cache_key(method: str, url: str, params: Mapping[str, Any]) -> str:
     """Stable key of a request: method, URL and parameters sorted by name (values as strings)."""
     canonical = json.dumps(
-        [method.upper(), url, sorted((str(k), str(v)) for k, v in params.items())],
+        [method.upper(), redact_url(url), sorted((str(k), str(v)) for k, v in params.items())],
         ensure_ascii=False,
         separators=(",", ":"),
     )
@@ -98,7 +169,7 @@ def cache_key(method: str, url: str, params: Mapping[str, Any]) -> str:
 
 def describe_request(method: str, url: str, params: Mapping[str, Any], limit: int = 300) -> str:
     """A readable ``METHOD url?params`` for error messages (long queries shortened)."""
-    text = f"{method.upper()} {url}?{urlencode(sorted((str(k), str(v)) for k, v in params.items()))}"
+    text = f"{method.upper()} {redact_url(url)}?{urlencode(sorted((str(k), str(v)) for k, v in params.items()))}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -123,12 +194,66 @@ def request_secrets(headers: Mapping[str, Any] | None = None, params: Mapping[st
     return [s for s in secrets if len(s) >= 4]
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` (e.g. an HTTP error body about to be raised or logged) with every secret replaced by ``[REDACTED]``."""
-    for secret in sorted(set(secrets), key=len, reverse=True):
+#: What a credential looks like in any text: Hugging Face tokens, ``Authorization:``/``Bearer``/``--token``/
+#: ``token=`` values, and the password of ``scheme://user:password@host``.
+_SECRET_PATTERNS = (
+    (re.compile(r"\bhf_[A-Za-z0-9]{10,}"), REDACTED),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{10,}"), REDACTED),
+    (re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{4,}"), r"\1\2" + REDACTED),
+    (re.compile(r"(?i)((?:proxy-)?authorization|x-api-key|api[-_]?key)(['\"]?\s*[:=]\s*['\"]?)(?!\[REDACTED)[^\s'\",}]+"),
+     r"\1\2" + REDACTED),
+    (re.compile(r"(?i)(--token|--api-key|[?&](?:token|access_token|api_key|apikey|key|password|secret))([= ])[^\s&'\"]+"),
+     r"\1\2" + REDACTED),
+    (re.compile(r"([a-z][a-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@"), r"\1:" + REDACTED + "@"),
+)
+
+
+#: Credentials this process was given (``--token``, the API key's variable): redacted wherever they appear.
+_KNOWN_SECRETS: set[str] = set()
+#: Environment variables that hold credentials; their values are always redacted.
+SECRET_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY")
+
+
+def remember_secret(value: str | None) -> None:
+    """Redact ``value`` from every later message of this process (a ``--token`` given on the command line)."""
+    if value and len(value) >= 4:
+        _KNOWN_SECRETS.add(str(value))
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` (an error message, a server's body, a log line) with every credential replaced by ``[REDACTED]``.
+
+    The one redaction of the package: the ``secrets`` a request is known to carry (:func:`request_secrets`)
+    and anything that looks like one (:data:`_SECRET_PATTERNS`), so a server echoing a header or a token typed on
+    the command line never reaches the user's terminal, a log or a file. Every CLI error line goes through it.
+    """
+    text = str(text)
+    known = {*secrets, *_KNOWN_SECRETS, *(os.environ.get(var, "") for var in SECRET_ENV_VARS)}
+    for secret in sorted((s for s in known if len(s) >= 4), key=len, reverse=True):
         if secret:
             text = text.replace(secret, REDACTED)
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
     return text
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (``user:password@`` keeps the user) and secret query parameters.
+
+    What is written where a URL is recorded: dataset cards, ``statistics.json``, the build manifest, the reply
+    cache (its key too: a password change does not invalidate replies, and the file never holds one).
+    """
+    text = str(url)
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return redact(text)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}@{host}" if user else host
+    return redact(urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)))
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -158,14 +283,19 @@ class RetryPolicy:
         backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
         max_backoff: upper bound of one wait, including a server's ``Retry-After``.
         jitter: up to this fraction is added to each backoff, so parallel workers do not retry in lockstep.
-        sleep: the sleeping function (injectable for tests).
+        retry_after_cap: a ``Retry-After`` longer than this is not waited: :class:`RetryLater` says when to retry.
+        budget: no retry starts later than this many seconds after the first attempt (``None``: no limit).
+        sleep: the sleeping function (injectable for tests); ``clock`` the matching clock.
     """
 
     max_retries: int = 5
     backoff_factor: float = 1.0
     max_backoff: float = 120.0
     jitter: float = 0.1
+    retry_after_cap: float = NetworkBounds.retry_after_cap
+    budget: float | None = NetworkBounds.retry_budget
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
     _rng: random.Random = field(default_factory=lambda: random.Random(0), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -185,19 +315,35 @@ class RetryPolicy:
         """``attempt(n)`` for n = 0, 1, ... until it returns; it raises :class:`Transient` to be tried again.
 
         ``on_retry(n, problem)`` is called before waiting after failed attempt ``n``. Raises
-        :class:`RetriesExhausted` after the last attempt; any other exception from ``attempt`` ends the loop at once.
+        :class:`RetriesExhausted` after the last attempt, or once the next wait would end past ``budget``;
+        :class:`RetryLater` when the server asks for a wait over ``retry_after_cap``; any other exception from
+        ``attempt`` ends the loop at once.
         """
         problem = "no attempt made"
+        start = self.clock()
         for n in range(self.max_retries + 1):
             try:
                 return attempt(n)
             except Transient as exc:
                 problem = exc.problem
+                if exc.retry_after is not None and exc.retry_after > self.retry_after_cap:
+                    raise RetryLater(exc.retry_after, self.retry_after_cap, problem) from None
                 if n < self.max_retries:
+                    wait = self.delay(n, exc.retry_after)
+                    if self.budget is not None and self.clock() - start + wait > self.budget:
+                        raise RetriesExhausted(
+                            n + 1, f"{problem} (no retry past {self.budget:g} s, ENVRE_RETRY_BUDGET)"
+                        ) from None
                     if on_retry is not None:
                         on_retry(n, problem)
-                    self.sleep(self.delay(n, exc.retry_after))
+                    self.sleep(wait)
         raise RetriesExhausted(self.max_retries + 1, problem)
+
+    @classmethod
+    def from_bounds(cls, bounds: NetworkBounds, **kwargs: Any) -> RetryPolicy:
+        """The policy of ``bounds`` (retries, ``Retry-After`` cap, budget); ``kwargs`` set the backoff and sleep."""
+        return cls(max_retries=bounds.max_retries, retry_after_cap=bounds.retry_after_cap, budget=bounds.retry_budget,
+                   **kwargs)
 
 
 @dataclass
@@ -264,12 +410,12 @@ class ResponseCache:
         return None if row is None else row[0]
 
     def put(self, key: str, method: str, url: str, params: Mapping[str, Any], body: str) -> None:
-        """Store ``body`` under ``key``; method, URL and parameters are kept for a reader of the file."""
+        """Store ``body`` under ``key``; method, URL (without its password) and parameters are kept for a reader."""
         params_json = json.dumps(sorted((str(k), str(v)) for k, v in params.items()), ensure_ascii=False)
         with self._lock:
             self._connection().execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                (key, method.upper(), url, params_json, body, time.time()),
+                (key, method.upper(), redact_url(url), params_json, body, time.time()),
             )
 
     def __len__(self) -> int:
@@ -289,18 +435,71 @@ class ResponseCache:
         self.__init__(state["path"])
 
 
+class ReplyTooSlow(HTTPRequestError):
+    """A reply that did not arrive whole within :attr:`NetworkBounds.reply_deadline` (a trickle)."""
+
+
+def read_within(chunks: Iterable[bytes], deadline: float, clock: Callable[[], float] = time.monotonic) -> bytes:
+    """The bytes of ``chunks`` (a reply body being read), or :class:`ReplyTooSlow` once ``deadline`` seconds pass.
+
+    Per-read timeouts never fire on a server sending a byte every two seconds; this bounds the whole reply.
+    """
+    start = clock()
+    parts = []
+    for chunk in chunks:
+        parts.append(chunk)
+        if clock() - start > deadline:
+            raise ReplyTooSlow(
+                f"the reply did not arrive whole within {deadline:g} s (ENVRE_REPLY_DEADLINE; "
+                f"{sum(map(len, parts))} bytes so far)"
+            )
+    return b"".join(parts)
+
+
+def _arriving(response: requests.Response) -> Iterator[bytes]:
+    """The body of a streamed ``response`` in the pieces the network delivers (``read1``: never waiting for a full
+    buffer, so :func:`read_within` sees every byte of a trickle as it comes)."""
+    raw = response.raw
+    while chunk := raw.read1(65536, decode_content=True):
+        yield chunk
+
+
+def server_of(url: str) -> str:
+    """``scheme://host[:port]`` of ``url`` (no credentials): how error lines name the server."""
+    parts = urlsplit(str(url))
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host}" if parts.scheme else redact_url(url)
+
+
+def _failure_kind(exc: BaseException) -> str:
+    """What a transport error means, in words (requests' own texts are long nested reprs)."""
+    text = str(exc)
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "no connection within the connect timeout (ENVRE_CONNECT_TIMEOUT)"
+    if isinstance(exc, (requests.exceptions.ReadTimeout, requests.Timeout)) or "timed out" in text:
+        return "no answer within the read timeout (ENVRE_READ_TIMEOUT)"
+    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)) or (
+        "IncompleteRead" in text or "RemoteDisconnected" in text or "Connection aborted" in text
+    ):
+        return "the connection dropped before the reply was complete"
+    if "Connection refused" in text:
+        return "connection refused (is the server running at that address?)"
+    return "could not connect"
+
+
 class CachedJSONClient:
     """GET/POST JSON requests with retries, backoff, ``Retry-After`` and the on-disk reply cache.
 
     Args:
         cache_dir: folder of the SQLite cache (``responses.sqlite``); ``None`` disables caching.
         user_agent: sent on every request (see :func:`user_agent_from_env`).
-        timeout: seconds to wait for the connection and for each read (a stall beyond it is retried).
-        max_retries: retries after the first attempt (so ``max_retries + 1`` attempts in all).
+        timeout: seconds to wait for the connection and for each read (default: the bounds' own two timeouts).
+        max_retries: retries after the first attempt (default: :attr:`NetworkBounds.max_retries`).
         backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
         max_backoff: upper bound of one wait, including a server's ``Retry-After``.
         sleep: the sleeping function (injectable for tests).
         cache: an open :class:`ResponseCache` to use instead of ``cache_dir``'s.
+        bounds: the time limits (default :meth:`NetworkBounds.from_env`); ``timeout`` and ``max_retries`` override.
     """
 
     def __init__(
@@ -308,17 +507,24 @@ class CachedJSONClient:
         cache_dir: str | os.PathLike[str] | None,
         *,
         user_agent: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 5,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         backoff_factor: float = 1.0,
         max_backoff: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
         cache: ResponseCache | None = None,
+        bounds: NetworkBounds | None = None,
     ):
         self.user_agent = user_agent_from_env(user_agent)
-        self.timeout = float(timeout)
-        self.retry = RetryPolicy(
-            max_retries=int(max_retries), backoff_factor=float(backoff_factor), max_backoff=float(max_backoff), sleep=sleep
+        bounds = bounds or NetworkBounds.from_env()
+        if timeout is not None:
+            bounds = replace(bounds, connect_timeout=float(timeout), read_timeout=float(timeout))
+        if max_retries is not None:
+            bounds = replace(bounds, max_retries=int(max_retries))
+        self.bounds = bounds
+        self.timeout = bounds.read_timeout
+        self.retry = RetryPolicy.from_bounds(
+            bounds, backoff_factor=float(backoff_factor), max_backoff=float(max_backoff), sleep=sleep
         )
         if cache is None and cache_dir is not None:
             cache = ResponseCache.in_folder(cache_dir)
@@ -373,12 +579,20 @@ class CachedJSONClient:
                     params=params if method == "GET" else None,
                     data=params if method == "POST" else None,
                     headers=dict(headers or {}),
-                    timeout=(self.timeout, self.timeout),
+                    timeout=(self.bounds.connect_timeout, self.bounds.read_timeout),
+                    stream=True,
                 )
-                body = response.text
+                try:
+                    body = read_within(_arriving(response), self.bounds.reply_deadline).decode(
+                        response.encoding or "utf-8", errors="replace"
+                    )
+                finally:
+                    response.close()
             except (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                    requests.exceptions.ContentDecodingError) as exc:  # also a connection dropped mid-body
-                raise Transient(redact(f"{type(exc).__name__}: {exc}", secrets)) from None
+                    requests.exceptions.ContentDecodingError, urllib3.exceptions.HTTPError) as exc:  # also mid-body
+                raise Transient(redact(f"{_failure_kind(exc)} ({type(exc).__name__})", secrets)) from None
+            except ReplyTooSlow as exc:
+                raise Transient(str(exc)) from None
             except requests.RequestException as exc:  # e.g. invalid URL: retrying will not help
                 raise HTTPRequestError(redact(f"request failed: {what}: {exc}", secrets)) from None
             status = response.status_code
@@ -391,7 +605,8 @@ class CachedJSONClient:
             try:
                 payload = json.loads(body)
             except ValueError as exc:
-                raise Transient(f"broken JSON reply ({len(body)} characters; {exc})") from None
+                looks = "an HTML page" if body.lstrip()[:1] == "<" else f"{len(body)} characters"
+                raise Transient(f"broken JSON reply ({looks}; {exc})") from None
             if error_payload is not None and (reason := error_payload(payload)):
                 raise HTTPRequestError(f"error reply for {what}: {reason}")
             if retry_payload is not None and (busy := retry_payload(payload)):
@@ -403,7 +618,11 @@ class CachedJSONClient:
         try:
             return self.retry.run(attempt)
         except RetriesExhausted as exc:
-            raise HTTPRequestError(f"giving up after {exc.attempts} attempts: {what}: last problem: {exc.problem}") from None
+            raise HTTPRequestError(
+                f"{server_of(url)} failed: giving up after {exc.attempts} attempts: {what}: last problem: {exc.problem}"
+            ) from None
+        except RetryLater as exc:
+            raise HTTPRequestError(f"{server_of(url)}: {what}: {exc}") from None
 
     def close(self) -> None:
         if self._session is not None:

@@ -34,6 +34,10 @@ class LocalHub:
         self.files: dict[tuple[str, str], dict[str, bytes]] = {}
         self.shas: dict[tuple[str, str], str] = {}
         self.unhandled: list[str] = []
+        #: faults to play on write requests whose path contains the key ("create", "preupload", "commit"):
+        #: ("status", code, headers, body), ("html",) or ("hang", seconds)
+        self.faults: dict[str, list[tuple]] = {}
+        self._stop = threading.Event()
         self._lock = threading.Lock()
         hub = self
 
@@ -177,8 +181,24 @@ class LocalHub:
 
             # ---------------------------------------------------------------- writes
 
+            def _fault(self):
+                for key, queue in hub.faults.items():
+                    if key in self.path and queue:
+                        fault = queue.pop(0)
+                        if fault[0] == "hang":
+                            hub._stop.wait(fault[1])
+                            self.close_connection = True
+                        elif fault[0] == "html":
+                            self._send(200, body=b"<html><body>502 Bad Gateway</body></html>")
+                        else:
+                            self._send(fault[1], body=fault[3].encode(), headers=fault[2])
+                        return True
+                return False
+
             def do_POST(self):
                 data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self._fault():
+                    return
                 url = urlsplit(self.path)
                 path = url.path
                 if path == "/api/repos/create":
@@ -248,6 +268,7 @@ class LocalHub:
         self._thread.start()
 
     def close(self) -> None:
+        self._stop.set()
         self.server.shutdown()
         self.server.server_close()
 

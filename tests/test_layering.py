@@ -27,6 +27,7 @@ STAGES: dict[str, int] = {
     "atomic": 0,
     "bundling": 0,
     "http": 0,
+    "hub_client": 0,
     "documents": 1,
     "kb": 2,
     "renaming": 3,

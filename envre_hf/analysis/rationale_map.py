@@ -18,7 +18,6 @@ tie, so neither document order nor token index can favour a model.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..documents.errors import DocumentError
+from ..documents.io import read_json
 from ..documents.schema import Document, Relation
 
 EXCLUDE = ("pair", "all")
@@ -162,7 +162,7 @@ def map_curve(
 
 def read_map_curves(path: str | os.PathLike) -> list[MAPCurve]:
     """Curves of a ``map.json`` written by ``envre attribute`` (one curve) or a benchmark (``{"curves": [...]}``)."""
-    data = json.loads(Path(path).read_text("utf-8"))
+    data = read_json(path)
     rows = data["curves"] if isinstance(data, dict) and "curves" in data else [data]
     try:
         return [MAPCurve.from_dict(row) for row in rows]

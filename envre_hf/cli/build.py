@@ -173,6 +173,6 @@ def run(args: argparse.Namespace) -> int:
     if result.failures:
         print(f"{len(result.failures)} (document, seed) pairs not renamed: see {result.output_dir}/errors/{split}.jsonl")
     if args.push_to_hub:
-        info = push_to_hub(result.output_dir, args.push_to_hub, private=args.private)
-        print(f"Pushed to {getattr(info, 'commit_url', None) or args.push_to_hub}")
+        info = push_to_hub(result.output_dir, args.push_to_hub, private=args.private)  # HubError unless confirmed
+        print(f"Pushed commit {info.oid} to {args.push_to_hub} ({info.commit_url})")
     return 0

@@ -62,12 +62,19 @@ def model_location(value: str | os.PathLike) -> str:
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"model {text}: expected a model folder (config.json, model.safetensors), got a file")
+        if (path / "config.json").is_file():  # transformers' own reading of it names no file
+            from ..documents.io import read_json  # lazy: start-up time
+
+            read_json(path / "config.json")
         return str(path)
     looks_like_hub_id = text.count("/") == 1 and not text.startswith((".", "/", "~")) and "\\" not in text
     if not looks_like_hub_id:
         raise UsageError(f"model {text}: no such folder (a Hub model is named owner/name)")
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise UsageError(f"model {text}: no such local folder, and HF_HUB_OFFLINE is set (no Hub download)")
+    from ..hub_client import configure_hub  # lazy: only a Hub model needs the Hub client
+
+    configure_hub()  # the download that follows keeps the network bounds
     return text
 
 
@@ -114,7 +121,21 @@ _EXPECTED_NAMES = {
 
 
 def error_message(err: BaseException) -> str | None:
-    """The one-line message of an expected error, or ``None`` for a bug (an unexpected exception)."""
+    """The one-line message of an expected error, or ``None`` for a bug (an unexpected exception).
+
+    Credentials are redacted (:func:`envre_hf.http.redact`): a server body echoing a token never reaches stderr.
+    """
+    from ..http import redact  # lazy: requests only when an error is printed
+
+    message = _message(err)
+    return None if message is None else redact(message)
+
+
+#: Network failures that escaped a client's own wrapping (a Hub download inside transformers or datasets).
+_NETWORK_NAMES = {"TransportError", "RequestException", "ConnectionError", "Timeout", "TimeoutException"}
+
+
+def _message(err: BaseException) -> str | None:
     if isinstance(err, UsageError):
         return _one_line(str(err))
     if isinstance(err, OSError) and err.filename is not None:
@@ -124,6 +145,8 @@ def error_message(err: BaseException) -> str | None:
     if isinstance(err, UnicodeError):
         return f"text is not valid UTF-8 ({err})"
     names = {cls.__name__ for cls in type(err).__mro__}
+    if names & _NETWORK_NAMES and not names & _EXPECTED_NAMES:
+        return f"network failure ({type(err).__name__}: {_one_line(str(err))[:300]}); check the connection and rerun"
     if isinstance(err, (ValueError, OSError)) or names & _EXPECTED_NAMES:
         if "SafetensorError" in names or "HeaderTooLarge" in names:
             return f"unreadable model weights (model.safetensors damaged?): {_one_line(str(err))}"

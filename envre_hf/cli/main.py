@@ -107,7 +107,9 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
             raise
         message = error_message(err)
         if message is None:
-            print(f"{prog}: internal error: {type(err).__name__}: {' '.join(str(err).split())} "
+            from ..http import redact  # lazy: start-up time
+
+            print(f"{prog}: internal error: {type(err).__name__}: {redact(' '.join(str(err).split()))} "
                   f"(a bug; rerun with envre --debug {name} ... for the traceback)", file=sys.stderr)
             return EXIT_BUG
         print(f"{prog}: error: {message}", file=sys.stderr)

@@ -25,11 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..http import remember_secret  # lazy: start-up time
     from ..metrics.space import push_metric  # lazy: start-up time
+
+    remember_secret(args.token)  # a server echoing it, or any error, never prints it
 
     try:
         info = push_metric(args.repo_id, args.folder, token=args.token, private=args.private or None)
     except FileNotFoundError as err:
         raise UsageError(f"{err} (run from the envre-hf repository root or pass --folder)") from None
-    print(f"published {args.repo_id}: {getattr(info, 'commit_url', info)}")
+    print(f"published {args.repo_id}: commit {info.oid} ({info.commit_url})")
     return 0

@@ -34,6 +34,12 @@ _WRITERS = {"docred": to_docred, "linked": to_linked}
 OnError = str | Callable[[DocumentError, Any], None]
 
 
+def yaml_safe_loader() -> type:
+    import yaml
+
+    return yaml.SafeLoader
+
+
 def _is_jsonl(path: PathLike) -> bool:
     return str(path).endswith((".jsonl", ".jsonl.gz"))
 
@@ -55,7 +61,12 @@ def read_text(path: PathLike) -> str:
         ) from None
 
 
-def parse_json(text: str, path: Path, line: int | None = None) -> Any:
+def parse_json(text: str, path: PathLike, line: int | None = None) -> Any:
+    """The JSON value of ``text`` read from ``path``: the one JSON parser of every file option.
+
+    Invalid JSON, nesting deeper than Python parses and a number too long to convert (a million digits) are a
+    :class:`DocumentError` naming the file (and line), never ``json``'s own text that names nothing.
+    """
     where = f"{path}: line {line}" if line is not None else str(path)
     try:
         return json.loads(text)
@@ -63,6 +74,49 @@ def parse_json(text: str, path: Path, line: int | None = None) -> Any:
         raise DocumentError(f"{where} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     except RecursionError:
         raise DocumentError(f"{where}: JSON nested too deeply to be a document") from None
+    except ValueError as err:  # int('1' * 10**6): over sys.get_int_max_str_digits()
+        raise DocumentError(f"{where}: {_oversized(err)}") from None
+
+
+def _oversized(err: ValueError) -> str:
+    import sys
+
+    return (f"a number too long to read (over {sys.get_int_max_str_digits()} digits; {err.__class__.__name__}); "
+            "no valid value is that long")
+
+
+def read_json(path: PathLike) -> Any:
+    """The JSON value of the file ``path`` (gunzipped for ``.gz``), with :func:`parse_json`'s errors."""
+    return parse_json(read_text(path), Path(path))
+
+
+class _NoAliasLoader(yaml_safe_loader()):  # type: ignore[misc]
+    """``yaml.SafeLoader`` that refuses aliases: ``&a [*a, *a, ...]`` nested ten deep is gigabytes once expanded."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        import yaml
+
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise DocumentError(
+                f"YAML alias *{event.anchor} at line {event.start_mark.line + 1}: aliases are not accepted in "
+                "settings (write the value out)"
+            )
+        return super().compose_node(parent, index)
+
+
+def parse_yaml(text: str, path: PathLike) -> Any:
+    """The YAML value of ``text`` read from ``path``, refusing aliases (an alias bomb) and naming the file."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except DocumentError as err:
+        raise DocumentError(f"{path}: {err}") from None
+    except yaml.YAMLError as err:
+        raise DocumentError(f"{path} is not valid YAML ({' '.join(str(err).split())})") from None
+    except RecursionError:
+        raise DocumentError(f"{path}: YAML nested too deeply") from None
 
 
 #: A JSON escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): the only way text read as UTF-8 can hold one.
@@ -114,10 +168,17 @@ def _json_list_items(text: str, path: Path) -> Iterator[Any]:
     i = skip(text).end()
     if text.startswith("[", i):
         i = skip(text, i + 1).end()
+        count = 0
         try:
             more = not text.startswith("]", i)
             while more:
-                item, i = _DECODE_AT(text, i)
+                try:
+                    item, i = _DECODE_AT(text, i)
+                except ValueError as err:
+                    if isinstance(err, json.JSONDecodeError):
+                        raise
+                    raise DocumentError(f"{path}: document {count}: {_oversized(err)}") from None
+                count += 1
                 yield item
                 i = skip(text, i).end()
                 more = text.startswith(",", i)

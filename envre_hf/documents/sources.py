@@ -52,7 +52,12 @@ def read_documents(
             return read_document_file(path, validate=validate, on_error=on_error)
         from datasets import load_dataset  # lazy: datasets only for a Hub id
 
-        return _from_dataset(load_dataset(name, split=split), split)
+        from ..hub_client import configure_hub, hub_errors  # lazy: the Hub only for a Hub id
+
+        configure_hub()
+        with hub_errors(f"download of dataset {name}"):
+            dataset = load_dataset(name, split=split)
+        return _from_dataset(dataset, split)
     if hasattr(source, "column_names"):  # a datasets Dataset or DatasetDict
         return _from_dataset(source, split)
     raise TypeError(f"cannot read documents from a {type(source).__name__}; give a path, a dataset or a Hub id")

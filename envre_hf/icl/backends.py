@@ -23,8 +23,12 @@ from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
 from huggingface_hub.utils import httpx  # httpx (huggingface_hub 1.x) or httpx2 (2.x): the transport's errors
 
+from ..hub_client import configure_hub
 from ..http import (
     RETRY_STATUSES,
+    NetworkBounds,
+    ReplyTooSlow,
+    RetryLater,
     RetriesExhausted,
     ResponseCache,
     RetryPolicy,
@@ -112,7 +116,10 @@ class OpenAIChatBackend:
     (``{endpoint}/v1``) and Inference Providers (``https://router.huggingface.co/v1`` with ``HF_TOKEN``).
     Defaults: temperature 0; up to ``max_retries`` retries on HTTP 408/425/429/5xx, timeouts, connection errors
     and malformed replies, waiting ``backoff * 2**attempt`` seconds, or longer when the server sends
-    ``Retry-After`` (at most ``max_backoff``); other HTTP errors fail at once. The key comes from
+    ``Retry-After`` (at most ``max_backoff``; over :attr:`~envre_hf.http.NetworkBounds.retry_after_cap` it stops
+    and says when to retry); other HTTP errors fail at once. ``max_retries`` and the retry budget default to
+    :class:`~envre_hf.http.NetworkBounds` (``ENVRE_*``); ``timeout`` is the read timeout, and a reply must arrive
+    whole within the reply deadline. The key comes from
     ``$api_key_env`` (default ``OPENAI_API_KEY``); without it no ``Authorization`` header is sent (local
     servers usually need none). ``cache_path``: the shared reply cache (its SQLite file, or an open
     :class:`~envre_hf.http.ResponseCache`); a hit sends no request.
@@ -127,7 +134,7 @@ class OpenAIChatBackend:
         max_tokens: int | None = None,
         seed: int | None = None,
         timeout: float = 120.0,
-        max_retries: int = 5,
+        max_retries: int | None = None,
         backoff: float = 1.0,
         max_backoff: float = 60.0,
         cache_path: ResponseCache | str | os.PathLike | None = None,
@@ -141,8 +148,8 @@ class OpenAIChatBackend:
         self.seed = seed
         self.timeout = timeout
         # no jitter: one client asks one question at a time, and the waits stay predictable
-        self.retry = RetryPolicy(max_retries=max_retries, backoff_factor=backoff, max_backoff=max_backoff, jitter=0.0,
-                                 sleep=sleep)
+        self.retry = RetryPolicy.from_bounds(NetworkBounds.from_env(max_retries=max_retries), backoff_factor=backoff,
+                                             max_backoff=max_backoff, jitter=0.0, sleep=sleep)
         self.cache = open_cache(cache_path)
         if not os.environ.get(api_key_env):
             logger.warning("environment variable %s is not set: requests are sent without an API key", api_key_env)
@@ -182,6 +189,7 @@ class OpenAIChatBackend:
         # Without a key, huggingface_hub would send the machine's Hugging Face token to whatever server base_url
         # names; a header set to None overrides it and is dropped, so no Authorization header goes out.
         headers = None if token else {"authorization": None}
+        configure_hub()  # bounded waits; HF_HUB_OFFLINE does not block a non-Hub endpoint
         client = InferenceClient(base_url=self.base_url, api_key=token, timeout=self.timeout, headers=headers)
 
         def attempt(n: int) -> Completion:
@@ -195,6 +203,10 @@ class OpenAIChatBackend:
                     retry_after = parse_retry_after(response.headers.get("Retry-After")) if response is not None else None
                     raise Transient(f"HTTP {status}: {body[:200]}", retry_after) from None
                 raise BackendError(f"{self.url} answered HTTP {status}: {body[:500]}") from None
+            except ReplyTooSlow as err:
+                raise Transient(str(err)) from None
+            except RetryLater as err:
+                raise BackendError(f"{self.url}: {err}") from None
             except (InferenceTimeoutError, httpx.TimeoutException) as err:
                 raise Transient(f"timeout after {self.timeout:g} s ({type(err).__name__})") from None
             except httpx.TransportError as err:
@@ -214,6 +226,8 @@ class OpenAIChatBackend:
 
         try:
             return self.retry.run(attempt, on_retry)
+        except RetryLater as exc:
+            raise BackendError(f"{self.url}: {exc}") from None
         except RetriesExhausted as exc:
             raise BackendError(f"{self.url}: giving up after {exc.attempts} attempts; last error: {exc.problem}") from None
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..documents import Document
-from ..http import CachedJSONClient, HTTPRequestError
+from ..http import CachedJSONClient, HTTPRequestError, redact_url
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import is_rule_based, names_by_frequency, normalize_item_id
 from .wikidata_json import EntityRecord, is_item_id, item_number, parse_entity
@@ -140,8 +140,8 @@ class WikidataHTTPKB(KnowledgeBase):
         api_url: the MediaWiki action API (``.../w/api.php``).
         sparql_url: the SPARQL endpoint.
         user_agent: identifies the tool and its operator (default: ``$ENVRE_USER_AGENT`` or the package's).
-        timeout: seconds per connection/read before a retry.
-        max_retries: retries per request after the first attempt.
+        timeout: seconds per connection/read before a retry (default: :class:`~envre_hf.http.NetworkBounds`).
+        max_retries: retries per request after the first attempt (default: the bounds').
         backoff_factor: exponential backoff base in seconds.
         maxlag: the action API's ``maxlag`` parameter (Wikimedia asks non-interactive tools for 5).
         language: language of names (default English).
@@ -159,8 +159,8 @@ class WikidataHTTPKB(KnowledgeBase):
         api_url: str = WIKIDATA_API_URL,
         sparql_url: str = WIKIDATA_SPARQL_URL,
         user_agent: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 5,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         *,
         backoff_factor: float = 1.0,
         maxlag: int | None = 5,
@@ -173,6 +173,8 @@ class WikidataHTTPKB(KnowledgeBase):
     ):
         self.api_url = api_url
         self.sparql_url = sparql_url
+        #: the URLs as they may be written (card, statistics, manifest, errors): no password
+        self.public_api_url, self.public_sparql_url = redact_url(api_url), redact_url(sparql_url)
         self.maxlag = maxlag
         self.language = language
         self.search_limit = max(1, int(search_limit))
@@ -220,7 +222,7 @@ class WikidataHTTPKB(KnowledgeBase):
         )
         problem = _sparql_error(payload)
         if problem is not None:  # only a damaged cache gets here: fresh replies were checked before caching
-            raise KnowledgeBaseError(f"SPARQL reply at {self.sparql_url}: {problem}")
+            raise KnowledgeBaseError(f"SPARQL reply at {self.public_sparql_url}: {problem}")
         return payload["results"]["bindings"]
 
     def search(self, name: str) -> list[str]:
@@ -254,7 +256,7 @@ class WikidataHTTPKB(KnowledgeBase):
             )
             records, problem = _parse_entities(payload, self.language)
             if problem is not None:  # only a damaged cache gets here: fresh replies were checked before caching
-                raise KnowledgeBaseError(f"wbgetentities reply for {batch[0]}..{batch[-1]} at {self.api_url}: {problem}")
+                raise KnowledgeBaseError(f"wbgetentities reply for {batch[0]}..{batch[-1]} at {self.public_api_url}: {problem}")
             for key, entity in payload["entities"].items():
                 if not isinstance(entity, dict):
                     continue
@@ -330,13 +332,13 @@ class WikidataHTTPKB(KnowledgeBase):
                 self._incoming[record.item_id] = int(rows[0]["n"]["value"]) if rows else 0
             except (KeyError, TypeError, ValueError) as exc:
                 raise KnowledgeBaseError(
-                    f"incoming-statement count for {record.item_id} at {self.sparql_url}: "
+                    f"incoming-statement count for {record.item_id} at {self.public_sparql_url}: "
                     f"unexpected reply {rows!r:.200}"
                 ) from exc
         return record.statements + self._incoming[record.item_id]
 
     def snapshot_id(self) -> str:
-        return f"{self.name}:{self.api_url}|{self.sparql_url}|{self.language}"
+        return f"{self.name}:{self.public_api_url}|{self.public_sparql_url}|{self.language}"
 
     def close(self) -> None:
         self.client.close()

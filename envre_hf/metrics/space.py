@@ -44,9 +44,10 @@ def push_metric(
     """Create the Space ``repo_id`` (gradio, as evaluate's metrics) and upload the metric in one commit."""
     from huggingface_hub import HfApi
 
+    from ..hub_client import push_folder  # lazy: the Hub only for a push
+
     api = api if api is not None else HfApi(token=token)
     with tempfile.TemporaryDirectory(prefix="envre-metric-") as tmp:
         staged = space_folder(folder, tmp)
-        api.create_repo(repo_id, repo_type="space", space_sdk="gradio", private=private, exist_ok=True)
-        return api.upload_folder(repo_id=repo_id, folder_path=str(staged), repo_type="space",
-                                 commit_message=commit_message)  # fmt: skip
+        return push_folder(api, repo_id, "space", str(staged), what="the docre_f1 metric", private=private,
+                           create_kwargs={"space_sdk": "gradio"}, commit_message=commit_message)

@@ -19,6 +19,7 @@ from .configuration_docre import portable_name
 from .modeling_docre import DocREPreTrainedModel
 from .registry import get_family
 from ..atomic import write_text
+from ..hub_client import push_folder
 
 _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 
@@ -206,12 +207,10 @@ def push_docre_model(
     """Create ``repo_id`` (if needed) and upload model, tokenizer and model card in one commit.
 
     ``api`` defaults to ``HfApi(token=token)`` (which honours ``HF_ENDPOINT``). Returns the
-    ``upload_folder`` result (the commit info).
+    ``upload_folder`` result (the commit info), once confirmed on the Hub.
     """
     api = api if api is not None else HfApi(token=token)
     with tempfile.TemporaryDirectory(prefix="envre-push-") as tmp:
         folder = prepare_upload(model, tmp, tokenizer, training_data, scores, license, repo_id)
-        api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
-        return api.upload_folder(
-            repo_id=repo_id, folder_path=str(folder), repo_type="model", commit_message=commit_message
-        )
+        return push_folder(api, repo_id, "model", str(folder), what="the model", private=private,
+                           commit_message=commit_message)

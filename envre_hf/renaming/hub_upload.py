@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents.build_folder import WORK_DIR, unfinished_splits
+from ..hub_client import push_folder
 from .output_folder import MARKER_FILE, BuildError
 
 PathLike = str | os.PathLike
@@ -52,6 +53,7 @@ def push_to_hub(
     """Create the dataset repo ``repo_id`` (if needed) and upload the built folder in one commit.
 
     ``endpoint`` defaults to ``HF_ENDPOINT`` (else the Hub) and ``token`` to ``HF_TOKEN`` / the saved login.
+    Returns the commit info once the Hub's head is that commit (:func:`~envre_hf.hub_client.push_folder`).
     """
     from huggingface_hub import HfApi
 
@@ -61,11 +63,7 @@ def push_to_hub(
     if unfinished_splits(folder):
         raise BuildError(f"{folder} has a split whose write was cut short; run the same envre build again first")
     api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    return api.upload_folder(
-        repo_id=repo_id,
-        repo_type="dataset",
-        folder_path=str(folder),
-        ignore_patterns=IGNORE_PATTERNS,
-        commit_message=commit_message or "Upload dataset built with envre build",
+    return push_folder(
+        api, repo_id, "dataset", str(folder), what=f"folder {folder}", private=private,
+        ignore_patterns=IGNORE_PATTERNS, commit_message=commit_message or "Upload dataset built with envre build",
     )

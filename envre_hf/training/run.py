@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import Document, read_documents
+from ..documents.io import parse_json, parse_yaml
 from ..models.registry import HEAD_TYPES
 from ..renaming.driver import RenamingDriver
 from .arguments import EVRTTrainingArguments
@@ -35,6 +36,7 @@ from ..renaming.isolation import load_excluded_names, used_names
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
 from .trainer import EVRTTrainer
 from ..atomic import write_json
+from .checkpoints import disk_full_is_one_line, resume_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +116,7 @@ def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
         if getattr(model_args, name) is not None:
             head[name] = getattr(model_args, name)
     if model_args.head_settings:
-        head["head_settings"] = json.loads(model_args.head_settings)
+        head["head_settings"] = parse_json(model_args.head_settings, "--head_settings")
     return DocREModel.from_encoder_pretrained(model_args.model_name_or_path, **head)
 
 
@@ -233,12 +235,8 @@ def parse_args(
     parser = (parser_class or HfArgumentParser)((ModelArguments, DataArguments, EVRTTrainingArguments))
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
         text = Path(argv[0]).read_text(encoding="utf-8")
-        if argv[0].endswith(".json"):
-            settings = json.loads(text)
-        else:
-            import yaml
-
-            settings = yaml.safe_load(text)
+        # one JSON reader (oversized numbers, deep nesting: one line naming the file); YAML without aliases
+        settings = parse_json(text, argv[0]) if argv[0].endswith(".json") else parse_yaml(text, argv[0])
         if isinstance(settings, dict) and isinstance(settings.get("head_settings"), dict):
             settings["head_settings"] = json.dumps(settings["head_settings"])
         return parser.parse_dict(settings)
@@ -307,7 +305,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     )
     trainer.add_callback(_DropSummaryCallback(drops))
     metrics: dict[str, float] = {}
-    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    with disk_full_is_one_line(training_args.output_dir):  # a half-written checkpoint is skipped on resume
+        result = trainer.train(
+            resume_from_checkpoint=resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+        )
     metrics.update(result.metrics)
     trainer.save_model()
     trainer.save_state()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -345,7 +346,10 @@ class _RecordingApi:
             for name in names:
                 path = os.path.join(root, name)
                 self.files[os.path.relpath(path, folder_path)] = open(path, "rb").read()
-        return "commit-url"
+        return SimpleNamespace(oid="c0ffee", commit_url="commit-url")
+
+    def repo_info(self, repo_id, **kwargs):  # the push is confirmed against the repository's head
+        return SimpleNamespace(sha="c0ffee")
 
 
 def test_push_uploads_weights_tokenizer_and_card(tokenizer, batch, tmp_path):
@@ -358,7 +362,7 @@ def test_push_uploads_weights_tokenizer_and_card(tokenizer, batch, tmp_path):
     result = push_docre_model(
         model, "me/atlop-minilm", tokenizer, training_data="Re-DocRED train", scores=scores, license="mit", api=api
     )
-    assert result == "commit-url"
+    assert result.commit_url == "commit-url"
     assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md"} <= set(
         api.files

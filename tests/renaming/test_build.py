@@ -389,3 +389,30 @@ def test_cli_wikidata_mirror_and_dump_index(synthetic_doc_file, tmp_path, monkey
                           str(tmp_path / "dump")]) == 0
     stats = _cli_statistics(tmp_path / "dump")
     assert "dump" in stats["kb"]["snapshot"] and stats["substitution_rates"]["LOC"]["substituted"] == 4
+
+
+def test_cli_wikidata_outage_midway_then_rerun_is_byte_identical(synthetic_doc_file, tmp_path, monkeypatch, capsys):
+    """The API down for good midway: one line, exit 2; once it is back the same build gives the uninterrupted bytes."""
+    from kb_fixtures.fake_wikidata import FakeWikidata
+    from kb_fixtures.synthetic import synthetic_entities
+
+    from envre_hf.cli.main import main
+
+    monkeypatch.setenv("ENVRE_USER_AGENT", "envre-hf-tests/0.1 (https://example.org; tests@example.org)")
+    monkeypatch.setenv("ENVRE_MAX_RETRIES", "0")
+    common = ["build", "--input", str(synthetic_doc_file), "--seeds", "2", "--no-progress", "--kb", "wikidata"]
+    with FakeWikidata(list(synthetic_entities(300, seed=3))) as server:
+        urls = ["--wikidata-api-url", server.api_url, "--wikidata-sparql-url", server.sparql_url]
+        assert main(common + urls + ["--kb-cache", str(tmp_path / "c1"), "--output", str(tmp_path / "whole")]) == 0
+        server.inject("sparql", *["500"] * 50)  # linking and entity data answer; the candidate queries fail
+        capsys.readouterr()
+        args = common + urls + ["--kb-cache", str(tmp_path / "c2"), "--output", str(tmp_path / "cut")]
+        assert main(args) == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("envre")]
+        assert len(err) == 1 and server.sparql_url in err[0] and "run the same build again" in err[0]
+        server.faults.clear()
+        assert main(args) == 0
+    for name in ("statistics.json", "names_used.json", "README.md"):
+        whole = (tmp_path / "whole" / name).read_text().replace(str(tmp_path / "c1"), "")
+        assert whole == (tmp_path / "cut" / name).read_text().replace(str(tmp_path / "c2"), ""), name
+    assert _parquet_bytes(tmp_path / "whole") == _parquet_bytes(tmp_path / "cut")

@@ -1,0 +1,230 @@
+"""The Hub's HTTP client, bounded like ours, and its failures as one line.
+
+``huggingface_hub`` talks through one shared ``httpx`` client built by a factory it lets us replace
+(``huggingface_hub.set_client_factory``); its default has no timeout at all, so a Hub that never answers a
+``create_repo`` or a commit kept ``envre build --push-to-hub`` waiting forever, and it sleeps whatever
+``Retry-After`` says (a day for ``86400``). :func:`configure_hub` installs a factory with the package's
+:class:`~envre_hf.http.NetworkBounds`: connect/read timeouts on every request (also those that pass ``None``), a
+reply deadline (a trickle ends), no wait on a ``Retry-After`` over the cap (one line says when to retry). The
+Hub's own retries (``http_backoff``: 5, waits up to 8 s) stay as they are. The same client carries the ICL
+endpoint's requests (``InferenceClient``), so they get the same bounds; and ``HF_HUB_OFFLINE`` blocks only
+requests to the Hub there, not a local OpenAI-compatible server.
+
+:func:`hub_errors` turns what a Hub call raises (an HTTP error, a dropped connection, a timeout, an HTML page
+where JSON was expected) into :class:`HubError`: one line naming the Hub, the action and what to do, credentials
+redacted; the CLI prints it with exit status 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+from .http import (
+    HTTPRequestError,
+    NetworkBounds,
+    ReplyTooSlow,
+    RetryLater,
+    parse_retry_after,
+    read_within,
+    redact,
+    server_of,
+)
+
+_LOCK = threading.Lock()
+_INSTALLED: NetworkBounds | None = None
+
+
+class HubError(HTTPRequestError):
+    """A Hub request failed for good: one line naming the Hub, the action and what to do."""
+
+
+def hub_endpoint() -> str:
+    """The Hub's address as ``huggingface_hub`` uses it (``HF_ENDPOINT``, else huggingface.co)."""
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT.rstrip("/")
+
+
+def is_hub_url(url: str) -> bool:
+    """Whether ``url`` is the Hub (``HF_ENDPOINT``'s host and port, or a huggingface.co / hf.co host)."""
+    parts = urlsplit(str(url))
+    host = (parts.hostname or "").lower()
+    if host in ("huggingface.co", "hf.co") or host.endswith((".huggingface.co", ".hf.co")):
+        return True
+    return parts.netloc.rpartition("@")[2].lower() == urlsplit(hub_endpoint()).netloc.lower()
+
+
+def configure_hub(bounds: NetworkBounds | None = None) -> NetworkBounds:
+    """Make ``huggingface_hub``'s shared client keep ``bounds`` (default: :meth:`NetworkBounds.from_env`).
+
+    Idempotent (installed again only when the bounds change); called before every Hub and endpoint call.
+    """
+    global _INSTALLED
+    bounds = bounds or NetworkBounds.from_env()
+    with _LOCK:
+        if bounds == _INSTALLED:
+            return bounds
+        from huggingface_hub import set_client_factory
+        from huggingface_hub.utils import httpx
+
+        transport_class = _transport_class(httpx)
+
+        def factory():
+            return httpx.Client(
+                event_hooks={"request": [_request_hook]},
+                follow_redirects=True,
+                timeout=_timeout(httpx, bounds),
+                transport=transport_class(bounds),
+            )
+
+        set_client_factory(factory)
+        _INSTALLED = bounds
+    return bounds
+
+
+def _timeout(httpx, bounds: NetworkBounds):
+    return httpx.Timeout(connect=bounds.connect_timeout, read=bounds.read_timeout, write=bounds.read_timeout,
+                         pool=bounds.connect_timeout)
+
+
+def _request_hook(request) -> None:
+    """``huggingface_hub``'s own hook (offline check, request id), except that ``HF_HUB_OFFLINE`` only
+    blocks the Hub: a local endpoint on 127.0.0.1 is no Hub download."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils._http import hf_request_event_hook
+
+    if constants.is_offline_mode() and not is_hub_url(str(request.url)):
+        return None
+    hf_request_event_hook(request)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _transport_class(httpx):
+    """An ``httpx.HTTPTransport`` that keeps the bounds on every request it carries."""
+
+    class _Body(httpx.SyncByteStream):
+        def __init__(self, stream, deadline: float, request):
+            self._stream, self._deadline, self._request = stream, deadline, request
+
+        def __iter__(self):
+            start, size = time.monotonic(), 0
+            for chunk in self._stream:
+                size += len(chunk)
+                if time.monotonic() - start > self._deadline:
+                    raise ReplyTooSlow(
+                        f"{self._request.method} {server_of(str(self._request.url))}{self._request.url.path}: the reply "
+                        f"did not arrive whole within {self._deadline:g} s (ENVRE_REPLY_DEADLINE; {size} bytes so far)"
+                    )
+                yield chunk
+
+        def close(self):
+            self._stream.close()
+
+    class BoundedTransport(httpx.HTTPTransport):
+        def __init__(self, bounds: NetworkBounds):
+            super().__init__()
+            self.bounds = bounds
+
+        def handle_request(self, request):
+            b = self.bounds
+            limits = dict(request.extensions.get("timeout") or {})
+            for key, value in (("connect", b.connect_timeout), ("read", b.read_timeout), ("write", b.read_timeout),
+                               ("pool", b.connect_timeout)):
+                if limits.get(key) is None:  # a caller's timeout=None would mean "wait forever"
+                    limits[key] = value
+            request.extensions["timeout"] = limits
+            response = super().handle_request(request)
+            wait = parse_retry_after(response.headers.get("Retry-After"))
+            if response.status_code in (429, 503) and wait is not None and wait > b.retry_after_cap:
+                response.close()
+                raise RetryLater(wait, b.retry_after_cap,
+                                 f"{server_of(str(request.url))} answered {request.method} {request.url.path} with "
+                                 f"HTTP {response.status_code}")
+            response.stream = _Body(response.stream, b.reply_deadline, request)
+            return response
+
+    return BoundedTransport
+
+
+_ADVICE = {
+    401: "check the token (HF_TOKEN, the token option, or `hf auth login`)",
+    403: "check that the token may write to this repository",
+    404: "check the repository id and HF_ENDPOINT",
+}
+
+
+@contextlib.contextmanager
+def hub_errors(action: str, endpoint: str | None = None) -> Iterator[None]:
+    """Run Hub calls for ``action`` (e.g. ``"push of env to owner/name"``); their failures become :class:`HubError`.
+
+    ``endpoint``: the Hub the calls go to (default ``HF_ENDPOINT`` as ``huggingface_hub`` read it).
+
+    Local data is never touched by a failed Hub call, so every message ends with what to do, usually "rerun".
+    """
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+    from huggingface_hub.utils import httpx
+
+    where = f"the Hub at {server_of(endpoint or hub_endpoint())}"
+    try:
+        yield
+    except HubError:
+        raise
+    except RetryLater as err:
+        raise HubError(redact(f"{action}: {err}")) from None
+    except ReplyTooSlow as err:
+        raise HubError(redact(f"{action}: {err}; rerun when the Hub is faster")) from None
+    except OfflineModeIsEnabled:
+        raise HubError(f"{action} needs {where}, and HF_HUB_OFFLINE is set; unset it to reach the Hub") from None
+    except HfHubHTTPError as err:
+        response = getattr(err, "response", None)
+        status = getattr(response, "status_code", None)
+        server_says = " ".join(str(err).split())[:300]
+        advice = _ADVICE.get(status, "the Hub may be down or busy: rerun later (nothing local was changed)")
+        raise HubError(redact(f"{where} refused the {action} (HTTP {status}): {server_says}; {advice}")) from None
+    except httpx.TimeoutException as err:
+        raise HubError(
+            f"{where} did not answer the {action} in time ({type(err).__name__}; ENVRE_READ_TIMEOUT / "
+            "ENVRE_CONNECT_TIMEOUT); rerun later (nothing local was changed)"
+        ) from None
+    except httpx.TransportError as err:
+        raise HubError(
+            f"{where}: the connection failed during the {action} ({type(err).__name__}: "
+            f"{redact(' '.join(str(err).split()))[:200]}); check HF_ENDPOINT and the network, then rerun"
+        ) from None
+    except json.JSONDecodeError as err:
+        raise HubError(
+            f"{where} answered the {action} with something that is not JSON ({err.msg}; an HTML error page or a proxy?); "
+            "check HF_ENDPOINT, then rerun"
+        ) from None
+
+
+def push_folder(api, repo_id: str, repo_type: str, folder: str, *, what: str, private: bool | None = None,
+                create_kwargs: dict | None = None, **upload_kwargs):
+    """Create ``repo_id`` if needed, upload ``folder`` in one commit, and confirm the commit reached the Hub.
+
+    The one push of the package (datasets, models, the metric's Space). ``upload_folder`` returning is not proof:
+    the repository's head must be the commit it reports, else :class:`HubError` (exit status 2) says nothing is
+    confirmed and to rerun (the local folder is untouched, a rerun completes the push). Returns the commit info.
+    """
+    configure_hub()
+    action = f"push of {what} to {repo_type} repo {repo_id}"
+    with hub_errors(action, getattr(api, "endpoint", None)):
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **(create_kwargs or {}))
+        info = api.upload_folder(repo_id=repo_id, repo_type=repo_type, folder_path=str(folder), **upload_kwargs)
+        oid = getattr(info, "oid", None)
+        if not oid:
+            raise HubError(f"{action}: the Hub reported no commit, so nothing is published; rerun the push")
+        head = api.repo_info(repo_id, repo_type=repo_type).sha
+    if head != oid:
+        raise HubError(
+            f"{action}: the Hub reported commit {oid} but the repository's head is {head}: the push is not "
+            "confirmed; rerun it (the local folder is unchanged)"
+        )
+    return info

@@ -1,0 +1,140 @@
+"""Every request ends within its bounds against a misbehaving server on 127.0.0.1 (small bounds, fast tests)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from _fault_server import FaultServer, chat_reply
+
+from envre_hf.http import REDACTED, CachedJSONClient, HTTPRequestError, NetworkBounds, redact, redact_url
+from envre_hf.icl.backends import BackendError, OpenAIChatBackend
+
+FAST = dict(connect_timeout=1.0, read_timeout=0.5, reply_deadline=1.0, max_retries=2, retry_after_cap=2.0,
+            retry_budget=3.0)
+
+
+@pytest.fixture
+def server():
+    s = FaultServer()
+    yield s
+    s.close()
+
+
+def client(**bounds):
+    return CachedJSONClient(None, backoff_factor=0.01, bounds=NetworkBounds(**{**FAST, **bounds}))
+
+
+def test_a_trickling_reply_ends_at_the_reply_deadline(server):
+    server.script = [("trickle", 0.4)] * 3  # each byte within the 1.5 s read timeout; the whole body takes 4.8 s
+    start = time.monotonic()
+    with pytest.raises(HTTPRequestError, match=r"127\.0\.0\.1.*GET .*/q.*did not arrive whole within 1 s"):
+        client(max_retries=0, read_timeout=1.5).get_json(server.url + "/q", {"a": 1})
+    assert time.monotonic() - start < 3.5
+
+
+def test_a_server_that_never_answers_ends_at_the_read_timeout_and_retries_are_bounded(server):
+    server.script = [("hang", 5)] * 5
+    start = time.monotonic()
+    with pytest.raises(HTTPRequestError, match="giving up after 3 attempts.*read timeout"):
+        client().get_json(server.url + "/q", {})
+    assert time.monotonic() - start < 3 and len(server.requests) == 3
+
+
+def test_the_retry_budget_stops_retries_before_the_count_does(server):
+    server.script = [("hang", 5)] * 10
+    start = time.monotonic()
+    with pytest.raises(HTTPRequestError, match="ENVRE_RETRY_BUDGET"):
+        client(max_retries=9, retry_budget=1.2).get_json(server.url + "/q", {})
+    assert time.monotonic() - start < 2.5 and len(server.requests) < 10
+
+
+def test_retry_after_over_the_cap_is_one_line_saying_when(server):
+    server.script = [("status", 429, {"Retry-After": "86400"}, "slow down")]
+    start = time.monotonic()
+    with pytest.raises(HTTPRequestError, match=r"asks to wait 86400 s .* retry after 20\d\d-") as info:
+        client().get_json(server.url + "/q", {})
+    assert time.monotonic() - start < 1 and "\n" not in str(info.value)
+    server.script = [("status", 503, {"Retry-After": "0.1"}, "busy")]  # under the cap: waited, then retried
+    assert client().get_json(server.url + "/q", {}) == {"ok": True}
+
+
+@pytest.mark.parametrize("fault, words", [(("drop",), "connection dropped"), (("cut",), "connection dropped"),
+                                          (("html",), "HTML page")])
+def test_broken_replies_name_the_server_and_the_request(server, fault, words):
+    server.script = [fault] * 3
+    with pytest.raises(HTTPRequestError) as info:
+        client().get_json(server.url + "/w/api.php", {"action": "x"})
+    text = str(info.value)
+    assert words in text and server.url in text and "action=x" in text and "\n" not in text
+
+
+def test_env_variables_set_the_bounds(monkeypatch):
+    monkeypatch.setenv("ENVRE_REPLY_DEADLINE", "7.5")
+    monkeypatch.setenv("ENVRE_MAX_RETRIES", "1")
+    bounds = NetworkBounds.from_env()
+    assert (bounds.reply_deadline, bounds.max_retries, bounds.read_timeout) == (7.5, 1, 30.0)
+    monkeypatch.setenv("ENVRE_READ_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="ENVRE_READ_TIMEOUT='soon'"):
+        NetworkBounds.from_env()
+
+
+def test_icl_endpoint_trickle_and_retry_after_are_bounded(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for key, value in FAST.items():
+        monkeypatch.setenv(NetworkBounds._ENV[key], str(value))
+    s = FaultServer(ok_body=chat_reply())
+    try:
+        s.script = [("trickle", 0.2)] * 3
+        backend = OpenAIChatBackend("m", base_url=s.url + "/v1", timeout=0.5, max_retries=1, backoff=0.01)
+        start = time.monotonic()
+        with pytest.raises(BackendError, match="did not arrive whole"):
+            backend.complete([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - start < 4
+        s.script = [("status", 429, {"Retry-After": "86400"}, "{}")]
+        with pytest.raises(BackendError, match="retry after"):
+            backend.complete([{"role": "user", "content": "hi"}])
+    finally:
+        s.close()
+
+
+def test_icl_endpoint_on_127_0_0_1_works_under_hf_hub_offline(monkeypatch):
+    """HF_HUB_OFFLINE is about the Hub: a local OpenAI-compatible server is not the Hub."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # read once, when huggingface_hub is imported
+    s = FaultServer(ok_body=chat_reply())
+    try:
+        out = OpenAIChatBackend("m", base_url=s.url + "/v1", max_retries=0).complete([{"role": "user", "content": "x"}])
+        assert out.text == "<1; country; 3>" and len(s.requests) == 1
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import OfflineModeIsEnabled
+
+        with pytest.raises(OfflineModeIsEnabled):  # ... while the Hub itself stays off
+            HfApi(endpoint="https://huggingface.co").model_info("gpt2")
+    finally:
+        s.close()
+
+
+def test_redaction_of_tokens_headers_options_and_url_passwords():
+    text = redact("401 for hf_AbCdEf0123456789xyz: Authorization: Bearer s3cr3tvalue, --token mytok99 "
+                  "at https://bob:pa55word@kb.example/w/api.php?key=k123&x=1")
+    assert all(s not in text for s in ("hf_AbCdEf0123456789xyz", "s3cr3tvalue", "mytok99", "pa55word", "k123"))
+    assert "bob" in text and "kb.example" in text and "x=1" in text and REDACTED in text
+    assert redact_url("https://bob:pa55word@kb.example/sparql") == "https://bob@kb.example/sparql"
+    assert redact("hf_hub_download and hf_transfer and a max token count") == (
+        "hf_hub_download and hf_transfer and a max token count")
+
+
+def test_a_password_in_the_kb_url_reaches_neither_the_cache_nor_the_snapshot(server, tmp_path):
+    from envre_hf.kb.wikidata_http import WikidataHTTPKB
+
+    url = server.url.replace("http://", "http://bob:pa55word@") + "/w/api.php"
+    c = CachedJSONClient(tmp_path / "cache", bounds=NetworkBounds(**FAST))
+    assert c.get_json(url, {"q": 1}) == {"ok": True}
+    assert b"pa55word" not in (tmp_path / "cache" / "responses.sqlite").read_bytes()
+    assert c.get_json(url.replace("pa55word", "other"), {"q": 1}) == {"ok": True} and len(server.requests) == 1
+    kb = WikidataHTTPKB(None, api_url=url, sparql_url=url)
+    assert "pa55word" not in kb.snapshot_id() and "bob@" in kb.snapshot_id()
