@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model DIR``: predict ``--gold`` with a saved DocRE model, then score (helper MODELS)."""
     group = parser.add_argument_group("predicting with a saved model, then scoring")
-    group.add_argument("--model", type=Path, help="a DocRE model folder (save_pretrained, tokenizer saved with it)")
+    group.add_argument("--model", help="a DocRE model folder (save_pretrained, tokenizer saved with it) or Hub id")
     add_inference_arguments(group)
     group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
 

@@ -21,7 +21,7 @@ from .evaluate import add_inference_arguments, load_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, type=Path, help="a DocRE model folder (save_pretrained) or Hub id")
+    parser.add_argument("--model", required=True, help="a DocRE model folder (save_pretrained) or Hub id")
     parser.add_argument(
         "--input",
         required=True,

@@ -81,3 +81,97 @@ def test_python_callers_name_the_keyword(two_splits, tmp_path):
         score_files(preds, two_splits)
     assert "--" not in str(caught.value)
     assert score_files(preds, two_splits, gold_split="validation").recall == 1.0
+
+
+def test_library_keywords_are_named_as_flags_on_the_cli(tmp_path, capsys):
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"title": "Nowhere", "h_idx": 0, "t_idx": 1, "r": "P17"}]))
+    capsys.readouterr()
+    assert main(["evaluate", "--predictions", str(preds), "--gold", str(SAMPLE_DOCS)]) == 2
+    line = _one_line(capsys)
+    assert "--allow-unknown-documents" in line and "allow_unknown_documents=True" not in line
+
+
+def test_abbreviated_options_are_refused(tmp_path, capsys):
+    preds = tmp_path / "p.json"
+    preds.write_text("[]")
+    capsys.readouterr()
+    assert main(["evaluate", "--pred", str(preds), "--gold", str(SAMPLE_DOCS)]) == 2  # not --predictions
+    assert "unrecognized arguments: --pred" in _one_line(capsys)
+    assert main(["build", "--input", str(SAMPLE_DOCS), "--kb", "corpus", "--seed", "3", "--output", str(tmp_path)]) == 2
+    assert "--seed" in _one_line(capsys)  # never read as --seeds 3
+
+
+# --------------------------------------------------------------------------- models of the wrong kind
+
+
+@pytest.fixture(scope="module")
+def plain_encoder(tmp_path_factory) -> Path:
+    from _training_helpers import save_tiny_encoder
+
+    return save_tiny_encoder(tmp_path_factory.mktemp("encoder") / "bert")
+
+
+def test_a_plain_encoder_is_refused_as_a_docre_model(plain_encoder, tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(plain_encoder), "--gold", str(SAMPLE_DOCS)]) == 2
+    line = _one_line(capsys)
+    assert "'bert' model, expected a DocRE model" in line and line.startswith("envre evaluate: error:")
+    code = main(["attribute", "--model", str(plain_encoder), "--gold", str(SAMPLE_DOCS), "--allow-train-overlap",
+                 "--train", str(SAMPLE_DOCS), "--output", str(tmp_path / "attr")])
+    assert code == 2
+    line = _one_line(capsys)
+    assert line.startswith("envre attribute: error:") and "expected a DocRE model" in line
+
+
+def test_attribute_errors_take_the_one_error_path(tmp_path, capsys):
+    capsys.readouterr()
+    code = main(["attribute", "--model", str(tmp_path), "--gold", str(tmp_path / "missing.json"),
+                 "--output", str(tmp_path / "attr")])
+    line = _one_line(capsys)
+    assert code == 2 and line.startswith("envre attribute: error:") and "no such file or folder" in line
+    assert "Errno" not in line
+
+
+def test_icl_refuses_a_model_without_chat_template_and_a_used_folder_first(plain_encoder, tmp_path, capsys):
+    base = ["icl", "--test", str(SAMPLE_DOCS), "--train", str(SAMPLE_DOCS), "--backend", "local"]
+    capsys.readouterr()
+    assert main([*base, "--model", str(plain_encoder), "--output", str(tmp_path / "run")]) == 2
+    line = _one_line(capsys)
+    assert "no chat template" in line and "expected a chat" in line
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "results.jsonl").write_text('{"doc": "x"}\n')
+    # refused before the (here absent) model is looked for
+    assert main([*base, "--model", str(tmp_path / "no-model"), "--output", str(tmp_path / "used")]) == 2
+    line = _one_line(capsys)
+    assert "already holds results" in line and "--resume" in line and "resume=True" not in line
+
+
+def test_a_typo_in_a_model_path_is_no_such_folder_at_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    capsys.readouterr()
+    assert main(["evaluate", "--model", "runs/does-not-exist", "--gold", str(SAMPLE_DOCS)]) == 2
+    assert _one_line(capsys).endswith("model runs/does-not-exist: no such folder")
+    assert main(["evaluate", "--model", "./typo", "--gold", str(SAMPLE_DOCS)]) == 2
+    assert _one_line(capsys).endswith("model ./typo: no such folder")
+
+
+# --------------------------------------------------------------------------- --max-docs
+
+
+def test_max_docs_cuts_the_original_and_renamed_sets_alike(tmp_path, capsys):
+    from _pipeline_helpers import save_docre_model
+
+    model = save_docre_model(tmp_path / "model")
+    build_split(FakePipeline(), SAMPLE_DOCS, BuildConfig(tmp_path / "env", split="test", seeds=(0, 1), progress=False))
+    capsys.readouterr()
+    code = main(["evaluate", "--model", str(model), "--gold", str(SAMPLE_DOCS), "--env", str(tmp_path / "env"),
+                 "--max-docs", "2", "--output", str(tmp_path / "report.json"), "--device", "cpu"])
+    assert code == 0, capsys.readouterr().err
+    documents = json.loads((tmp_path / "report.json").read_text())["documents"]
+    assert documents == {"original": 2, "renamed": 4}  # the first 2 documents and their 2 copies each
+    capsys.readouterr()
+    assert main(["evaluate", "--predictions", str(tmp_path / "report.json"), "--gold", str(SAMPLE_DOCS),
+                 "--max-docs", "1"]) == 2
+    assert "--max-docs" in _one_line(capsys)
