@@ -175,3 +175,15 @@ def test_max_docs_cuts_the_original_and_renamed_sets_alike(tmp_path, capsys):
     assert main(["evaluate", "--predictions", str(tmp_path / "report.json"), "--gold", str(SAMPLE_DOCS),
                  "--max-docs", "1"]) == 2
     assert "--max-docs" in _one_line(capsys)
+
+
+def test_keywords_become_flags_only_where_the_command_has_them():
+    from envre_hf.cli import build
+    from envre_hf.cli.common import ArgumentParser, flags_for
+
+    parser = ArgumentParser(prog="envre build")
+    build.add_arguments(parser)
+    message = "out already holds split 'test' built differently (seeds); pass overwrite=True to replace it"
+    assert flags_for(message, parser).endswith("; pass --overwrite to replace it")
+    assert flags_for("pass resume=True", parser) == "pass resume=True"  # envre build has no --resume
+    assert flags_for("pass gold_split=NAME", None) == "pass gold_split=NAME"

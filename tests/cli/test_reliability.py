@@ -148,7 +148,7 @@ def test_a_different_build_of_a_split_is_refused_without_overwrite(tmp_path):
     out = tmp_path / "env"
     _build(out, seeds=(0, 1, 2))
     before = _snapshot(out)
-    with pytest.raises(BuildError, match=r"seeds \[0, 1, 2\] -> \[0\].*--overwrite"):
+    with pytest.raises(BuildError, match=r"seeds \[0, 1, 2\] -> \[0\].*pass overwrite=True"):
         _build(out, seeds=(0,))
     with pytest.raises(BuildError, match="input"):
         _build(out, seeds=(0, 1, 2), input_path=SAMPLE_TRAIN)
