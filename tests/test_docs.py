@@ -110,8 +110,8 @@ def test_python_examples_import_names_that_exist():
     assert missing == []
 
 
-def _envre_options() -> list[tuple[str, str, str]]:
-    """(page, subcommand, --option) of every ``envre`` command line in a bash block."""
+def _envre_commands() -> list[tuple[str, list[str]]]:
+    """(page, words) of every ``envre`` command line in a bash block."""
     out = []
     for page in PAGES:
         for block in _blocks(page, "bash"):
@@ -122,8 +122,14 @@ def _envre_options() -> list[tuple[str, str, str]]:
                 for part in line.split("&&"):
                     words = shlex.split(part.split(" #")[0], posix=True) if "envre " in part else []
                     if len(words) > 1 and words[0] == "envre":
-                        out += [(page.name, words[1], w.split("=")[0]) for w in words[2:] if w.startswith("--")]
+                        out.append((page.name, words))
     return out
+
+
+def _envre_options() -> list[tuple[str, str, str]]:
+    """(page, subcommand, --option) of every ``envre`` command line in a bash block."""
+    return [(page, words[1], w.split("=")[0]) for page, words in _envre_commands() for w in words[2:]
+            if w.startswith("--")]
 
 
 def test_envre_examples_use_options_the_command_accepts():
@@ -148,3 +154,26 @@ def test_envre_examples_use_options_the_command_accepts():
         if option not in parser._option_string_actions:
             unknown.append(f"{page}: envre {sub} {option}")
     assert unknown == []
+
+
+def test_envre_examples_parse_as_written():
+    """Every documented command line (but train's, checked above) parses: values, arity, choices, no
+    abbreviation. Paths are not looked up (the examples continue one another, so later inputs do not exist yet)."""
+    from envre_hf.cli.common import ArgumentParser, UsageError, existing_path
+    from envre_hf.cli.main import SUBCOMMANDS
+
+    commands = [(page, words) for page, words in _envre_commands() if words[1] != "train"]
+    assert len(commands) > 10, "too few envre examples found: the reader is broken"
+    bad = []
+    for page, words in commands:
+        assert words[1] in SUBCOMMANDS, f"{page}: envre {words[1]} is no subcommand"
+        parser = ArgumentParser(prog=f"envre {words[1]}")
+        importlib.import_module(f"envre_hf.cli.{words[1].replace('-', '_')}").add_arguments(parser)
+        for action in parser._actions:
+            if action.type is existing_path:
+                action.type = None
+        try:
+            parser.parse_args(words[2:])
+        except UsageError as err:
+            bad.append(f"{page}: {' '.join(words)}: {err}")
+    assert bad == []

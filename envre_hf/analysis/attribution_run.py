@@ -103,7 +103,7 @@ def run_attribution(
     records_path, config_path = out / RECORDS, out / RUN_CONFIG
     run_config = {"model": model_name, "attribution": config.to_dict()}
     if records_path.exists() and records_path.stat().st_size and not resume:
-        raise AttributionRunError(f"{records_path} already holds results: resume, or use a new directory")
+        raise AttributionRunError(f"{records_path} already holds results: pass resume=True, or use a new directory")
     if resume and config_path.exists():
         old = json.loads(config_path.read_text("utf-8"))
         for key in ("model", "attribution"):

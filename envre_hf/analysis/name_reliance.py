@@ -421,7 +421,7 @@ def _claim_output(output: Path, overwrite: bool) -> None:
         shutil.rmtree(output / PREDICTIONS_DIR, ignore_errors=True)
     elif not (output / WORK_DIR).is_dir() and (output / PROBE_FILE).exists():
         raise ProbeError(
-            f"{output}: holds a finished probe ({PROBE_FILE}); pass --overwrite to run it again or choose another --output"
+            f"{output}: holds a finished probe ({PROBE_FILE}); pass overwrite=True to run it again or use another folder"
         )
 
 
@@ -436,7 +436,7 @@ def _open_work(output: Path, manifest: dict[str, Any]) -> RecordLog:
         if not isinstance(previous, dict) or previous.get("fingerprint") != manifest["fingerprint"]:
             raise ProbeError(
                 f"{work}: holds an unfinished probe of other documents, model, knowledge base or settings; rerun with "
-                f"the options it was started with to continue it, or pass --overwrite to start again"
+                f"the options it was started with to continue it, or pass overwrite=True to start again"
             )
     else:
         work.mkdir(parents=True)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import UsageError, non_negative_int, positive_int
+from .common import UsageError, existing_path, non_negative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,12 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..analysis.rationale_map import EXCLUDE, RANK_BY  # lazy: start-up time
 
     parser.add_argument("--model", required=True, type=Path, help="a saved DocRE model folder (save_pretrained)")
-    parser.add_argument("--gold", required=True, type=Path, help="documents with keyword rationales (DocRED-HWE dev_keys_new.json)")
+    parser.add_argument("--gold", required=True, type=existing_path, help="documents with keyword rationales (DocRED-HWE dev_keys_new.json)")
     parser.add_argument(
-        "--titles-from", type=Path, help="keep only gold documents whose title is in this file (e.g. Re-DocRED test_revised.json)"
+        "--titles-from", type=existing_path, help="keep only gold documents whose title is in this file (e.g. Re-DocRED test_revised.json)"
     )
     parser.add_argument("--max-docs", type=non_negative_int, help="attribute only the first N (selected) documents")
-    parser.add_argument("--train", type=Path, help="the model's training documents: refuse documents it was trained on")
+    parser.add_argument("--train", type=existing_path, help="the model's training documents: refuse documents it was trained on")
     parser.add_argument("--allow-train-overlap", action="store_true", help="attribute training documents anyway")
     parser.add_argument("--method", choices=METHODS, default="ig", help="integrated gradients (default) or gradient x input")
     parser.add_argument("--steps", type=positive_int, default=10, help="IG interpolation points (default 10)")
@@ -86,10 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    try:
-        model, tokenizer = load_for_inference(str(args.model), args.device)
-    except (OSError, ValueError) as err:
-        raise UsageError(f"{args.model}: {err}") from None
+    # a wrong kind of model or unreadable weights: one line through envre_hf.cli.main, as every command's errors
+    model, tokenizer = load_for_inference(str(args.model), args.device)
     label = args.label or args.model.resolve().name
     try:
         result = run_attribution(

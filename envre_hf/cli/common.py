@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 from pathlib import Path
 
 
@@ -14,7 +15,12 @@ class UsageError(Exception):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a bad argument raises :class:`UsageError` (one line) instead of printing usage and exiting."""
+    """argparse, but a bad argument raises :class:`UsageError` (one line) instead of printing usage and exiting,
+    and no abbreviations (``--seed 3`` is an error, never ``--seeds 3``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{message} (see {self.prog} --help)")
@@ -52,10 +58,13 @@ def existing_path(text: str) -> Path:
 
 
 def model_location(value: str | os.PathLike) -> str:
-    """``value`` when it is a local folder, or explicitly a Hub id (``owner/name``, not on disk, Hub reachable).
+    """``value`` when it is a local folder or a Hub id the Hub has (or the Hub cache holds: its snapshot folder).
 
-    A mistyped local path is an error here rather than 25 s of Hub retries for a repo that does not exist;
-    with ``HF_HUB_OFFLINE=1`` only local folders are accepted.
+    A path that does not exist is "no such folder" at once: anything starting with ``./``, ``../``, ``/`` or
+    ``~``, with more than one ``/`` or a ``\\``, or ``dir/name`` where ``dir`` is a local folder (``runs/typo``);
+    else it is a Hub id (``owner/name`` or a bare ``bert-base-cased``), checked with one request of a few seconds
+    rather than transformers' minute of retries. With ``HF_HUB_OFFLINE=1`` or no Hub in reach, only what the
+    Hub cache holds is accepted.
     """
     text = str(value)
     path = Path(text).expanduser()
@@ -67,15 +76,78 @@ def model_location(value: str | os.PathLike) -> str:
 
             read_json(path / "config.json")
         return str(path)
-    looks_like_hub_id = text.count("/") == 1 and not text.startswith((".", "/", "~")) and "\\" not in text
-    if not looks_like_hub_id:
-        raise UsageError(f"model {text}: no such folder (a Hub model is named owner/name)")
+    if _looks_like_path(text):
+        raise UsageError(f"model {text}: no such folder")
+    from huggingface_hub import try_to_load_from_cache  # lazy: start-up time
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        raise UsageError(f"model {text}: no such folder, and not a Hub model id (owner/name)") from None
+    cached = try_to_load_from_cache(text, "config.json")
+    snapshot = os.path.dirname(cached) if isinstance(cached, str) else None
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        raise UsageError(f"model {text}: no such local folder, and HF_HUB_OFFLINE is set (no Hub download)")
+        if snapshot is None:
+            raise UsageError(f"model {text}: no such local folder, and HF_HUB_OFFLINE is set (no Hub download)")
+        return snapshot
     from ..hub_client import configure_hub  # lazy: only a Hub model needs the Hub client
 
-    configure_hub()  # the download that follows keeps the network bounds
-    return text
+    configure_hub()  # the request below and the download that follows keep the network bounds
+    problem = _hub_model_problem(text)
+    if problem is None:
+        return text
+    if snapshot is not None:
+        return snapshot  # no Hub answer: the cached copy, without transformers' retries
+    raise UsageError(f"model {text}: no such local folder, and {problem}")
+
+
+def _looks_like_path(text: str) -> bool:
+    """``text`` can only be a local path (not a Hub id): see :func:`model_location`."""
+    if text.startswith(("./", "../", "/", "~", ".")) or "\\" in text or (os.sep != "/" and os.sep in text):
+        return True
+    parts = text.split("/")
+    return len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
+
+
+def _hub_model_problem(repo_id: str) -> str | None:
+    """Why the Hub does not serve model ``repo_id`` (one request, no retries), or None when it does (or when
+    only a token would tell: a gated or private model is left to transformers' own message)."""
+    from huggingface_hub import HfApi  # lazy: start-up time
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
+    try:
+        api.model_info(repo_id, timeout=_HUB_TIMEOUT_S)
+    except GatedRepoError:
+        return None
+    except RepositoryNotFoundError:
+        return "the Hub has no model of that name (or it is private: log in with hf auth login)"
+    except HfHubHTTPError as err:
+        return f"the Hub answered {_one_line(str(err))[:200]}"
+    except Exception as err:  # noqa: BLE001 - httpx / OSError: no network, DNS, timeout
+        return f"the Hub ({api.endpoint}) cannot be reached ({type(err).__name__}); set HF_HUB_OFFLINE=1 to use only cached models"
+    return None
+
+
+#: Seconds to wait for the Hub's answer about a model id.
+_HUB_TIMEOUT_S = 5.0
+
+
+def flags_for(message: str, parser: argparse.ArgumentParser | None) -> str:
+    """A library message as the CLI says it: the keyword arguments it names (``pass resume=True``,
+    ``gold_split=NAME``) become the flags of ``parser`` that set them (``--resume``, ``--gold-split NAME``)."""
+    if parser is None:
+        return message
+    options = parser._option_string_actions
+
+    def flag(match: re.Match) -> str:
+        name = "--" + match.group(1).replace("_", "-")
+        if name not in options:
+            return match.group(0)
+        return name if match.group(2) == "True" else f"{name} {match.group(2)}"
+
+    return re.sub(r"\b([a-z][a-z0-9_]*)=(True|[A-Z]+)\b", flag, message)
 
 
 def _one_line(text: str) -> str:

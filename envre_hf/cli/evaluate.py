@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=existing_path,
         help="training documents for Ign F1 (facts seen in training are ignored); without it Ign scores are null",
     )
+    add_split_arguments(common)
     common.add_argument(
         "--output", type=Path, help="also write the scores, per-relation and per-entity-count tables included, to this JSON file"
     )
@@ -59,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model DIR``: predict ``--gold`` with a saved DocRE model, then score (helper MODELS)."""
     group = parser.add_argument_group("predicting with a saved model, then scoring")
-    group.add_argument("--model", type=Path, help="a DocRE model folder (save_pretrained, tokenizer saved with it)")
+    group.add_argument("--model", help="a DocRE model folder (save_pretrained, tokenizer saved with it) or Hub id")
     add_inference_arguments(group)
     group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
     group.add_argument(
@@ -95,11 +97,10 @@ def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
 
 def run_model(args: argparse.Namespace) -> int:
     """Predict the ``--gold`` documents with ``--model`` (batched, progress bar) and score them."""
+    gold, train = read_gold_and_train(args)  # bad data is refused before torch is imported
     from ..metrics import score_predictions  # lazy: start-up time
     from ..models.prediction import predict  # lazy: start-up time
 
-    gold = read_documents(_require_gold(args))
-    train = read_documents(args.train) if args.train is not None else None
     model, tokenizer, options = load_model(args)
     predictions = predict(model, gold, tokenizer, **options)
     if args.save_predictions is not None:
@@ -129,14 +130,16 @@ def add_env_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_robustness(args: argparse.Namespace) -> int:
     """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
-    from ..training.robustness import model_robustness_report  # lazy: start-up time
     from ..documents.build_folder import read_benchmark  # lazy: start-up time
 
     if getattr(args, "model", None) is None:
         raise UsageError("--env needs --model DIR (the model to evaluate on both sets)")
-    gold = read_documents(_require_gold(args))
+    gold, train = read_gold_and_train(args)
     renamed = read_benchmark(args.env, args.env_split)
-    train = read_documents(args.train) if args.train is not None else None
+    if args.max_docs is not None:
+        renamed = copies_of(gold, renamed)
+    from ..training.robustness import model_robustness_report  # lazy: start-up time (after the cheap checks)
+
     model, tokenizer, options = load_model(args)
     report = model_robustness_report(model, tokenizer, gold, renamed, train, **options)
     if args.output is not None:
@@ -168,7 +171,10 @@ def run_predictions(args: argparse.Namespace) -> int:
     from ..metrics import score_files  # lazy: start-up time
 
     gold, unknown = _require_gold(args), args.allow_unknown_documents
-    scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown)
+    if args.max_docs is not None:
+        raise UsageError("--max-docs limits what --model predicts; a --predictions file is scored whole")
+    splits = {"gold_split": gold_split(args, args.predictions), "train_split": train_split(args)}
+    scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown, **splits)
     emit(scores.to_dict(), args)
     return 0
 
@@ -181,3 +187,79 @@ def emit(result: dict[str, Any], args: argparse.Namespace) -> None:
     if not getattr(args, "details", False):
         result = {k: v for k, v in result.items() if k not in ("per_relation", "by_entity_count")}
     print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+# --------------------------------------------------------------------------- splits of build folders, --max-docs
+
+
+def add_split_arguments(group: argparse._ActionsContainer) -> None:
+    """``--gold-split`` / ``--train-split`` (a build folder holding several splits) and ``--max-docs``."""
+    group.add_argument(
+        "--gold-split",
+        help="split of a --gold build folder holding several (default: its only split; with --predictions, the "
+        "split holding the predictions' documents)",
+    )
+    group.add_argument("--train-split", help="split of a --train build folder holding several (required then)")
+    group.add_argument(
+        "--max-docs",
+        type=non_negative_int,
+        help="--model: predict and score only the first N --gold documents (with --env: their renamed copies too)",
+    )
+
+
+def _split(path: Path | None, split: str | None, flag: str, owner: str) -> str | None:
+    """The split to read from ``path`` (None: the whole file or single-split folder); several and none chosen:
+    :class:`UsageError` listing them."""
+    from ..documents.build_folder import build_splits  # lazy: start-up time
+
+    splits = build_splits(path) if path is not None else []
+    if split is not None:
+        if not splits:
+            raise UsageError(f"{flag} {split}: {owner} {path} is not a build folder with splits")
+        if split not in splits:
+            raise UsageError(f"{flag} {split}: no such split in {path} (splits: {', '.join(splits)})")
+        return split
+    if len(splits) > 1:
+        raise UsageError(f"{owner} {path} holds splits {', '.join(splits)}; choose one with {flag} NAME")
+    return None
+
+
+def gold_split(args: argparse.Namespace, predictions: Path | None = None) -> str | None:
+    """``--gold-split``, or the one split of ``--gold`` holding every document ``predictions`` names (said on
+    stderr): a folder of several splits is never scored as one set."""
+    from ..documents.build_folder import build_splits, split_holding  # lazy: start-up time
+
+    if args.gold_split is not None or predictions is None or len(build_splits(args.gold)) < 2:
+        return _split(args.gold, args.gold_split, "--gold-split", "--gold")
+    from ..metrics import read_predictions  # lazy: start-up time
+
+    chosen = split_holding(args.gold, ((p.get("doc_id"), p.get("title")) for p in read_predictions(predictions)))
+    if chosen is None:
+        raise UsageError(
+            f"--gold {args.gold} holds splits {', '.join(build_splits(args.gold))} and none holds every document of "
+            f"{predictions}; choose one with --gold-split NAME"
+        )
+    print(f"envre evaluate: note: scoring against split {chosen!r} of {args.gold}, the one holding the predictions' "
+          "documents (--gold-split chooses another)", file=sys.stderr)
+    return chosen
+
+
+def train_split(args: argparse.Namespace) -> str | None:
+    return _split(args.train, args.train_split, "--train-split", "--train")
+
+
+def read_gold_and_train(args: argparse.Namespace) -> tuple[list[Any], list[Any] | None]:
+    """``--gold`` (its first ``--max-docs`` documents) and ``--train``, each one split of a build folder."""
+    gold = read_documents(_require_gold(args), split=gold_split(args))
+    if args.max_docs is not None:
+        gold = gold[: args.max_docs]
+    train = read_documents(args.train, split=train_split(args)) if args.train is not None else None
+    return gold, train
+
+
+def copies_of(originals: list[Any], renamed: list[Any]) -> list[Any]:
+    """The renamed documents made from ``originals`` (``--max-docs`` cuts both sets alike)."""
+    from ..training.pairing import original_key  # lazy: start-up time
+
+    keys = {doc.key for doc in originals}
+    return [doc for doc in renamed if original_key(doc) in keys]

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
+from .common import existing_path, model_location, non_negative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents  # lazy: start-up time
     from ..documents.build_folder import read_benchmark  # lazy: start-up time
     from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig, run_icl  # lazy: start-up time
+    from ..icl.runner import check_output_dir  # lazy: start-up time
 
     out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--output {out}: a file, expected a folder")
+    check_output_dir(out, args.resume)  # before documents and model are loaded
     cache = args.cache or str(out / "responses.sqlite")
     test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
     renamer = None

@@ -39,6 +39,7 @@ EXIT_BUG = 1
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="envre",
+        allow_abbrev=False,
         description="envre-hf: robustness of document-level relation extraction to entity name variations.",
         epilog="Errors are one line on stderr (exit status 2); envre --debug COMMAND ... (or ENVRE_DEBUG=1) "
         "shows the traceback.",
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMANDS.items():
-        sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+        sub.add_parser(name, help=help_text, description=help_text, add_help=False, allow_abbrev=False)
     return parser
 
 
@@ -75,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
     """Parse ``argv`` for subcommand ``name`` and run it inside the one error handler."""
-    from .common import ArgumentParser, error_message  # lazy: start-up time
+    from .common import ArgumentParser, error_message, flags_for  # lazy: start-up time
 
     prog = f"envre {name}"
+    sub = None
     try:
         module = importlib.import_module(f"envre_hf.cli.{name.replace('-', '_')}")
         if name in _FORWARDING:  # its options belong to another parser (train: HfArgumentParser)
@@ -112,7 +114,7 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
             print(f"{prog}: internal error: {type(err).__name__}: {redact(' '.join(str(err).split()))} "
                   f"(a bug; rerun with envre --debug {name} ... for the traceback)", file=sys.stderr)
             return EXIT_BUG
-        print(f"{prog}: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: {flags_for(message, sub)}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

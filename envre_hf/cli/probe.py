@@ -25,7 +25,7 @@ from .predict import read_inputs as read_text_inputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, type=Path, help="a DocRE model folder (save_pretrained) or Hub id")
+    parser.add_argument("--model", required=True, help="a DocRE model folder (save_pretrained) or Hub id")
     parser.add_argument(
         "--input",
         required=True,

@@ -18,6 +18,10 @@ def _parser_class() -> type:
     from transformers import HfArgumentParser
 
     class Parser(HfArgumentParser):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("allow_abbrev", False)  # --evr is an error, never --evrt
+            super().__init__(*args, **kwargs)
+
         def error(self, message: str):  # type: ignore[override]
             raise UsageError(f"{message} (see envre train --help)")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from .hf import document_from_row
@@ -30,6 +31,32 @@ class BuildFolderError(ValueError):
 def is_shard_of(name: str, split: str) -> bool:
     """``name`` is a shard of ``split`` exactly (``test-hard-00000-of-00001.parquet`` is not one of ``test``)."""
     return re.fullmatch(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.parquet", name) is not None
+
+
+def build_splits(folder: str | os.PathLike) -> list[str]:
+    """The splits of a build folder, from its shard names (``[]`` for a file or a folder without ``data/``)."""
+    data = Path(folder) / "data"
+    if not data.is_dir():
+        return []
+    return sorted({m.group(1) for f in data.glob("*.parquet") if (m := _SHARD.fullmatch(f.name))})
+
+
+_SHARD = re.compile(r"(.+)-\d{5}-of-\d{5}\.parquet")
+
+
+def split_holding(folder: str | os.PathLike, references: Iterable[tuple[str | None, str | None]]) -> str | None:
+    """The one split of build folder ``folder`` that holds every document the ``(doc_id, title)`` references name
+    (a ``doc_id`` is matched to document keys, a bare title to keys or titles, as the scorer does), or None when no
+    split or several do: scoring a split's predictions against a folder of several splits needs the split."""
+    references = list(references)
+    holding = []
+    for split in build_splits(folder):
+        docs = read_benchmark(folder, split)
+        keys, titles = {d.key for d in docs}, {d.title for d in docs}
+        if all((doc_id in keys) if doc_id is not None else (title in keys or title in titles)
+               for doc_id, title in references):
+            holding.append(split)
+    return holding[0] if len(holding) == 1 and references else None
 
 
 def unfinished_splits(folder: str | os.PathLike) -> list[str]:
@@ -62,10 +89,9 @@ def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Documen
         f for f in data.glob("*.parquet") if is_shard_of(f.name, split)
     )
     if not files:
-        known = sorted(data.glob("*-00000-of-*.parquet")) if data.is_dir() else []
-        splits = sorted({f.name.rsplit("-00000-of-", 1)[0] for f in known})
+        splits = build_splits(path)
         raise FileNotFoundError(
-            f"{path}: no data/{split}-*.parquet files (splits there: {', '.join(splits) or 'none'}; choose with --split)"
+            f"{path}: no data/{split}-*.parquet files (splits there: {', '.join(splits) or 'none'})"
             if (path / STATISTICS_FILE).exists() or splits
             else f"{path}: a folder, but not one written by envre build (no data/*.parquet); give a document file"
         )

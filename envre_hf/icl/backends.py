@@ -270,14 +270,37 @@ class LocalBackend:
                 "cache keys replies by it"
             )
         self.cache = open_cache(cache_path)
+        limit = self.context_length
+        if limit and limit <= max_new_tokens:  # else every prompt would be cut to nothing and F1 be a silent 0
+            raise ValueError(
+                f"{self.model}: a context of {limit} tokens cannot hold a prompt and {max_new_tokens} new tokens; "
+                "lower max_new_tokens or use a model with a longer context"
+            )
+
+    @property
+    def context_length(self) -> int | None:
+        """The model's context in tokens (None when its config does not say)."""
+        config = self.hf_model.config
+        return getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str | None = None, **kwargs: Any) -> "LocalBackend":
-        """Load model and tokenizer (safetensors only, no remote code)."""
+    def from_pretrained(
+        cls, name_or_path: str, device: str | None = None, *, require_chat_template: bool = True, **kwargs: Any
+    ) -> "LocalBackend":
+        """Load model and tokenizer (safetensors only, no remote code).
+
+        ``require_chat_template``: refuse a tokenizer without a chat template, before the weights are loaded
+        (the prompts are chat messages; a base model given them joined as text answers nothing useful).
+        """
         # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        if require_chat_template and not getattr(tokenizer, "chat_template", None):
+            raise ValueError(
+                f"{name_or_path}: its tokenizer has no chat template; expected a chat (instruction-tuned) model, "
+                "e.g. Qwen/Qwen2.5-0.5B-Instruct"
+            )
         model = AutoModelForCausalLM.from_pretrained(name_or_path, use_safetensors=True)
         if device:
             model = model.to(device)
@@ -292,9 +315,7 @@ class LocalBackend:
             ids = list(ids)
         else:
             ids = tok("\n\n".join(m["content"] for m in messages) + "\n", add_special_tokens=True)["input_ids"]
-        limit = getattr(self.hf_model.config, "max_position_embeddings", None) or getattr(
-            self.hf_model.config, "n_positions", None
-        )
+        limit = self.context_length
         if limit and len(ids) + self.max_new_tokens > limit:
             keep = max(1, limit - self.max_new_tokens)
             logger.warning("prompt of %d tokens cut to its last %d (model context %d)", len(ids), keep, limit)

@@ -70,6 +70,16 @@ def summarize_parse_reports(records: Sequence[dict[str, Any]]) -> dict[str, Any]
     return {"totals": totals, "documents_with_problems": problems}
 
 
+def check_output_dir(output_dir: str | os.PathLike, resume: bool) -> None:
+    """Refuse a folder already holding results unless resuming (cheap: ``envre icl`` checks before loading a model)."""
+    out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        raise ICLRunError(f"{out}: a file, expected a folder")
+    results_path = out / RESULTS
+    if results_path.exists() and results_path.stat().st_size and not resume:
+        raise ICLRunError(f"{results_path} already holds results: pass resume=True or use a new directory")
+
+
 def run_icl(
     test: Sequence[Document],
     train: Sequence[Document],
@@ -97,8 +107,7 @@ def run_icl(
     run_config = {"model": backend.model, "backend": backend_identity(backend), "renamer": renamer is not None,
                   "prompt": asdict(config)}  # fmt: skip
     results_path, config_path = out / RESULTS, out / RUN_CONFIG
-    if results_path.exists() and results_path.stat().st_size and not resume:
-        raise ICLRunError(f"{results_path} already holds results: pass resume=True (--resume) or use a new directory")
+    check_output_dir(out, resume)
     if resume and config_path.exists():
         old = json.loads(config_path.read_text("utf-8"))
         for key in ("model", "backend", "renamer", "prompt"):

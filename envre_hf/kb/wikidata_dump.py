@@ -494,7 +494,9 @@ class WikidataDumpKB(KnowledgeBase):
 
 def main(argv: list[str] | None = None) -> int:
     """``python3 -m envre_hf.kb DUMP INDEX``: build or resume an index, print its stats."""
-    parser = argparse.ArgumentParser(prog="python3 -m envre_hf.kb", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python3 -m envre_hf.kb", description=__doc__.splitlines()[0], allow_abbrev=False
+    )
     parser.add_argument("dump", help="Wikidata JSON dump (.json, .json.gz, .json.bz2)")
     parser.add_argument("index", help="SQLite index to create or resume")
     parser.add_argument("--no-resume", action="store_true", help="delete the index and start over")

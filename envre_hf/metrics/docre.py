@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import Document, DocumentError, read_documents
+from ..documents.build_folder import build_splits
 from ..documents.io import _is_jsonl, iter_documents, parse_json, read_text
 from .scoring import DocREScores, DocumentFields, GoldError, GoldIndex, PredictionError, TrainFacts
 from .scoring import prediction_reference, score
@@ -74,10 +75,16 @@ def score_files(
     train: str | os.PathLike | None = None,
     *,
     allow_unknown_documents: bool = False,
+    gold_split: str | None = None,
+    train_split: str | None = None,
 ) -> DocREScores:
-    """Score a prediction file against a gold file or build folder (Ign against ``train``), as ``envre evaluate``."""
-    index = gold_index(_documents(gold))
-    facts = None if train is None else train_facts(_documents(train))
+    """Score a prediction file against a gold file or build folder (Ign against ``train``), as ``envre evaluate``.
+
+    ``gold_split`` / ``train_split``: the split of a build folder holding several (required then: scoring
+    against all of them at once would count every other split's facts as missed).
+    """
+    index = gold_index(_documents(gold, gold_split, "gold_split"))
+    facts = None if train is None else train_facts(_documents(train, train_split, "train_split"))
     preds = _prediction_file(Path(predictions))
     try:
         return score(preds, index, facts, allow_unknown_documents=allow_unknown_documents)
@@ -85,9 +92,14 @@ def score_files(
         raise _in_file(err, predictions) from None
 
 
-def _documents(source: str | os.PathLike) -> Iterable[Document]:
-    """The documents of a file one at a time (each is dropped once indexed), or of any other source."""
-    return iter_documents(source) if Path(source).is_file() else read_documents(source)
+def _documents(source: str | os.PathLike, split: str | None, keyword: str) -> Iterable[Document]:
+    """The documents of a file one at a time (each is dropped once indexed), or of one split of any other source."""
+    if split is None and Path(source).is_file():
+        return iter_documents(source)
+    splits = build_splits(source)
+    if split is None and len(splits) > 1:
+        raise ValueError(f"{source}: a build folder holding splits {', '.join(splits)}; pass {keyword}=NAME")
+    return read_documents(source, split=split)
 
 
 def _in_file(err: PredictionError, path: str | os.PathLike) -> PredictionError:

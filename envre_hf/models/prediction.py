@@ -202,7 +202,7 @@ def load_for_inference(
     """
     import logging
 
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     if quantize not in (None, "int8"):
         raise ValueError(f"quantize must be 'int8' or None, got {quantize!r}")
@@ -211,7 +211,13 @@ def load_for_inference(
             raise ValueError(f"quantize={quantize!r} runs on CPU, not on {device}")
         device = "cpu"
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model = AutoModel.from_pretrained(model_dir, use_safetensors=True).to(device).eval()
+    config = AutoConfig.from_pretrained(model_dir)
+    if getattr(config, "head_type", None) is None:  # a plain encoder would load, then fail deep inside predict
+        raise ValueError(
+            f"{model_dir}: a {config.model_type!r} model, expected a DocRE model (config.json model_type 'docre' "
+            "with a head_type, as envre train saves it); an encoder is trained into one with envre train"
+        )
+    model = AutoModel.from_pretrained(model_dir, config=config, use_safetensors=True).to(device).eval()
     if quantize == "int8":
         quantize_int8(model)
     try:

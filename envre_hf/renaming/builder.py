@@ -128,7 +128,7 @@ def _check_replacement(config: BuildConfig, source: SourceInfo) -> None:
     }
     raise BuildError(
         f"{config.output_dir} already holds split {config.split!r} built differently ({_difference(old, new)}); "
-        f"pass --overwrite to replace it, or choose another --output"
+        f"pass overwrite=True to replace it, or build into another folder"
     )
 
 

@@ -8,6 +8,7 @@ import errno
 import gzip
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -147,7 +148,7 @@ def test_a_different_build_of_a_split_is_refused_without_overwrite(tmp_path):
     out = tmp_path / "env"
     _build(out, seeds=(0, 1, 2))
     before = _snapshot(out)
-    with pytest.raises(BuildError, match=r"seeds \[0, 1, 2\] -> \[0\].*--overwrite"):
+    with pytest.raises(BuildError, match=r"seeds \[0, 1, 2\] -> \[0\].*pass overwrite=True"):
         _build(out, seeds=(0,))
     with pytest.raises(BuildError, match="input"):
         _build(out, seeds=(0, 1, 2), input_path=SAMPLE_TRAIN)
@@ -398,28 +399,55 @@ def test_a_pickled_encoder_is_refused_without_unpickling(tmp_path, monkeypatch, 
 
 
 def test_damaged_weights_are_one_line(tmp_path, capsys):
-    from _training_helpers import save_tiny_encoder
+    from _pipeline_helpers import save_docre_model
 
-    encoder = save_tiny_encoder(tmp_path / "encoder")
-    (encoder / "model.safetensors").write_bytes(b"not a safetensors file")
+    model = save_docre_model(tmp_path / "model")
+    (model / "model.safetensors").write_bytes(b"not a safetensors file")
     capsys.readouterr()
-    assert main(["evaluate", "--model", str(encoder), "--gold", str(SAMPLE_DOCS)]) == 2
+    assert main(["evaluate", "--model", str(model), "--gold", str(SAMPLE_DOCS)]) == 2
     assert "unreadable model weights" in _one_line(capsys)
 
 
 def test_model_paths_missing_locally_are_errors_unless_hub_ids(tmp_path, monkeypatch):
-    from envre_hf.cli.common import UsageError, model_location
+    """Paths that do not exist are "no such folder" at once; Hub ids (owner/name or bare) are asked of the Hub once
+    (a stand-in on 127.0.0.1 here), or of the Hub cache alone under HF_HUB_OFFLINE / with no Hub in reach."""
+    import huggingface_hub.constants
 
+    from envre_hf.cli.common import UsageError, model_location
+    from hub_standin import LocalHub
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
     assert model_location(tmp_path) == str(tmp_path)
-    with pytest.raises(UsageError, match="no such folder"):
-        model_location(tmp_path / "typo")
-    with pytest.raises(UsageError, match="no such folder"):
-        model_location("runs/evrt/checkpoint-5")  # more than owner/name: a path, not a Hub id
+    for typo in (tmp_path / "typo", "runs/does-not-exist", "runs/evrt/checkpoint-5", "./model", "~/nope", "../m"):
+        with pytest.raises(UsageError, match=r"no such folder$"):
+            model_location(typo)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    assert model_location("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    with LocalHub() as hub:
+        hub.files[("model", "owner/name")], hub.shas[("model", "owner/name")] = {"config.json": b"{}"}, "a" * 40
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        assert model_location("owner/name") == "owner/name"
+        for missing in ("owner/missing", "bert-base-cased"):  # a bare id is a Hub id too
+            with pytest.raises(UsageError, match="the Hub has no model of that name"):
+                model_location(missing)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{free.getsockname()[1]}"
+    monkeypatch.setenv("HF_ENDPOINT", closed)  # nothing listens there: one line, no retries
+    with pytest.raises(UsageError, match="cannot be reached"):
+        model_location("owner/name")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(UsageError, match="HF_HUB_OFFLINE"):
-        model_location("sentence-transformers/all-MiniLM-L6-v2")
+        model_location("owner/name")
+    snapshot = tmp_path / "hub" / "models--owner--name" / "snapshots" / ("b" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("b" * 40)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert model_location("owner/name") == str(snapshot)  # the cached copy, offline
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert model_location("owner/name") == str(snapshot)  # and with no Hub in reach
 
 
 # --------------------------------------------------------------------------- knowledge-base names
