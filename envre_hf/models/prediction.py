@@ -17,13 +17,10 @@ from ..documents.schema import Document
 from ..features.batching import length_sorted_batches
 from ..features.collator import DocRECollator
 from ..features.featurize import featurize_document
+from .precision import AUTOCAST_DTYPES, resolve_autocast
 
 if TYPE_CHECKING:  # annotations only: the pipeline's saved code bundles this module without the model's
     from .modeling_docre import DocREPreTrainedModel
-
-
-#: ``autocast`` values of :func:`iter_logits` / :func:`predict` -> torch dtype.
-AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def iter_logits(
@@ -39,8 +36,9 @@ def iter_logits(
 
     Documents are batched by length (:func:`~envre_hf.features.length_sorted_batches`: less padding,
     fewer windows per batch), so the yielded indices are not in input order; ``sort_by_length=False``
-    batches in input order (the unsorted reference). ``autocast`` (``"bf16"``/``"fp16"``) runs the model
-    under ``torch.autocast`` on its device (bf16 on CPU: faster matmuls where the CPU has them, for a
+    batches in input order (the unsorted reference). ``autocast`` (``"auto"``, ``"bf16"``, ``"bf16-force"``,
+    ``"fp16"``, ``"fp32"``/None; :func:`~envre_hf.models.precision.resolve_autocast` says which runs) runs the
+    model under ``torch.autocast`` on its device (bf16: faster matmuls only where the hardware has them, for a
     small change in logits; measure it with ``benchmarks/bench_models.py --inference-options``).
     """
     collate = DocRECollator(pad_token_id)
@@ -49,8 +47,7 @@ def iter_logits(
     else:
         batches = [list(range(i, min(i + batch_size, len(features)))) for i in range(0, len(features), batch_size)]
     device = next(model.parameters()).device
-    if autocast is not None and autocast not in AUTOCAST_DTYPES:
-        raise ValueError(f"autocast must be one of {sorted(AUTOCAST_DTYPES)} or None, got {autocast!r}")
+    autocast = resolve_autocast(autocast, device)
     amp = (
         torch.autocast(device.type, dtype=AUTOCAST_DTYPES[autocast])
         if autocast is not None
