@@ -121,19 +121,38 @@ def save_random_encoder(name: str, folder: str | Path) -> str:
     return str(folder)
 
 
+def cpu_model() -> str | None:
+    """The CPU's ``model name`` from /proc/cpuinfo (None where there is none, e.g. not Linux)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def machine() -> dict[str, Any]:
-    """What the figures were measured on (load average: the figures are noisy on a shared machine)."""
+    """What the figures were measured on: the CPU model, torch's CPU capability (AVX2, AVX512, ...), whether it
+    runs bf16 natively (:func:`envre_hf.models.precision.native_bf16`: AVX512-BF16 / AMX; emulated bf16 is slower
+    than fp32), the torch threads, and the load average (the figures are noisy on a shared machine)."""
     import platform
 
     import torch
 
+    from envre_hf.models.precision import native_bf16
+
     info = {
         "python": platform.python_version(),
         "torch": torch.__version__,
+        "cpu_model": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_native_bf16": native_bf16("cpu"),
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
+        info["gpu_native_bf16"] = native_bf16("cuda")
     return info

@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
               f"alias clusters {result['relations']['alias_clusters_f1']:.2f}")
     result["checks"] = {"alias pairwise F1 >= 0.80": result["pairwise"]["alias"]["f1"] >= 0.80}
     if args.json:
-        write_json(args.json, result, indent=1)
+        from _bench_common import machine  # this script's folder is on sys.path
+
+        write_json(args.json, {**result, "machine": machine()}, indent=1)
     return 0 if all(result["checks"].values()) else 1
 
 

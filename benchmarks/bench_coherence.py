@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
             "checks": checks,
             "rule_versions": pipeline.config.rule_versions,
         }
+        from _bench_common import machine  # this script's folder is on sys.path
+
+        result["machine"] = machine()
         tmp = args.json.with_suffix(".tmp")
         tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         tmp.replace(args.json)

@@ -183,8 +183,11 @@ def main() -> None:
         f"{results['evrt-two-pass']['step_s'] / results['evrt']['step_s']:.2f}x faster"
     )
     if cli.json:
+        from _bench_common import machine  # this script's folder is on sys.path
+
         command = "python benchmarks/bench_evrt.py " + " ".join(sys.argv[1:])
-        cli.json.write_text(json.dumps({"command": command, "runs": results, "ratios": ratios}, indent=2))
+        record = {"command": command, "machine": machine(), "runs": results, "ratios": ratios}
+        cli.json.write_text(json.dumps(record, indent=2))
 
 
 if __name__ == "__main__":

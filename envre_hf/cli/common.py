@@ -224,3 +224,32 @@ def _message(err: BaseException) -> str | None:
             return f"unreadable model weights (model.safetensors damaged?): {_one_line(str(err))}"
         return _one_line(str(err)) or type(err).__name__
     return None
+
+
+def add_precision_arguments(group: argparse._ActionsContainer) -> None:
+    """``--precision`` and ``--bf16 [force]``: the float precision a model predicts in (:func:`precision_of`)."""
+    group.add_argument(
+        "--precision", choices=["auto", "fp32", "bf16"], default=None,
+        help="auto: bf16 only where the hardware runs it natively (AVX512-BF16/AMX CPU, bf16 GPU), else fp32 "
+        "(fast everywhere); bf16 = --bf16 (default fp32)",
+    )
+    group.add_argument(
+        "--bf16", nargs="?", const="on", type=_bf16_choice, default=None, metavar="force",
+        help="bf16 autocast; on hardware without native bf16 it warns and runs fp32, unless '--bf16 force'",
+    )
+
+
+def _bf16_choice(text: str) -> str:
+    if text not in ("on", "force"):
+        raise argparse.ArgumentTypeError(f"expected nothing or 'force', got {text!r}")
+    return text
+
+
+def precision_of(args: argparse.Namespace) -> str | None:
+    """The ``autocast`` of ``--precision`` / ``--bf16`` (see :func:`envre_hf.models.precision.resolve_autocast`)."""
+    bf16, precision = getattr(args, "bf16", None), getattr(args, "precision", None)
+    if bf16 is not None and precision not in (None, "bf16"):
+        raise UsageError(f"--bf16 and --precision {precision} disagree: give one of them")
+    if bf16 == "force":
+        return "bf16-force"
+    return "bf16" if bf16 is not None else precision

@@ -27,6 +27,7 @@ from typing import Any
 from ..atomic import write_json
 from ..documents import read_documents
 from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
+from .common import add_precision_arguments, precision_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +84,7 @@ def add_inference_arguments(group: argparse._ActionsContainer) -> None:
     group.add_argument(
         "--quantize", choices=["int8"], help="CPU inference with int8 dynamic quantization of the encoder's linear layers"
     )
-    group.add_argument("--bf16", action="store_true", help="run inference under bf16 autocast (CPU or GPU)")
+    add_precision_arguments(group)
 
 
 def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
@@ -91,7 +92,7 @@ def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     from ..models.prediction import load_for_inference  # lazy: start-up time
 
     model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
-    autocast = "bf16" if getattr(args, "bf16", False) else None
+    autocast = precision_of(args)
     return model, tokenizer, {"batch_size": args.batch_size, "top_k": args.top_k, "autocast": autocast}
 
 

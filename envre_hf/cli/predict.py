@@ -22,6 +22,7 @@ from ..atomic import load_jsonl_records
 from ..documents import DocumentError
 from ..documents.io import read_raw_documents, read_text
 from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
+from .common import add_precision_arguments, precision_of
 
 
 def probability(text: str) -> float:
@@ -45,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="predict a relation above this probability (default: the model's learned threshold)")
     parser.add_argument("--top-k", type=non_negative_int, default=None,
                         help="most relations per entity pair (default: the model's top_k; 0: no cap)")
-    parser.add_argument("--bf16", action="store_true", help="run the model under bf16 autocast (CPU or GPU)")
+    add_precision_arguments(parser)
     parser.add_argument("--batch-size", type=positive_int, default=4, help="documents per batch (default 4)")
     parser.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             fed.append((where, document_key(item, where)))
             yield item
 
-    options = {"threshold": args.threshold, "top_k": args.top_k, "autocast": "bf16" if args.bf16 else None}
+    options = {"threshold": args.threshold, "top_k": args.top_k, "autocast": precision_of(args)}
     index = len(done)
     with open(args.output, "a", encoding="utf-8") as out, tqdm(
         desc="Predicting", unit="doc", initial=index, disable=args.no_progress

@@ -29,16 +29,40 @@ def dataset_lengths(dataset: Any) -> list[int]:
     return [feature_length(dataset[i]) for i in range(len(dataset))]
 
 
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices in batches of ``batch_size`` documents of similar length (longest batch first).
+def length_sorted_batches(
+    lengths: Sequence[int], batch_size: int, pairs: Sequence[int] | None = None, pair_budget: int | None = None
+) -> list[list[int]]:
+    """Indices in batches of ``batch_size`` documents of similar length (longest batch first), cut further so
+    that no batch holds more than ``pair_budget`` entity pairs (``pairs``: each document's; a document over the
+    budget is a batch of its own, which the model scores in chunks: see :func:`budget_batches`).
 
     Longest first: an out-of-memory error shows up at once, not at the end of a long run; the sort is
     stable, so equal lengths keep input order.
     """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return budget_batches(order, batch_size, pairs, pair_budget)
+
+
+def budget_batches(
+    order: Sequence[int], batch_size: int, pairs: Sequence[int] | None = None, pair_budget: int | None = None
+) -> list[list[int]]:
+    """``order`` cut into consecutive batches of at most ``batch_size`` documents and, given ``pairs`` and
+    ``pair_budget``, at most ``pair_budget`` pairs (a document with more is alone in its batch)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if pair_budget is not None and pair_budget < 1:
+        raise ValueError(f"pair_budget must be >= 1 or None, got {pair_budget}")
+    if pairs is None or pair_budget is None:
+        return [list(order[i : i + batch_size]) for i in range(0, len(order), batch_size)]
+    batches: list[list[int]] = []
+    held = 0
+    for i in order:
+        if not batches or len(batches[-1]) == batch_size or held + pairs[i] > pair_budget:
+            batches.append([])
+            held = 0
+        batches[-1].append(i)
+        held += pairs[i]
+    return batches
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler[int]):

@@ -23,8 +23,8 @@ from .modeling_docre import (
     DocREPreTrainedModel,
     group_bilinear_classify,
     hts_index,
-    localized_context,
-    pair_attention,
+    pair_chunks,
+    pair_contexts,
     pool_entities,
 )
 
@@ -63,19 +63,26 @@ class ATLOPModel(DocREPreTrainedModel):
         hts: Sequence[Any],
         labels: torch.Tensor | None = None,
         output_pair_representations: bool = True,
+        pair_budget: int | None = None,
         **unused: Any,
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
-        collator extras such as ``doc_keys``."""
+        collator extras such as ``doc_keys``. ``pair_budget``: score at most that many pairs at a time (context,
+        extractors and classifier per chunk), so that memory stops growing with the pairs beyond it."""
         sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
         entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
         h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
-        ht = pair_attention(entity_att, h_idx, t_idx, pair_doc, per_doc)
-        context = localized_context(sequence_output, ht, pair_doc)
-        zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx, context))
-        zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx, context))
-        features, logits = group_bilinear_classify(  # ATLOP's group bilinear
-            zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
+        parts = []
+        for c in pair_chunks(h_idx.numel(), pair_budget):
+            context = pair_contexts(sequence_output, entity_att, h_idx[c], t_idx[c], pair_doc[c], per_doc)
+            zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx[c], context))
+            zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx[c], context))
+            features, logits = group_bilinear_classify(  # ATLOP's group bilinear
+                zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
+            )
+            parts.append((features, logits, zh, zt))
+        features, logits, zh, zt = (
+            parts[0] if len(parts) == 1 else (None if x[0] is None else torch.cat(x) for x in zip(*parts))
         )
         loss = None
         if labels is not None:

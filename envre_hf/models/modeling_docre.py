@@ -133,10 +133,11 @@ def pair_attention(
     """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L): how much both entities of each
     pair attend to each token, averaged over heads.
 
-    Computed per document as one batched product over tokens (``E x heads`` by ``heads x E`` at every
-    position, i.e. every entity pair of the document at once), then the pairs are picked: the gathered
-    form materialises two ``sum_pairs x heads x L`` tensors (and scatters them back in the backward pass),
-    about 20x the time on CPU.
+    Computed per document as one batched product over tokens (``U x heads`` by ``heads x E`` at every
+    position, U the head entities among the pairs asked for: every pair of those heads at once), then the
+    pairs are picked: the gathered form materialises two ``sum_pairs x heads x L`` tensors (and scatters them
+    back in the backward pass), about 20x the time on CPU. Asked for a chunk of a document's pairs
+    (:func:`pair_chunks`; pairs come grouped by head), it computes only that chunk's heads' rows.
     """
     length = entity_att.size(-1)
     heads = entity_att.size(1)
@@ -154,31 +155,59 @@ def pair_attention(
         sel = (pair_doc == b).nonzero(as_tuple=True)[0]
         if sel.numel() == 0:
             continue
-        a = entity_att[offsets[b] : offsets[b] + n].permute(2, 0, 1)  # L x E x heads
-        products = torch.bmm(a, a.transpose(1, 2))  # L x E x E: sum over heads
-        parts.append(products[:, h_local[sel], t_local[sel]].transpose(0, 1))  # pairs x L
+        # L x E x heads, contiguous: bmm on the permuted view copies every one of its L small matrices
+        a = entity_att[offsets[b] : offsets[b] + n].permute(2, 0, 1).contiguous()
+        used, head_row = torch.unique(h_local[sel], return_inverse=True)
+        products = torch.bmm(a[:, used], a.transpose(1, 2))  # L x U x E: sum over heads
+        parts.append(products[:, head_row, t_local[sel]].transpose(0, 1))  # pairs x L
         rows.append(sel)
     values = torch.cat(parts)  # bmm's dtype (bf16 under autocast)
     return values.new_empty((h_idx.numel(), length)).index_copy(0, torch.cat(rows), values) / heads
 
 
 def localized_context(sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc: torch.Tensor) -> torch.Tensor:
-    """ATLOP's localized context pooling for every pair (sum_pairs x H), batched with one ``bmm``.
+    """ATLOP's localized context pooling for every pair (sum_pairs x H), one matrix product per document.
 
     The context of (h, t) weights each token by how much both entities attend to it (``ht``, sum_pairs x L,
-    from :func:`pair_attention`), normalised to sum to one.
+    from :func:`pair_attention`), normalised to sum to one. Per document rather than one ``bmm`` over
+    documents padded to the most pairs: a batch of documents with few and many pairs wasted most of its FLOPs
+    on padding rows.
     """
-    batch, length, hidden = sequence_output.shape
+    hidden = sequence_output.size(-1)
     if pair_doc.numel() == 0:
         return sequence_output.new_zeros((0, hidden))
     ht = ht / (ht.sum(1, keepdim=True) + 1e-5)
-    counts = torch.bincount(pair_doc, minlength=batch)
-    starts = torch.cumsum(counts, 0) - counts
-    rank = torch.arange(pair_doc.numel(), device=pair_doc.device) - starts[pair_doc]
-    padded = ht.new_zeros((batch, int(counts.max()), length))
-    padded = padded.index_put((pair_doc, rank), ht)
-    context = torch.bmm(padded, sequence_output)  # B x maxP x H
-    return context[pair_doc, rank]
+    parts, rows = [], []
+    for b in torch.unique(pair_doc).tolist():
+        sel = (pair_doc == b).nonzero(as_tuple=True)[0]
+        # as a one-matrix bmm: benchmarks/bench_roofline.py counts aten::bmm as pair attention + context
+        parts.append(torch.bmm(ht[sel].unsqueeze(0), sequence_output[b : b + 1])[0])  # pairs x H
+        rows.append(sel)
+    values = torch.cat(parts)
+    return values.new_empty((pair_doc.numel(), hidden)).index_copy(0, torch.cat(rows), values)
+
+
+def pair_chunks(n_pairs: int, pair_budget: int | None) -> list[slice]:
+    """Slices of at most ``pair_budget`` pairs (one slice of all when None): prediction scores a batch's pairs
+    chunk by chunk, so that its pairs x L attention weights and pairs x features never exist whole."""
+    if pair_budget is not None and pair_budget < 1:
+        raise ValueError(f"pair_budget must be >= 1 or None, got {pair_budget}")
+    if pair_budget is None or n_pairs <= pair_budget:
+        return [slice(0, n_pairs)]
+    return [slice(s, min(s + pair_budget, n_pairs)) for s in range(0, n_pairs, pair_budget)]
+
+
+def pair_contexts(
+    sequence_output: torch.Tensor, entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor,
+    pair_doc: torch.Tensor, entities_per_doc: Sequence[int], pair_budget: int | None = None,
+) -> torch.Tensor:
+    """Localized contexts (sum_pairs x H) of :func:`pair_attention` weights, ``pair_budget`` pairs at a time."""
+    chunks = [
+        localized_context(sequence_output, pair_attention(entity_att, h_idx[c], t_idx[c], pair_doc[c], entities_per_doc),
+                          pair_doc[c])
+        for c in pair_chunks(h_idx.numel(), pair_budget)
+    ]
+    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
 
 
 class _GroupOuter(torch.autograd.Function):
@@ -543,11 +572,13 @@ class DocREPreTrainedModel(PreTrainedModel):
         attention: torch.Tensor,
         entity_pos: Sequence[EntityPos],
         hts: Sequence[Sequence[Sequence[int]]],
+        pair_budget: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Head embeddings, tail embeddings and localized contexts of every pair (each sum_pairs x H)."""
+        """Head embeddings, tail embeddings and localized contexts of every pair (each sum_pairs x H); the
+        contexts ``pair_budget`` pairs at a time (:func:`pair_contexts`)."""
         emb, att, per_doc = pool_entities(sequence_output, attention, entity_pos)
         h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
-        context = localized_context(sequence_output, pair_attention(att, h_idx, t_idx, pair_doc, per_doc), pair_doc)
+        context = pair_contexts(sequence_output, att, h_idx, t_idx, pair_doc, per_doc, pair_budget)
         return emb[h_idx], emb[t_idx], context
 
     # ------------------------------------------------------------------ decoding

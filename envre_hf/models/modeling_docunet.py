@@ -83,12 +83,14 @@ class DocuNetModel(DocREPreTrainedModel):
         hts: Sequence[Any],
         labels: torch.Tensor | None = None,
         output_pair_representations: bool = True,
+        pair_budget: int | None = None,
         **unused: Any,
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
-        collator extras such as ``doc_keys``."""
+        collator extras such as ``doc_keys``; ``pair_budget``: localized contexts that many pairs at a time (the
+        U-Net's pair map is whole by design)."""
         sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
-        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
+        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts, pair_budget)
         index = PairIndex.build(hts, [len(e) for e in entity_pos], device=hs.device)
         image = index.scatter(self.pair_channels(hs, ts, rs)).permute(0, 3, 1, 2)  # B x C x N x N
         segmented = self.unet(image, index.square_mask()).permute(0, 2, 3, 1)  # B x N x N x C_out

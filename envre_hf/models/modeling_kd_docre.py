@@ -61,17 +61,19 @@ class KDDocREModel(DocREPreTrainedModel):
         hts: Sequence[Any],
         labels: torch.Tensor | None = None,
         teacher_logits: torch.Tensor | None = None,
+        pair_budget: int | None = None,
         **unused: Any,
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order).
 
         ``teacher_logits`` (only with ``use_distillation``) adds the distillation term to the loss;
-        ``unused`` swallows collator extras such as ``doc_keys``.
+        ``unused`` swallows collator extras such as ``doc_keys``; ``pair_budget``: localized contexts that many
+        pairs at a time (the pair matrix of the axial attention is whole by design).
         """
         if teacher_logits is not None and not self.settings.use_distillation:
             raise ValueError("teacher_logits were given but distillation is off: set head_settings use_distillation=True")
         sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
-        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts)
+        hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts, pair_budget)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, rs], dim=-1)))
         projected = self.projection(group_bilinear(zh, zt, self.config.block_size))  # ATLOP's group bilinear

@@ -38,6 +38,7 @@ from ..documents.relations import RelationSchema, RelationType
 from ..documents.schema import ENTITY_TYPES, Document
 from ..documents.text import check_span, check_type, rule_mentions, segment, text_document
 from ..features.featurize import pair_index
+from .precision import fit_weights
 from .prediction import DecodedDocument, decode_predictions, iter_decoded
 
 #: NER labels (CoNLL-2003, OntoNotes, WNUT, B-/I- prefixes removed) -> DocRED entity types.
@@ -178,13 +179,20 @@ class DocREPipeline(Pipeline):
     pipeline; ``ner_types`` maps extra labels to DocRED types), ``cluster`` (``"alias"``, ``"exact"`` or a
     callable ``(text, [(start, end, type), ...]) -> [[mention index, ...], ...]``), ``threshold`` (predict a
     relation above this probability instead of the model's learned threshold), ``top_k`` (most relations per
-    entity pair; the model's ``config.top_k`` by default), ``autocast`` (``"bf16"``), ``batch_size``.
+    entity pair; the model's ``config.top_k`` by default), ``autocast`` (``"auto"``, ``"bf16"``, ``"bf16-force"``:
+    see :func:`~envre_hf.models.precision.resolve_autocast`), ``batch_size``. Weights loaded in bf16
+    (``dtype=torch.bfloat16``) on hardware without native bf16 are cast to fp32 with a warning (there bf16 is
+    emulated, slower), unless ``autocast="bf16-force"``.
     """
 
     _load_processor = False
     _load_image_processor = False
     _load_feature_extractor = False
     _load_tokenizer = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        fit_weights(self.model, self._forward_params.get("autocast"))
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(inputs, list) and not inputs:  # transformers reads inputs[0] of a list

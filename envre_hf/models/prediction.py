@@ -14,16 +14,19 @@ from tqdm.auto import tqdm
 
 from ..documents.relations import RelationSchema, docred_schema
 from ..documents.schema import Document
-from ..features.batching import length_sorted_batches
+from ..features.batching import budget_batches, length_sorted_batches
 from ..features.collator import DocRECollator
 from ..features.featurize import featurize_document
+from .precision import AUTOCAST_DTYPES, resolve_autocast
 
 if TYPE_CHECKING:  # annotations only: the pipeline's saved code bundles this module without the model's
     from .modeling_docre import DocREPreTrainedModel
 
-
-#: ``autocast`` values of :func:`iter_logits` / :func:`predict` -> torch dtype.
-AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+#: Most entity pairs scored at once in prediction (:func:`iter_logits`): batches are cut to hold no more, and a
+#: document with more is scored in chunks of this many, so memory stops growing with entities squared (a
+#: 300-entity document has 89,700 pairs; ``benchmarks/bench_pair_budget.py``). Re-DocRED's batches of four hold
+#: about 1,600.
+PAIR_BUDGET = 4096
 
 
 def iter_logits(
@@ -34,23 +37,26 @@ def iter_logits(
     progress: bool = True,
     autocast: str | None = None,
     sort_by_length: bool = True,
+    pair_budget: int | None = PAIR_BUDGET,
 ) -> Iterator[tuple[int, torch.Tensor]]:
     """Yield (feature index, logits n_pairs x num_labels, float32 on CPU) for every featurized document.
 
     Documents are batched by length (:func:`~envre_hf.features.length_sorted_batches`: less padding,
     fewer windows per batch), so the yielded indices are not in input order; ``sort_by_length=False``
-    batches in input order (the unsorted reference). ``autocast`` (``"bf16"``/``"fp16"``) runs the model
-    under ``torch.autocast`` on its device (bf16 on CPU: faster matmuls where the CPU has them, for a
+    batches in input order (the unsorted reference). ``autocast`` (``"auto"``, ``"bf16"``, ``"bf16-force"``,
+    ``"fp16"``, ``"fp32"``/None; :func:`~envre_hf.models.precision.resolve_autocast` says which runs) runs the
+    model under ``torch.autocast`` on its device (bf16: faster matmuls only where the hardware has them, for a
     small change in logits; measure it with ``benchmarks/bench_models.py --inference-options``).
+    ``pair_budget`` (:data:`PAIR_BUDGET`; None: no bound) caps the entity pairs of a batch and of a model call.
     """
     collate = DocRECollator(pad_token_id)
+    pairs = [len(f["hts"]) for f in features]
     if sort_by_length:
-        batches = length_sorted_batches([len(f["input_ids"]) for f in features], batch_size)
+        batches = length_sorted_batches([len(f["input_ids"]) for f in features], batch_size, pairs, pair_budget)
     else:
-        batches = [list(range(i, min(i + batch_size, len(features)))) for i in range(0, len(features), batch_size)]
+        batches = budget_batches(range(len(features)), batch_size, pairs, pair_budget)
     device = next(model.parameters()).device
-    if autocast is not None and autocast not in AUTOCAST_DTYPES:
-        raise ValueError(f"autocast must be one of {sorted(AUTOCAST_DTYPES)} or None, got {autocast!r}")
+    autocast = resolve_autocast(autocast, device)
     amp = (
         torch.autocast(device.type, dtype=AUTOCAST_DTYPES[autocast])
         if autocast is not None
@@ -72,6 +78,7 @@ def iter_logits(
                     entity_pos=batch["entity_pos"],
                     hts=batch["hts"],
                     output_pair_representations=False,
+                    pair_budget=pair_budget,
                 ).logits.float().cpu()
                 for i, chunk in zip(idx, logits.split([len(features[i]["hts"]) for i in idx])):
                     yield i, chunk
