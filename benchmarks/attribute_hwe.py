@@ -218,8 +218,11 @@ def figure5(args: argparse.Namespace) -> None:
               f"{c.extra['attributed_facts'] / max(c.extra['attribution_seconds'], 1e-9):.2f} facts/s; MAP(K) K=1..10: "
               + " ".join(f"{m:.3f}" for m in c.map[:10]))
     png = args.results.with_suffix(".png")
+    from _bench_common import machine
+
     write_json_atomic(args.results, {
         "command": command_line(),
+        "machine": machine(),
         "gold": str(args.gold.name),
         "documents_selected": f"{done} DocRED-HWE documents (in file order) whose title is in {args.titles_from.name}",
         "training_titles_checked": str(args.train.name),

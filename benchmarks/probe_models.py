@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from _bench_common import machine
 from probe_flip_rate import check
 
 from envre_hf.atomic import write_json
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {s['facts']} | {_pct(s['flip_rate'])} | {_pct(s['name_reliance'])} | "
               f"{s['new_facts_per_copy']:.2f} | {_pct(f1[0])} | {_pct(f1[1])} |")  # fmt: skip
     if args.results is not None:
-        write_json(args.results, summary)
+        write_json(args.results, {**summary, "machine": machine()})
         print(f"\nwrote {args.results}")
     return 0
 

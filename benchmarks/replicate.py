@@ -51,6 +51,8 @@ import os
 import time
 from pathlib import Path
 
+from _bench_common import machine
+
 from envre_hf.models.registry import HEAD_TYPES
 
 #: Run name -> EVRT settings (None: vanilla). ``evrt`` is the released recipe; the others ablate one choice.
@@ -439,6 +441,7 @@ def _write(cli: argparse.Namespace, done: dict[str, dict], started: float, renam
     summary = {
         "commands": [c for c in getattr(cli, "commands", []) if c != command] + [command],
         "settings": _settings(cli),
+        "machine": machine(),
         "encoder": os.path.basename(encoder.rstrip("/")) if os.path.isdir(encoder) else encoder,
         "renamed_test_substitution_rates": {k: round(v["rate"], 4) for k, v in substitution_rates(renamed_test).items()},
         "summary": _summary(done),
