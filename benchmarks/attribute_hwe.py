@@ -157,9 +157,9 @@ def figure5(args: argparse.Namespace) -> None:
     from envre_hf.analysis.attribution import AttributionConfig
     from envre_hf.analysis.attribution_run import RECORDS, run_attribution
     from envre_hf.analysis.plots import plot_map_curves
-    from envre_hf.analysis.rationale_map import map_curve, write_json_atomic
+    from envre_hf.analysis.rationale_map import map_curve
+    from envre_hf.atomic import load_jsonl_records, write_json
     from envre_hf.documents import read_documents
-    from envre_hf.icl.runner import _load_results
     from envre_hf.models.prediction import load_for_inference
 
     torch.set_num_threads(args.threads)
@@ -189,7 +189,7 @@ def figure5(args: argparse.Namespace) -> None:
             line = "  ".join(f"{n}: MAP(1)={r.curve.map[0]:.3f} MAP(10)={r.curve.map[9]:.3f}" for n, r in results.items())
             print(f"[{time.perf_counter() - start:7.0f} s] {done} docs  {line}", flush=True)
     # the curves: from the saved records of the documents every model has finished (also after an interrupted run)
-    records = {n: {r["doc"]: r for r in _load_results(args.work / n / RECORDS)} for n in names}
+    records = {n: {r["doc"]: r for r in load_jsonl_records(args.work / n / RECORDS)} for n in names}
     common = [d for d in docs if all(d.key in records[n] for n in names)]
     done = len(common)
     by_key = {d.key: d for d in common}
@@ -220,7 +220,7 @@ def figure5(args: argparse.Namespace) -> None:
     png = args.results.with_suffix(".png")
     from _bench_common import machine
 
-    write_json_atomic(args.results, {
+    write_json(args.results, {
         "command": command_line(),
         "machine": machine(),
         "gold": str(args.gold.name),
