@@ -19,12 +19,14 @@ Failures are :class:`HTTPRequestError` naming the request (credentials redacted)
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import hashlib
 import json
 import os
 import random
 import re
+import socket
 import sqlite3
 import threading
 import time
@@ -37,6 +39,9 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import requests
 import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from .version import __version__
 
@@ -66,8 +71,8 @@ class NetworkBounds:
     Attributes:
         connect_timeout: seconds to open the connection.
         read_timeout: seconds any one read may wait (a server that never answers ends here).
-        reply_deadline: seconds from the reply's first line to its last byte: a reply trickling a byte every
-            few seconds (each read within ``read_timeout``) ends here.
+        reply_deadline: seconds the reply's status line and headers may take, and then its body: a reply
+            trickling a byte every few seconds (each read within ``read_timeout``), headers or body, ends here.
         max_retries: retries after the first attempt.
         retry_after_cap: the longest ``Retry-After`` honoured; a server asking for more gets one line saying
             when to retry instead of a silent wait (a 429 with ``Retry-After: 86400`` waited a day).
@@ -456,6 +461,67 @@ def read_within(chunks: Iterable[bytes], deadline: float, clock: Callable[[], fl
     return b"".join(parts)
 
 
+#: Seconds the status line and headers of the reply awaited in this context may take (set per request).
+_HEAD_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("envre_head_deadline", default=None)
+
+
+class _HeadDeadline:
+    """Connection mixin: the reply's status line and headers arrive within the request's deadline. A server that
+    trickles them (every read within the read timeout) has its connection shut at the deadline, because
+    ``http.client`` reads headers before any caller sees a byte."""
+
+    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+        deadline = _HEAD_DEADLINE.get()
+        if deadline is None:
+            return super().getresponse(*args, **kwargs)
+        expired = threading.Event()
+
+        def shut() -> None:
+            expired.set()
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except (OSError, AttributeError):  # already closed
+                pass
+
+        timer = threading.Timer(deadline, shut)
+        timer.daemon = True
+        timer.start()
+        try:
+            return super().getresponse(*args, **kwargs)
+        except Exception:
+            if expired.is_set():
+                raise ReplyTooSlow(
+                    f"the reply's headers did not arrive within {deadline:g} s (ENVRE_REPLY_DEADLINE)"
+                ) from None
+            raise
+        finally:
+            timer.cancel()
+
+
+class _HTTPConnection(_HeadDeadline, HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_HeadDeadline, HTTPSConnection):
+    pass
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+class _BoundedAdapter(HTTPAdapter):
+    """requests' adapter with connections that keep :data:`_HEAD_DEADLINE`."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
 def _arriving(response: requests.Response) -> Iterator[bytes]:
     """The body of a streamed ``response`` in the pieces the network delivers (``read1``: never waiting for a full
     buffer, so :func:`read_within` sees every byte of a trickle as it comes)."""
@@ -537,6 +603,8 @@ class CachedJSONClient:
         if self._session is None:
             session = requests.Session()
             session.headers["User-Agent"] = self.user_agent
+            for prefix in ("http://", "https://"):
+                session.mount(prefix, _BoundedAdapter())
             self._session = session
         return self._session
 
@@ -572,6 +640,7 @@ class CachedJSONClient:
             if n:
                 self.stats.retries[url] += 1
             self.stats.sent[url] += 1
+            head = _HEAD_DEADLINE.set(self.bounds.reply_deadline)
             try:
                 response = self.session.request(
                     method,
@@ -595,6 +664,8 @@ class CachedJSONClient:
                 raise Transient(str(exc)) from None
             except requests.RequestException as exc:  # e.g. invalid URL: retrying will not help
                 raise HTTPRequestError(redact(f"request failed: {what}: {exc}", secrets)) from None
+            finally:
+                _HEAD_DEADLINE.reset(head)
             status = response.status_code
             if status in RETRY_STATUSES:
                 raise Transient(f"HTTP {status} {response.reason}", parse_retry_after(response.headers.get("Retry-After")))

@@ -1,6 +1,7 @@
 """A fault-injecting HTTP server on 127.0.0.1: each request plays the next scripted fault, then JSON ``{"ok": true}``.
 
-Faults: ``("trickle", seconds)`` (headers, then one body byte every ``seconds``), ``("hang", seconds)`` (no answer
+Faults: ``("trickle", seconds)`` (headers, then one body byte every ``seconds``), ``("trickle_headers", seconds)``
+(the status line and headers one byte every ``seconds``), ``("hang", seconds)`` (no answer
 for that long), ``("drop",)`` (connection closed without a reply), ``("cut",)`` (half the announced body),
 ``("html",)`` (an HTML page with HTTP 200), ``("status", code, headers, body)``.
 """
@@ -36,6 +37,15 @@ class FaultServer:
                     server.stop.wait(fault[1])
                     return
                 if kind == "drop":
+                    self.close_connection = True
+                    return
+                if kind == "trickle_headers":
+                    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: " + b"x" * 64 + b"\r\n"
+                    for byte in head:
+                        if server.stop.wait(fault[1]):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
                     self.close_connection = True
                     return
                 if kind == "status":

@@ -33,6 +33,18 @@ def test_a_trickling_reply_ends_at_the_reply_deadline(server):
     assert time.monotonic() - start < 3.5
 
 
+def test_trickling_headers_end_at_the_reply_deadline_and_the_connection_is_reusable(server):
+    """http.client reads the status line and headers before the caller sees a byte: the deadline shuts the
+    connection; the next request of the same client still works."""
+    server.script = [("trickle_headers", 0.2)]  # ~110 bytes at 0.2 s each: 22 s, each read within the timeout
+    c = client(max_retries=0, read_timeout=1.5)
+    start = time.monotonic()
+    with pytest.raises(HTTPRequestError, match=r"127\.0\.0\.1.*headers did not arrive within 1 s"):
+        c.get_json(server.url + "/q", {"a": 1})
+    assert time.monotonic() - start < 3.5
+    assert c.get_json(server.url + "/q", {"a": 2}) == {"ok": True}
+
+
 def test_a_server_that_never_answers_ends_at_the_read_timeout_and_retries_are_bounded(server):
     server.script = [("hang", 5)] * 5
     start = time.monotonic()
