@@ -205,7 +205,8 @@ def figure5(args: argparse.Namespace) -> None:
         sums[m.name] = per_doc_sums(rows, by_key, args.k_max)
     pairs = {}
     for vanilla in names:
-        evrt = f"{vanilla}+evrt"
+        head, sep, seed = vanilla.partition("-s")  # replicate.py names models <head>[+evrt]-s<seed>
+        evrt = f"{head}+evrt{sep}{seed}"
         if evrt in sums:
             pairs[f"{evrt} - {vanilla}"] = paired_difference(sums[vanilla], sums[evrt], args.k_max)
     for label, pair in pairs.items():
