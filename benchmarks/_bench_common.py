@@ -11,7 +11,6 @@ import os
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,14 +82,11 @@ def run_child(script: str | Path, argv: list[str], *, nice: bool = False) -> dic
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON atomically (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=1)
-        fh.write("\n")
-    os.replace(fh.name, path)
-    return path
+    """``obj`` as JSON (indent 1) through the package's atomic writer, its folder made first."""
+    from envre_hf.atomic import write_json as atomic_write_json
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write_json(path, obj, indent=1)
 
 
 def encoder_config(name: str, vocab_size: int):

@@ -444,21 +444,26 @@ class ReplyTooSlow(HTTPRequestError):
     """A reply that did not arrive whole within :attr:`NetworkBounds.reply_deadline` (a trickle)."""
 
 
-def read_within(chunks: Iterable[bytes], deadline: float, clock: Callable[[], float] = time.monotonic) -> bytes:
-    """The bytes of ``chunks`` (a reply body being read), or :class:`ReplyTooSlow` once ``deadline`` seconds pass.
-
-    Per-read timeouts never fire on a server sending a byte every two seconds; this bounds the whole reply.
-    """
-    start = clock()
-    parts = []
+def within_deadline(
+    chunks: Iterable[bytes], deadline: float, what: str = "", clock: Callable[[], float] = time.monotonic
+) -> Iterator[bytes]:
+    """The chunks of a reply body being read, or :class:`ReplyTooSlow` (``what``: the request, to name it) once
+    ``deadline`` seconds pass. Per-read timeouts never fire on a server sending a byte every two seconds; this
+    bounds the whole reply. The one deadline of our client and of the Hub's (:mod:`envre_hf.hub_client`)."""
+    start, size = clock(), 0
     for chunk in chunks:
-        parts.append(chunk)
+        size += len(chunk)
         if clock() - start > deadline:
             raise ReplyTooSlow(
-                f"the reply did not arrive whole within {deadline:g} s (ENVRE_REPLY_DEADLINE; "
-                f"{sum(map(len, parts))} bytes so far)"
+                f"{what + ': ' if what else ''}the reply did not arrive whole within {deadline:g} s "
+                f"(ENVRE_REPLY_DEADLINE; {size} bytes so far)"
             )
-    return b"".join(parts)
+        yield chunk
+
+
+def read_within(chunks: Iterable[bytes], deadline: float, clock: Callable[[], float] = time.monotonic) -> bytes:
+    """The bytes of ``chunks`` read whole within ``deadline`` seconds (:func:`within_deadline`)."""
+    return b"".join(within_deadline(chunks, deadline, clock=clock))
 
 
 #: Seconds the status line and headers of the reply awaited in this context may take (set per request).

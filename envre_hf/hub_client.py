@@ -21,7 +21,6 @@ import contextlib
 import functools
 import json
 import threading
-import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -31,9 +30,9 @@ from .http import (
     ReplyTooSlow,
     RetryLater,
     parse_retry_after,
-    read_within,
     redact,
     server_of,
+    within_deadline,
 )
 
 _LOCK = threading.Lock()
@@ -114,15 +113,8 @@ def _transport_class(httpx):
             self._stream, self._deadline, self._request = stream, deadline, request
 
         def __iter__(self):
-            start, size = time.monotonic(), 0
-            for chunk in self._stream:
-                size += len(chunk)
-                if time.monotonic() - start > self._deadline:
-                    raise ReplyTooSlow(
-                        f"{self._request.method} {server_of(str(self._request.url))}{self._request.url.path}: the reply "
-                        f"did not arrive whole within {self._deadline:g} s (ENVRE_REPLY_DEADLINE; {size} bytes so far)"
-                    )
-                yield chunk
+            r = self._request
+            yield from within_deadline(self._stream, self._deadline, f"{r.method} {server_of(str(r.url))}{r.url.path}")
 
         def close(self):
             self._stream.close()
