@@ -4,7 +4,7 @@ Example (Re-DocRED test, offline corpus KB, names of the training split kept out
 
     envre probe --model runs/evrt-minilm --input ../shared/data/redocred/test_revised.json --kb corpus \\
         --kb-pool ../shared/data/redocred/test_revised.json --train ../shared/data/redocred/dev_revised.json \\
-        --copies 5 --output probe_evrt
+        --copies 5 --output runs/probe_evrt
 
 The measures and the output folder: :mod:`envre_hf.analysis.name_reliance`. A rerun of a killed probe with the same
 options continues it.
