@@ -148,6 +148,9 @@ def machine() -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
+    caps = {k: os.environ[k] for k in ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY") if k in os.environ}
+    if caps:
+        info["isa_caps"] = caps  # the CPU was capped (e.g. to AVX2) for these figures
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
         info["gpu_native_bf16"] = native_bf16("cuda")

@@ -9,6 +9,7 @@ and the pipeline) resolves its ``autocast`` here, by torch's own capability chec
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import torch
@@ -21,15 +22,22 @@ AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _logger = logging.getLogger(__name__)
 _warned: set[str] = set()
 _WHY = {"cpu": "no AVX512-BF16, no AMX", "cuda": "torch.cuda.is_bf16_supported() is False"}
+#: oneDNN ISA caps (``ONEDNN_MAX_CPU_ISA``, formerly ``DNNL_MAX_CPU_ISA``) under which its bf16 kernels are emulated:
+#: a capped process computes bf16 as slowly as a CPU without it, whatever the CPU reports.
+_NO_BF16_ISA = {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"}
 
 
 def native_bf16(device: Any = "cpu") -> bool:
     """Whether ``device`` computes bf16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16 or AMX
-    (torch's own checks, ``torch.cpu._is_avx512_bf16_supported`` / ``_is_amx_tile_supported``)."""
+    (torch's own checks, ``torch.cpu._is_avx512_bf16_supported`` / ``_is_amx_tile_supported``), unless oneDNN's
+    ISA is capped below bf16 (:data:`_NO_BF16_ISA`)."""
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     if device.type != "cpu":
+        return False
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    if cap.strip().upper() in _NO_BF16_ISA:
         return False
     checks = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
     return any(bool(check()) for check in checks if check is not None)

@@ -24,6 +24,8 @@ def _cpu(monkeypatch, avx512_bf16: bool, amx: bool) -> None:
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
     monkeypatch.setattr(precision, "_warned", set())
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -46,6 +48,15 @@ def test_native_bf16_follows_torchs_cpu_and_cuda_checks(monkeypatch):
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, s=supported, **k: s)
         assert native_bf16("cuda:0") is supported
     assert native_bf16("meta") is False
+
+
+def test_a_onednn_isa_cap_below_bf16_makes_bf16_emulated(monkeypatch):
+    _cpu(monkeypatch, True, True)  # the CPU has it, but oneDNN is told not to use it
+    for name, cap, native in [("ONEDNN_MAX_CPU_ISA", "AVX2", False), ("DNNL_MAX_CPU_ISA", "avx512_core", False),
+                              ("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16", True), ("ONEDNN_MAX_CPU_ISA", "ALL", True)]:
+        monkeypatch.setenv(name, cap)
+        assert native_bf16("cpu") is native, (name, cap)
+        monkeypatch.delenv(name)
 
 
 def test_bf16_falls_back_to_fp32_with_one_warning_line_where_emulated(emulated, caplog):
