@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import socket
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from .http import (
@@ -109,20 +111,31 @@ def _transport_class(httpx):
     """An ``httpx.HTTPTransport`` that keeps the bounds on every request it carries."""
 
     class _Body(httpx.SyncByteStream):
-        def __init__(self, stream, deadline: float, request):
-            self._stream, self._deadline, self._request = stream, deadline, request
+        def __init__(self, stream, deadline: float, request, on_close):
+            self._stream, self._deadline, self._request, self._on_close = stream, deadline, request, on_close
 
         def __iter__(self):
-            r = self._request
-            yield from within_deadline(self._stream, self._deadline, f"{r.method} {server_of(str(r.url))}{r.url.path}")
+            yield from within_deadline(self._stream, self._deadline, _what(self._request))
 
         def close(self):
             self._stream.close()
+            self._on_close()
 
     class BoundedTransport(httpx.HTTPTransport):
+        """Timeouts on every request, a capped ``Retry-After``, and the reply deadline on headers and body.
+
+        The headers are read inside ``httpcore`` before we see a byte, so their deadline is a timer that shuts the
+        connection's socket, as in our own client (:class:`envre_hf.http._HeadDeadline`). The socket comes from
+        ``httpcore``'s ``trace`` extension for a new connection; a reused one is among the idle connections this
+        transport last saw to the same server (each tracked from its reply's ``network_stream``), so the timer shuts
+        those: an idle one shut by mistake is only dropped and reopened by the pool.
+        """
+
         def __init__(self, bounds: NetworkBounds):
             super().__init__()
             self.bounds = bounds
+            self._idle: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network stream -> server
+            self._idle_lock = threading.Lock()
 
         def handle_request(self, request):
             b = self.bounds
@@ -132,17 +145,89 @@ def _transport_class(httpx):
                 if limits.get(key) is None:  # a caller's timeout=None would mean "wait forever"
                     limits[key] = value
             request.extensions["timeout"] = limits
-            response = super().handle_request(request)
+            server = server_of(str(request.url))
+            watch = _HeadWatch(b.reply_deadline, lambda: self._idle_streams(server))
+            outer = request.extensions.get("trace")
+            request.extensions["trace"] = watch.tracer(outer)
+            try:
+                response = super().handle_request(request)
+            except Exception:
+                if watch.expired.is_set():
+                    raise ReplyTooSlow(f"{_what(request)}: the reply's headers did not arrive within "
+                                       f"{b.reply_deadline:g} s (ENVRE_REPLY_DEADLINE)") from None
+                raise
+            finally:
+                watch.cancel()
+                if outer is None:
+                    request.extensions.pop("trace", None)
+                else:
+                    request.extensions["trace"] = outer
+            stream = response.extensions.get("network_stream")
+            if stream is not None:
+                with self._idle_lock:
+                    self._idle.pop(stream, None)
             wait = parse_retry_after(response.headers.get("Retry-After"))
             if response.status_code in (429, 503) and wait is not None and wait > b.retry_after_cap:
                 response.close()
                 raise RetryLater(wait, b.retry_after_cap,
-                                 f"{server_of(str(request.url))} answered {request.method} {request.url.path} with "
+                                 f"{server} answered {request.method} {request.url.path} with "
                                  f"HTTP {response.status_code}")
-            response.stream = _Body(response.stream, b.reply_deadline, request)
+            response.stream = _Body(response.stream, b.reply_deadline, request, lambda: self._released(stream, server))
             return response
 
+        def _released(self, stream, server: str) -> None:
+            if stream is not None:
+                with self._idle_lock:
+                    self._idle[stream] = server
+
+        def _idle_streams(self, server: str) -> list:
+            with self._idle_lock:
+                return [stream for stream, where in self._idle.items() if where == server]
+
     return BoundedTransport
+
+
+def _what(request) -> str:
+    """``METHOD server/path`` of an httpx request, how a deadline names it."""
+    return f"{request.method} {server_of(str(request.url))}{request.url.path}"
+
+
+class _HeadWatch:
+    """The reply deadline of one request's headers: started by ``httpcore``'s trace when it begins to read them;
+    at the deadline, the sockets the request may be reading are shut, so the blocked read ends."""
+
+    def __init__(self, deadline: float, reused: Callable[[], list]):
+        self.deadline, self.reused = deadline, reused
+        self.expired = threading.Event()
+        self._opened: list = []
+        self._timer: threading.Timer | None = None
+
+    def tracer(self, outer):
+        def trace(name: str, info: dict) -> None:
+            if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+                self._opened.append(info.get("return_value"))
+            elif name == "http11.receive_response_headers.started":
+                self._timer = threading.Timer(self.deadline, self._shut)
+                self._timer.daemon = True
+                self._timer.start()
+            elif name.startswith("http11.receive_response_headers."):
+                self.cancel()
+            if outer is not None:
+                outer(name, info)
+
+        return trace
+
+    def _shut(self) -> None:
+        self.expired.set()
+        for stream in self._opened[-1:] or self.reused():
+            try:
+                stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+            except (OSError, AttributeError):  # already closed
+                pass
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 _ADVICE = {

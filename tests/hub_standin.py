@@ -35,7 +35,7 @@ class LocalHub:
         self.shas: dict[tuple[str, str], str] = {}
         self.unhandled: list[str] = []
         #: faults to play on write requests whose path contains the key ("create", "preupload", "commit"):
-        #: ("status", code, headers, body), ("html",) or ("hang", seconds)
+        #: ("status", code, headers, body), ("html",), ("hang", seconds) or ("trickle_headers", seconds)
         self.faults: dict[str, list[tuple]] = {}
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -190,10 +190,24 @@ class LocalHub:
                             self.close_connection = True
                         elif fault[0] == "html":
                             self._send(200, body=b"<html><body>502 Bad Gateway</body></html>")
+                        elif fault[0] == "trickle_headers":  # the status line and headers, a byte every fault[1] s
+                            self._trickle(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Pad: " + b"x" * 64,
+                                          fault[1])
                         else:
                             self._send(fault[1], body=fault[3].encode(), headers=fault[2])
                         return True
                 return False
+
+            def _trickle(self, head: bytes, every: float) -> None:
+                self.close_connection = True
+                for byte in head:
+                    if hub._stop.wait(every):
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:  # the client gave up (its deadline)
+                        return
 
             def do_POST(self):
                 data = self.rfile.read(int(self.headers.get("Content-Length", 0)))

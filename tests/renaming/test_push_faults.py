@@ -103,3 +103,22 @@ def test_a_push_whose_commit_is_not_the_repo_head_fails(folder):
     with pytest.raises(HubError, match="reported no commit"):
         push_folder(Api(None), "o/n", "dataset", str(folder), what="x")
     assert push_folder(Api("0" * 40), "o/n", "dataset", str(folder), what="x").oid == "0" * 40
+
+
+def test_cli_push_whose_commit_reply_trickles_its_headers_is_one_line_exit_2(hub, tmp_path, redocred_test_path,
+                                                                             monkeypatch, capsys):
+    """The commit's status line and headers come a byte every 0.3 s, each read within the 1 s read timeout, on the
+    connection create and preupload used before (a reused one): the 2 s reply deadline ends it."""
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    small = tmp_path / "test_revised.json"
+    small.write_text(json.dumps(json.loads(redocred_test_path.read_text())[:3]))
+    hub.faults["commit"] = [("trickle_headers", 0.3)]  # ~70 bytes: 21 s
+    start = time.monotonic()
+    code = main(["build", "--input", str(small), "--kb", "corpus", "--kb-pool", str(small), "--seeds", "1",
+                 "--no-progress", "--output", str(tmp_path / "out"), "--push-to-hub", "envre/t"])
+    elapsed = time.monotonic() - start
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if line.startswith("envre")]
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("envre build: error: push of ") and "dataset repo envre/t" in err[0]
+    assert f"POST {hub.endpoint}/api/datasets/envre/t/commit/main: the reply's headers did not arrive within 2 s" in err[0]
+    assert elapsed < 15 and not hub.commits and (tmp_path / "out" / "data").is_dir()
