@@ -22,14 +22,17 @@ import functools
 import json
 import socket
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from .http import (
+    RETRY_STATUSES,
     HTTPRequestError,
     NetworkBounds,
     ReplyTooSlow,
+    RetriesExhausted,
     RetryLater,
     parse_retry_after,
     redact,
@@ -111,11 +114,16 @@ def _transport_class(httpx):
     """An ``httpx.HTTPTransport`` that keeps the bounds on every request it carries."""
 
     class _Body(httpx.SyncByteStream):
-        def __init__(self, stream, deadline: float, request, on_close):
-            self._stream, self._deadline, self._request, self._on_close = stream, deadline, request, on_close
+        def __init__(self, stream, deadline: float, request, on_close, on_failure):
+            self._stream, self._deadline, self._request = stream, deadline, request
+            self._on_close, self._on_failure = on_close, on_failure
 
         def __iter__(self):
-            yield from within_deadline(self._stream, self._deadline, _what(self._request))
+            try:
+                yield from within_deadline(self._stream, self._deadline, _what(self._request))
+            except Exception as err:
+                self._on_failure(err)
+                raise
 
         def close(self):
             self._stream.close()
@@ -128,7 +136,8 @@ def _transport_class(httpx):
         connection's socket, as in our own client (:class:`envre_hf.http._HeadDeadline`). The socket comes from
         ``httpcore``'s ``trace`` extension for a new connection; a reused one is among the idle connections this
         transport last saw to the same server (each tracked from its reply's ``network_stream``), so the timer shuts
-        those: an idle one shut by mistake is only dropped and reopened by the pool.
+        those: an idle one shut by mistake is only dropped and reopened by the pool. The Hub's own retries are kept
+        within the retry budget by :class:`_RetryChains`.
         """
 
         def __init__(self, bounds: NetworkBounds):
@@ -136,6 +145,7 @@ def _transport_class(httpx):
             self.bounds = bounds
             self._idle: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # network stream -> server
             self._idle_lock = threading.Lock()
+            self._chains = _RetryChains(bounds)
 
         def handle_request(self, request):
             b = self.bounds
@@ -145,16 +155,20 @@ def _transport_class(httpx):
                 if limits.get(key) is None:  # a caller's timeout=None would mean "wait forever"
                     limits[key] = value
             request.extensions["timeout"] = limits
+            started = self._chains.admit(request)
             server = server_of(str(request.url))
             watch = _HeadWatch(b.reply_deadline, lambda: self._idle_streams(server))
             outer = request.extensions.get("trace")
             request.extensions["trace"] = watch.tracer(outer)
             try:
                 response = super().handle_request(request)
-            except Exception:
+            except Exception as err:
                 if watch.expired.is_set():
-                    raise ReplyTooSlow(f"{_what(request)}: the reply's headers did not arrive within "
-                                       f"{b.reply_deadline:g} s (ENVRE_REPLY_DEADLINE)") from None
+                    err = ReplyTooSlow(f"{_what(request)}: the reply's headers did not arrive within "
+                                       f"{b.reply_deadline:g} s (ENVRE_REPLY_DEADLINE)")
+                    self._chains.failed(request, started, err)
+                    raise err from None
+                self._chains.failed(request, started, err)
                 raise
             finally:
                 watch.cancel()
@@ -172,7 +186,12 @@ def _transport_class(httpx):
                 raise RetryLater(wait, b.retry_after_cap,
                                  f"{server} answered {request.method} {request.url.path} with "
                                  f"HTTP {response.status_code}")
-            response.stream = _Body(response.stream, b.reply_deadline, request, lambda: self._released(stream, server))
+            if response.status_code in RETRY_STATUSES:
+                self._chains.failed(request, started, f"HTTP {response.status_code}")
+            else:
+                self._chains.answered()
+            response.stream = _Body(response.stream, b.reply_deadline, request, lambda: self._released(stream, server),
+                                    lambda err: self._chains.failed(request, started, err))
             return response
 
         def _released(self, stream, server: str) -> None:
@@ -190,6 +209,56 @@ def _transport_class(httpx):
 def _what(request) -> str:
     """``METHOD server/path`` of an httpx request, how a deadline names it."""
     return f"{request.method} {server_of(str(request.url))}{request.url.path}"
+
+
+class _RetryChains:
+    """``huggingface_hub``'s own retries (``http_backoff``: up to 5, at any time) kept within the retry budget.
+
+    It retries a commit that never answers five times whatever each attempt takes: 6 x the 30 s read timeout, plus
+    its waits, was 204 s. A retry is the same request (method and URL) sent again by the same thread after a failed
+    attempt (a transport error, a cut reply, a retry status), within a short gap (its waits are at most 8 s, or a
+    ``Retry-After`` under the cap). One that would start more than ``retry_budget`` seconds after the first attempt
+    is refused: :class:`~envre_hf.http.RetriesExhausted` naming the request and the last problem. Our own retry
+    loops (the ICL endpoint) never start one that late, so they are not affected.
+    """
+
+    def __init__(self, bounds: NetworkBounds):
+        self.bounds = bounds
+        self._chains: dict[int, dict] = {}  # thread -> {key, first, attempts, last, problem}
+        self._lock = threading.Lock()
+
+    def _gap(self) -> float:
+        return self.bounds.retry_after_cap + 10.0
+
+    def admit(self, request) -> float:
+        """The start time of ``request``; raises once a retry of it would start past the budget."""
+        now, me, key = time.monotonic(), threading.get_ident(), (request.method, str(request.url))
+        with self._lock:
+            chain = self._chains.get(me)
+            if chain is not None and (chain["key"] != key or now - chain["last"] > self._gap()):
+                del self._chains[me]  # another request: that chain is over
+                chain = None
+            if chain is not None and now - chain["first"] > self.bounds.retry_budget:
+                del self._chains[me]
+                raise RetriesExhausted(chain["attempts"], f"{chain['problem']} (no retry past "
+                                       f"{self.bounds.retry_budget:g} s, ENVRE_RETRY_BUDGET)")
+        return now
+
+    def failed(self, request, started: float, problem) -> None:
+        if not isinstance(problem, str):  # an exception: its kind and (short) text
+            text = redact(" ".join(str(problem).split()))[:200]
+            problem = f"{type(problem).__name__}" + (f" ({text})" if text else "")
+        problem = f"{_what(request)}: {problem}"
+        key = (request.method, str(request.url))
+        with self._lock:
+            chain = self._chains.get(threading.get_ident())
+            if chain is None or chain["key"] != key:
+                chain = self._chains[threading.get_ident()] = {"key": key, "first": started, "attempts": 0}
+            chain.update(attempts=chain["attempts"] + 1, last=time.monotonic(), problem=problem)
+
+    def answered(self) -> None:
+        with self._lock:
+            self._chains.pop(threading.get_ident(), None)
 
 
 class _HeadWatch:
@@ -255,6 +324,8 @@ def hub_errors(action: str, endpoint: str | None = None) -> Iterator[None]:
         raise
     except RetryLater as err:
         raise HubError(redact(f"{action}: {err}")) from None
+    except RetriesExhausted as err:
+        raise HubError(redact(f"{where} failed the {action}: {err}; rerun later (nothing local was changed)")) from None
     except ReplyTooSlow as err:
         raise HubError(redact(f"{action}: {err}; rerun when the Hub is faster")) from None
     except OfflineModeIsEnabled:
