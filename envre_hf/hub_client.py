@@ -5,10 +5,11 @@
 ``create_repo`` or a commit kept ``envre build --push-to-hub`` waiting forever, and it sleeps whatever
 ``Retry-After`` says (a day for ``86400``). :func:`configure_hub` installs a factory with the package's
 :class:`~envre_hf.http.NetworkBounds`: connect/read timeouts on every request (also those that pass ``None``), a
-reply deadline (a trickle ends), no wait on a ``Retry-After`` over the cap (one line says when to retry). The
-Hub's own retries (``http_backoff``: 5, waits up to 8 s) stay as they are. The same client carries the ICL
-endpoint's requests (``InferenceClient``), so they get the same bounds; and ``HF_HUB_OFFLINE`` blocks only
-requests to the Hub there, not a local OpenAI-compatible server.
+reply deadline on the headers and the body (a trickle ends), no wait on a ``Retry-After`` over the cap (one line
+says when to retry). The Hub's own retries (``http_backoff``: 5, waits up to 8 s) are kept, within the retry
+budget. All of it goes through httpx's own API: a transport, and ``httpcore``'s ``trace`` extension. The same
+client carries the ICL endpoint's requests (``InferenceClient``), so they get the same bounds; and
+``HF_HUB_OFFLINE`` blocks only requests to the Hub there, not a local OpenAI-compatible server.
 
 :func:`hub_errors` turns what a Hub call raises (an HTTP error, a dropped connection, a timeout, an HTML page
 where JSON was expected) into :class:`HubError`: one line naming the Hub, the action and what to do, credentials
@@ -353,7 +354,8 @@ def hub_errors(action: str, endpoint: str | None = None) -> Iterator[None]:
         ) from None
 
 
-def folder_files(folder: str, *, allow_patterns=None, ignore_patterns=None, path_in_repo: str | None = None) -> list[str]:
+def folder_files(folder: str, *, allow_patterns=None, ignore_patterns=None,
+                 path_in_repo: str | None = None) -> list[str]:
     """The repository paths ``upload_folder`` sends from ``folder``: its own filter (``filter_repo_objects``) with
     its default ignores (``.git``, ``.cache/huggingface``), so the plan of a push and its check match the upload."""
     from pathlib import Path

@@ -127,7 +127,8 @@ def test_cli_push_whose_commit_reply_trickles_its_headers_is_one_line_exit_2(hub
     err = [line for line in capsys.readouterr().err.strip().splitlines() if line.startswith("envre")]
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith("envre build: error: push of ") and "dataset repo envre/t" in err[0]
-    assert f"POST {hub.endpoint}/api/datasets/envre/t/commit/main: the reply's headers did not arrive within 2 s" in err[0]
+    commit = f"POST {hub.endpoint}/api/datasets/envre/t/commit/main"
+    assert f"{commit}: the reply's headers did not arrive within 2 s" in err[0]
     assert elapsed < 15 and not hub.commits and (tmp_path / "out" / "data").is_dir()
 
 
@@ -146,7 +147,8 @@ def test_a_push_the_hub_takes_only_in_part_fails_and_an_unchanged_one_is_confirm
     """A .gitignore in the repository makes the Hub skip the data: the commit lacks them, exit 2 (never a success
     without the data). A push of files the Hub already holds makes no commit: it is confirmed by its files."""
     hub.gitignore = ["*.parquet"]
-    with pytest.raises(HubError, match=r"lacks 1 of the folder's 2 files \('data/test-00000-of-00001.parquet'.*\.gitignore"):
+    lacks = r"lacks 1 of the folder's 2 files \('data/test-00000-of-00001.parquet'.*\.gitignore"
+    with pytest.raises(HubError, match=lacks):
         push_to_hub(folder, "envre/t", token=TOKEN)
     assert len(hub.commits) == 1 and sorted(hub.files[("dataset", "envre/t")]) == ["README.md"]
     hub.gitignore = []
