@@ -160,13 +160,16 @@ def test_the_hub_client_bounds_trickling_headers_and_stays_usable(server):
     from envre_hf.hub_client import configure_hub
     from envre_hf.http import ReplyTooSlow
 
-    configure_hub(NetworkBounds(**{**FAST, "read_timeout": 1.5}))  # (every Hub call installs its bounds again)
-    server.script = [("trickle_headers", 0.2)]  # ~110 bytes: 22 s
-    start = time.monotonic()
-    with pytest.raises(ReplyTooSlow, match=rf"GET {server.url}/q: the reply's headers did not arrive within 1 s"):
-        get_session().get(server.url + "/q")
-    assert time.monotonic() - start < 3
-    assert get_session().get(server.url + "/q").json() == {"ok": True}
+    configure_hub(NetworkBounds(**{**FAST, "read_timeout": 1.5}))
+    try:
+        server.script = [("trickle_headers", 0.2)]  # ~110 bytes: 22 s
+        start = time.monotonic()
+        with pytest.raises(ReplyTooSlow, match=rf"GET {server.url}/q: the reply's headers did not arrive within 1 s"):
+            get_session().get(server.url + "/q")
+        assert time.monotonic() - start < 3
+        assert get_session().get(server.url + "/q").json() == {"ok": True}
+    finally:
+        configure_hub()  # the bounds of the environment again, for later tests
 
 
 def test_cli_icl_with_trickling_headers_is_one_line_naming_the_endpoint(redocred_dev, tmp_path, monkeypatch, capsys):
