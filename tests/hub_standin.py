@@ -10,6 +10,7 @@ Unknown routes answer 404 and are recorded in :attr:`LocalHub.unhandled`.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
 import threading
@@ -35,8 +36,13 @@ class LocalHub:
         self.shas: dict[tuple[str, str], str] = {}
         self.unhandled: list[str] = []
         #: faults to play on write requests whose path contains the key ("create", "preupload", "commit"):
-        #: ("status", code, headers, body), ("html",) or ("hang", seconds)
+        #: ("status", code, headers, body), ("html",), ("hang", seconds) or ("trickle_headers", seconds)
         self.faults: dict[str, list[tuple]] = {}
+        #: seconds the replies to requests whose path contains the key wait after the request was handled (a slow
+        #: Hub: the work is done, the answer comes late); the key "" delays every reply
+        self.late: dict[str, float] = {}
+        #: patterns of a .gitignore in every repository: preupload tells the client to skip those files
+        self.gitignore: list[str] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
         hub = self
@@ -48,6 +54,9 @@ class LocalHub:
                 pass
 
             def _send(self, code, obj=None, body=None, headers=None, error_code=None):
+                delay = max((v for k, v in hub.late.items() if k in self.path), default=0.0)
+                if delay and hub._stop.wait(delay):
+                    return
                 if body is None:
                     body = json.dumps(obj).encode()
                 self.send_response(code)
@@ -190,10 +199,24 @@ class LocalHub:
                             self.close_connection = True
                         elif fault[0] == "html":
                             self._send(200, body=b"<html><body>502 Bad Gateway</body></html>")
+                        elif fault[0] == "trickle_headers":  # the status line and headers, a byte every fault[1] s
+                            self._trickle(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Pad: " + b"x" * 64,
+                                          fault[1])
                         else:
                             self._send(fault[1], body=fault[3].encode(), headers=fault[2])
                         return True
                 return False
+
+            def _trickle(self, head: bytes, every: float) -> None:
+                self.close_connection = True
+                for byte in head:
+                    if hub._stop.wait(every):
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:  # the client gave up (its deadline)
+                        return
 
             def do_POST(self):
                 data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -229,10 +252,12 @@ class LocalHub:
                 if rest[:1] == ["preupload"]:
                     hub.auth.append(self.headers.get("Authorization"))
                     files = json.loads(data)["files"]
-                    return self._send(
-                        200,
-                        {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]},
-                    )
+                    held = hub.files[key]
+                    return self._send(200, {"files": [
+                        {"path": f["path"], "uploadMode": "regular",
+                         "shouldIgnore": any(fnmatch.fnmatch(f["path"], pattern) for pattern in hub.gitignore),
+                         **({"oid": _git_oid(held[f["path"]])} if f["path"] in held else {})}  # as the Hub: unchanged
+                        for f in files]})
                 if rest[:1] == ["commit"]:
                     hub.auth.append(self.headers.get("Authorization"))
                     lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..documents.build_folder import WORK_DIR, unfinished_splits
-from ..hub_client import push_folder
-from .output_folder import MARKER_FILE, BuildError
+from ..hub_client import folder_files, push_folder
+from .output_folder import MARKER_FILE, BuildError, read_statistics
 
 PathLike = str | os.PathLike
 
@@ -28,17 +28,22 @@ class UploadPlan:
 IGNORE_PATTERNS = [f"{WORK_DIR}/**", "**/*.tmp", "*.tmp", MARKER_FILE]
 
 
-def upload_plan(output_dir: PathLike, repo_id: str) -> UploadPlan:
-    """The dry run of :func:`push_to_hub`."""
-    import fnmatch
+def stale_patterns(folder: Path) -> list[str]:
+    """What a push deletes from the repository unless the folder uploads it: the shards of the folder's splits
+    (every config) and their error lists, as a rebuild deletes them in the folder. A rebuild with fewer shards
+    (``train-0000{0,1}-of-00002`` -> ``train-00000-of-00001``) otherwise left the old ones on the Hub, where the
+    card's ``data/train-*`` reads them too: every row twice, after a push reported as a success."""
+    patterns = []
+    for split in sorted(read_statistics(folder)):
+        patterns += [f"data/{split}-*-of-*.parquet", f"data/*/{split}-*-of-*.parquet", f"errors/{split}.jsonl"]
+    return patterns
 
+
+def upload_plan(output_dir: PathLike, repo_id: str) -> UploadPlan:
+    """The dry run of :func:`push_to_hub` (the files ``upload_folder`` selects, which the push then checks)."""
     folder = Path(output_dir)
-    files = sorted(
-        p.relative_to(folder).as_posix()
-        for p in folder.rglob("*")
-        if p.is_file() and not any(fnmatch.fnmatch(p.relative_to(folder).as_posix(), pat) for pat in IGNORE_PATTERNS)
-    )
-    return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder, files=files)
+    return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder,
+                      files=folder_files(str(folder), ignore_patterns=IGNORE_PATTERNS))
 
 
 def push_to_hub(
@@ -50,7 +55,8 @@ def push_to_hub(
     endpoint: str | None = None,
     commit_message: str | None = None,
 ) -> Any:
-    """Create the dataset repo ``repo_id`` (if needed) and upload the built folder in one commit.
+    """Create the dataset repo ``repo_id`` (if needed) and upload the built folder in one commit, deleting what it
+    replaces (:func:`stale_patterns`).
 
     ``endpoint`` defaults to ``HF_ENDPOINT`` (else the Hub) and ``token`` to ``HF_TOKEN`` / the saved login.
     Returns the commit info once the Hub's head is that commit (:func:`~envre_hf.hub_client.push_folder`).
@@ -65,5 +71,6 @@ def push_to_hub(
     api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
     return push_folder(
         api, repo_id, "dataset", str(folder), what=f"folder {folder}", private=private,
-        ignore_patterns=IGNORE_PATTERNS, commit_message=commit_message or "Upload dataset built with envre build",
+        ignore_patterns=IGNORE_PATTERNS, delete_patterns=stale_patterns(folder) or None,
+        commit_message=commit_message or "Upload dataset built with envre build",
     )

@@ -150,3 +150,48 @@ def test_a_password_in_the_kb_url_reaches_neither_the_cache_nor_the_snapshot(ser
     assert c.get_json(url.replace("pa55word", "other"), {"q": 1}) == {"ok": True} and len(server.requests) == 1
     kb = WikidataHTTPKB(None, api_url=url, sparql_url=url)
     assert "pa55word" not in kb.snapshot_id() and "bob@" in kb.snapshot_id()
+
+
+def test_the_hub_client_bounds_trickling_headers_and_stays_usable(server):
+    """The httpx client of the Hub and the ICL endpoint: headers trickled a byte every 0.2 s (each read within the
+    1.5 s read timeout) end at the 1 s reply deadline, naming the request; the next request works."""
+    from huggingface_hub.utils import get_session
+
+    from envre_hf.hub_client import configure_hub
+    from envre_hf.http import ReplyTooSlow
+
+    configure_hub(NetworkBounds(**{**FAST, "read_timeout": 1.5}))
+    try:
+        server.script = [("trickle_headers", 0.2)]  # ~110 bytes: 22 s
+        start = time.monotonic()
+        with pytest.raises(ReplyTooSlow, match=rf"GET {server.url}/q: the reply's headers did not arrive within 1 s"):
+            get_session().get(server.url + "/q")
+        assert time.monotonic() - start < 3
+        assert get_session().get(server.url + "/q").json() == {"ok": True}
+    finally:
+        configure_hub()  # the bounds of the environment again, for later tests
+
+
+def test_cli_icl_with_trickling_headers_is_one_line_naming_the_endpoint(redocred_dev, tmp_path, monkeypatch, capsys):
+    from envre_hf.cli.main import main
+    from envre_hf.documents import write_documents
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for key, value in {**FAST, "read_timeout": 1.5, "max_retries": 1}.items():
+        monkeypatch.setenv(NetworkBounds._ENV[key], str(value))
+    docs = tmp_path / "docs.json"
+    write_documents(redocred_dev[:1], docs)
+    s = FaultServer(ok_body=chat_reply())
+    try:
+        s.script = [("trickle_headers", 0.2)] * 2
+        start = time.monotonic()
+        code = main(["icl", "--test", str(docs), "--train", str(docs), "--backend", "openai", "--model", "m",
+                     "--base-url", s.url + "/v1", "--k", "0", "--output", str(tmp_path / "run")])
+        elapsed = time.monotonic() - start
+        err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("envre")]
+        assert code == 2 and len(err) == 1, err
+        assert err[0].startswith(f"envre icl: error: {s.url}/v1/chat/completions: giving up after 2 attempts")
+        assert "headers did not arrive within 1 s" in err[0] and elapsed < 6 and len(s.requests) == 2
+        assert not (tmp_path / "run" / "predictions.json").exists()
+    finally:
+        s.close()

@@ -62,8 +62,13 @@ class Request:
 class FakeWikidata:
     """Start with ``with FakeWikidata(entities) as server:``; URLs are ``server.api_url`` and ``server.sparql_url``."""
 
-    def __init__(self, entities: list[dict], *, stall_seconds: float = 0.6, retry_after: str = "0"):
+    def __init__(self, entities: list[dict], *, stall_seconds: float = 0.6, retry_after: str = "0", port: int = 0,
+                 fail_after: int | None = None):
         self.entities = {e["id"]: e for e in entities if e.get("type") == "item"}
+        #: the port to listen on (0: any free one; a restarted server takes its predecessor's)
+        self.port = port
+        #: after this many requests the server is down for good: every later request is dropped unanswered
+        self.fail_after = fail_after
         self.stall_seconds = stall_seconds
         self.retry_after = retry_after
         self.faults: dict[str, deque[str]] = defaultdict(deque)
@@ -98,7 +103,7 @@ class FakeWikidata:
                 body = self.rfile.read(length).decode("utf-8")
                 fake._handle(self, dict(parse_qsl(body, keep_blank_values=True)))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
@@ -142,6 +147,10 @@ class FakeWikidata:
             self.counts[endpoint] += 1
             self.requests.append(Request(endpoint, handler.command, params, dict(handler.headers)))
             fault = self.faults[endpoint].popleft() if self.faults[endpoint] else None
+            down = self.fail_after is not None and len(self.requests) > self.fail_after
+        if down:  # the connection closes without a reply
+            handler.close_connection = True
+            return None
         if endpoint == "unknown":
             return self._send(handler, 404, b'{"error": "not found"}')
         if fault in ("429", "503", "500"):

@@ -416,3 +416,69 @@ def test_cli_wikidata_outage_midway_then_rerun_is_byte_identical(synthetic_doc_f
         whole = (tmp_path / "whole" / name).read_text().replace(str(tmp_path / "c1"), "")
         assert whole == (tmp_path / "cut" / name).read_text().replace(str(tmp_path / "c2"), ""), name
     assert _parquet_bytes(tmp_path / "whole") == _parquet_bytes(tmp_path / "cut")
+
+
+def _synthetic_documents(n_docs: int) -> list[dict]:
+    """``n_docs`` documents of three entities each, named like items of the synthetic Wikidata (seed 3)."""
+    from kb_fixtures.synthetic import synthetic_entities
+
+    kinds = {"Q6256": "LOC", "Q515": "LOC", "Q5": "PER", "Q4830453": "ORG", "Q3918": "ORG"}
+    named = []
+    for e in synthetic_entities(300, seed=3):
+        label = e.get("labels", {}).get("en", {}).get("value")
+        p31 = e.get("claims", {}).get("P31")
+        kind = kinds.get(p31[-1]["mainsnak"]["datavalue"]["value"]["id"]) if p31 and e["type"] == "item" else None
+        if label and kind:
+            named.append((label, kind))
+    docs = []
+    for d in range(n_docs):
+        sents, vertex_set = [], []
+        for name, kind in named[3 * d: 3 * d + 3]:
+            vertex_set.append([{"name": name, "pos": [0, len(name.split())], "sent_id": len(sents), "type": kind}])
+            sents.append(name.split() + ["is", "here", "."])
+        docs.append({"title": f"Doc {d}", "vertexSet": vertex_set, "sents": sents,
+                     "labels": [{"r": "P17", "h": 0, "t": 1, "evidence": [0]}]})
+    return docs
+
+
+def _folder_bytes(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_cli_wikidata_down_for_good_midway_then_restarted_resumes_to_the_uninterrupted_bytes(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """Issue 27, case 6: after some documents the API drops every request (down for good): one line, exit 2, the
+    folder as it was. What was renamed is kept as the replies it needed (the reply cache): once the API is back
+    (restarted on the same port), the same build asks only what was never answered and writes, file for file,
+    the bytes of an uninterrupted build."""
+    from kb_fixtures.fake_wikidata import FakeWikidata
+    from kb_fixtures.synthetic import synthetic_entities
+
+    from envre_hf.cli.main import main
+
+    monkeypatch.setenv("ENVRE_USER_AGENT", "envre-hf-tests/0.1 (https://example.org; tests@example.org)")
+    monkeypatch.setenv("ENVRE_MAX_RETRIES", "0")  # (retries are bounded elsewhere: tests/http/test_bounds.py)
+    entities = list(synthetic_entities(300, seed=3))
+    source = tmp_path / "test_synthetic.json"
+    source.write_text(json.dumps(_synthetic_documents(4)), encoding="utf-8")
+    common = ["build", "--input", str(source), "--seeds", "2", "--no-progress", "--kb", "wikidata"]
+    with FakeWikidata(entities) as server:
+        port = server.base_url.rsplit(":", 1)[1]
+        urls = ["--wikidata-api-url", server.api_url, "--wikidata-sparql-url", server.sparql_url]
+        assert main(common + urls + ["--kb-cache", str(tmp_path / "c1"), "--output", str(tmp_path / "whole")]) == 0
+        needed = len(server.requests)
+    args = common + urls + ["--kb-cache", str(tmp_path / "c2"), "--output", str(tmp_path / "cut")]
+    (tmp_path / "cut").mkdir()
+    with FakeWikidata(entities, port=int(port), fail_after=needed // 2) as down:
+        capsys.readouterr()
+        assert main(args) == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("envre")]
+        assert len(err) == 1 and "knowledge base failed: document 'Doc " in err[0], err
+        assert f"127.0.0.1:{port}" in err[0] and "connection dropped" in err[0] and "run the same build again" in err[0]
+        answered = needed // 2
+        assert len(down.requests) == answered + 1  # then the first one dropped
+    assert sorted(p.name for p in (tmp_path / "cut").iterdir()) == [".envre-build"]  # nothing half-made
+    with FakeWikidata(entities, port=int(port)) as back:
+        assert main(args) == 0
+        assert len(back.requests) == needed - answered  # what was answered before is not asked again
+    assert _folder_bytes(tmp_path / "whole") == _folder_bytes(tmp_path / "cut")
