@@ -52,6 +52,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--head-lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-4], help="encoder learning rates")
+    p.add_argument(
+        "--none-biases", type=float, nargs="+", default=[None],
+        help="replicate.py --ncrl-none-bias values (the none class's starting lead; default: the released init)",
+    )
     p.add_argument("--max-train-docs", type=int, default=80)
     p.add_argument("--max-test-docs", type=int, default=80)
     p.add_argument("--epochs", type=float, default=4)
@@ -69,28 +73,27 @@ def main() -> None:
     constant = constant_predictor_loss(data["train"], base.ncrl_shift)
     done["command"] = command
     done["constant_predictor_train_loss"] = round(constant, 4)
-    for lr in cli.lrs:
-        for head_lr in cli.head_lrs:
-            if any(s["lr"] == lr and s["head_lr"] == head_lr for s in done["settings"]):
-                continue
-            job_cli = argparse.Namespace(**{
-                **vars(base), "max_train_docs": cli.max_train_docs, "val_docs": 0, "max_test_docs": cli.max_test_docs,
-                "epochs": cli.epochs, "lr": lr, "ncrl_head_lr": head_lr, "workers": 1, "save_models": False,
-                "output_dir": cli.output_dir,
-            })
-            started = time.perf_counter()
-            result = replicate._job(job_cli, "ncrl", "vanilla", base.seed)
-            original = result["report"]["original"]
-            losses = [e["loss"] for e in result["loss_curve"] if "loss" in e]
-            done["settings"].append({
-                "lr": lr, "head_lr": head_lr, "steps": result["loss_curve"][-1]["step"] if result["loss_curve"] else 0,
-                "train_loss_last_3_logs": [round(v, 4) for v in losses[-3:]],
-                "below_constant": bool(losses) and sum(losses[-3:]) / len(losses[-3:]) < constant,
-                "test_f1": original["f1"], "test_ign_f1": original["ign_f1"],
-                "test_precision": original["precision"], "test_recall": original["recall"], "seconds": round(time.perf_counter() - started, 1),
-            })
-            print(json.dumps(done["settings"][-1]), flush=True)
-            write_json(cli.results, done)
+    for lr, head_lr, bias in ((a, b, c) for a in cli.lrs for b in cli.head_lrs for c in cli.none_biases):
+        if any(s["lr"] == lr and s["head_lr"] == head_lr and s.get("none_bias") == bias for s in done["settings"]):
+            continue
+        job_cli = argparse.Namespace(**{
+            **vars(base), "max_train_docs": cli.max_train_docs, "val_docs": 0, "max_test_docs": cli.max_test_docs,
+            "epochs": cli.epochs, "lr": lr, "ncrl_head_lr": head_lr, "ncrl_none_bias": bias, "workers": 1, "save_models": False,
+            "output_dir": cli.output_dir,
+        })
+        started = time.perf_counter()
+        result = replicate._job(job_cli, "ncrl", "vanilla", base.seed)
+        original = result["report"]["original"]
+        losses = [e["loss"] for e in result["loss_curve"] if "loss" in e]
+        done["settings"].append({
+            "lr": lr, "head_lr": head_lr, "none_bias": bias, "steps": result["loss_curve"][-1]["step"] if result["loss_curve"] else 0,
+            "train_loss_last_3_logs": [round(v, 4) for v in losses[-3:]],
+            "below_constant": bool(losses) and sum(losses[-3:]) / len(losses[-3:]) < constant,
+            "test_f1": original["f1"], "test_ign_f1": original["ign_f1"],
+            "test_precision": original["precision"], "test_recall": original["recall"], "seconds": round(time.perf_counter() - started, 1),
+        })
+        print(json.dumps(done["settings"][-1]), flush=True)
+        write_json(cli.results, done)
 
 
 if __name__ == "__main__":

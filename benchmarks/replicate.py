@@ -115,6 +115,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--emb-size", type=int, default=384, help="ATLOP uses 768")
     p.add_argument("--block-size", type=int, default=32, help="ATLOP uses 64")
     p.add_argument("--ncrl-shift", type=float, default=0.04, help="NCRL margin shift (released: 0.04 Re-DocRED)")
+    p.add_argument(
+        "--ncrl-none-bias", type=float, default=None,
+        help="NCRL: start the none class this far above every relation (classifier bias; a prior, as RetinaNet's "
+        "focal-loss init): the margins start where the shifted negatives stop counting (released: none, 0 init)",
+    )
     p.add_argument("--evrt-alpha", type=float, default=0.1, help="weight of L_rcr (released Re-DocRED: 0.1)")
     p.add_argument("--evrt-beta", type=float, default=0.1, help="weight of L_pcr (released Re-DocRED: 0.1)")
     p.add_argument("--evrt-rcr-reduction", default="mean", choices=["mean", "sum"])
@@ -220,6 +225,9 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         encoder, head_type=head, emb_size=cli.emb_size, block_size=cli.block_size, ncrl_margin=cli.ncrl_shift,
         top_k=cli.top_k,
     )
+    if head == "ncrl" and getattr(cli, "ncrl_none_bias", None) is not None:
+        with torch.no_grad():
+            model.bilinear.bias[0] += cli.ncrl_none_bias
     select = bool(data["val"])
     args = EVRTTrainingArguments(
         output_dir=str(out),
@@ -329,7 +337,10 @@ def _name(head: str, run: str) -> str:
 
 def _settings(cli: argparse.Namespace) -> dict:
     skip = ("workers", "results", "save_models", "keep_checkpoints", "commands")
-    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(cli).items() if k not in skip}
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(cli).items() if k not in skip}
+    if settings.get("ncrl_none_bias") is None:  # the released init; results files older than the option hold none
+        settings.pop("ncrl_none_bias", None)
+    return settings
 
 
 def main() -> None:
