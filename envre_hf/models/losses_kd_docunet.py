@@ -21,9 +21,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["AFL_WEIGHTS", "adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss", "threshold_margins"]
+from .losses import _NEG as _NEG_INF
+from .losses import threshold_margins
 
-_NEG_INF = -1e30  # removes a class from a softmax (losses are computed in float32)
+__all__ = ["AFL_WEIGHTS", "adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss"]
 
 
 def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
@@ -33,11 +34,6 @@ def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
         )
     if logits.shape[1] < 2:
         raise ValueError("need the threshold class 0 and at least one relation class")
-
-
-def threshold_margins(logits: torch.Tensor) -> torch.Tensor:
-    """``logit_r - logit_0`` for every relation ``r >= 1``: positive exactly where ``r`` is predicted."""
-    return logits[:, 1:] - logits[:, :1]
 
 
 #: ``adaptive_focal_loss`` weights of a positive term: the released KD-DocRE code's ``1 + (1 - p) ** gamma``

@@ -60,9 +60,6 @@ class DocuNetModel(DocREPreTrainedModel):
             init.kaiming_uniform_(module.weight, a=math.sqrt(5))
             if module.bias is not None:
                 init.zeros_(module.bias)
-        elif isinstance(module, nn.Bilinear):
-            init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", None) or 0.02)
-            init.zeros_(module.bias)
 
     def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return balanced_threshold_loss(logits, labels)
@@ -100,9 +97,5 @@ class DocuNetModel(DocREPreTrainedModel):
         features, logits = group_bilinear_classify(  # ATLOP's group bilinear
             zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
         )
-        loss = None
-        if labels is not None:
-            loss = self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(
-            loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt)
-        )
+        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt))

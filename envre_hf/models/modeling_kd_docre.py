@@ -82,9 +82,7 @@ class KDDocREModel(DocREPreTrainedModel):
         refined = self.axial(matrix, index.cell_mask()) + matrix
         features = index.gather(refined)
         logits = self.classifier(features)
-        loss = None
-        if labels is not None:
-            loss = self.loss_function(logits, labels.to(logits.device))
+        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
         if teacher_logits is not None:
             kd = self.settings.distillation_weight * distillation_loss(logits, teacher_logits)
             loss = kd if loss is None else loss + kd
