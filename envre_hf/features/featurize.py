@@ -217,17 +217,6 @@ def featurize_document(
     }
 
 
-def featurize_documents(
-    docs: Iterable[Document],
-    tokenizer: Any,
-    schema: RelationSchema | None = None,
-    max_seq_length: int | None = None,
-    marker: str = DEFAULT_MARKER,
-) -> list[dict[str, Any]]:
-    """:func:`featurize_document` over a list, in memory (for prediction and tests)."""
-    return [featurize_document(doc, tokenizer, schema, max_seq_length, marker) for doc in docs]
-
-
 def featurize_dataset(
     data: Dataset | Iterable[Document],
     tokenizer: Any,

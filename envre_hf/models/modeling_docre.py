@@ -127,8 +127,9 @@ def pair_attention(
     """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L): how much both entities of a pair
     attend to each token, averaged over heads.
 
-    One batched product per document (its pairs' head entities against all entities, at every token), then
-    the pairs are picked: the gathered form materialises two sum_pairs x heads x L tensors, ~20x slower on CPU.
+    One batched product per document (its pairs' head entities against all entities, at every token; for a
+    chunk of pairs only its heads), then the pairs are picked: the gathered form materialises two
+    sum_pairs x heads x L tensors, ~20x slower on CPU.
     """
     length = entity_att.size(-1)
     heads = entity_att.size(1)
@@ -261,7 +262,8 @@ class DocREPreTrainedModel(PreTrainedModel):
     the last layer also computes just the attention rows at mention starts that context pooling reads
     (:data:`~.attention.FAST_ATTENTION`). Others (DeBERTa), or any set to ``"eager"``, take the plain
     ``output_attentions`` route. In training on CPU a padded batch is encoded document by document
-    (``unpadded``): padding costs CPU time in proportion, and attention with dropout in its square.
+    (``unpadded``): padding costs CPU time in proportion, and attention with dropout in its square; prediction
+    (length-sorted batches, little padding) and GPUs keep padded batches.
     """
 
     #: Encode padded batches document by document: True, False, or None (default: in training on CPU).
