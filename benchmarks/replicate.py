@@ -167,7 +167,7 @@ def _data(cli: argparse.Namespace) -> dict:
     from envre_hf.documents import read_documents
     from envre_hf.kb.corpus import CorpusKB
     from envre_hf.renaming import RenamingConfig, RenamingPipeline, document_names
-    from envre_hf.training.run import rename_documents
+    from envre_hf.renaming.driver import RenamingDriver
 
     dev = read_documents(cli.train)
     train_docs = dev[: cli.max_train_docs]
@@ -178,9 +178,8 @@ def _data(cli: argparse.Namespace) -> dict:
     test_pipeline = RenamingPipeline(
         CorpusKB(all_test), RenamingConfig(exclude_names=frozenset(document_names(train_docs + val_docs)))
     )
-    renamed_test = [
-        d for seed in cli.test_seeds for d in rename_documents(test_pipeline, test_docs, seed, f"Renaming test (seed {seed})", progress=False)
-    ]
+    # seed-major, as one call per seed gave
+    renamed_test = RenamingDriver(test_pipeline).rename_documents(test_docs, list(cli.test_seeds), progress=False)
     return {"train": train_docs, "val": val_docs, "test": test_docs, "renamed_test": renamed_test}
 
 

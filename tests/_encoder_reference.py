@@ -32,7 +32,7 @@ def full_attention(model, input_ids: torch.Tensor, attention_mask: torch.Tensor)
         if length <= window:
             out = model.encoder(input_ids=input_ids, attention_mask=attention_mask, output_attentions=True)
             return out.last_hidden_state, out.attentions[-1]
-        _, plans, win_ids, win_mask = model._windows(input_ids, attention_mask)
+        plans, win_ids, win_mask = model._windows(input_ids, attention_mask)
         out = model.encoder(input_ids=win_ids, attention_mask=win_mask, output_attentions=True)
     hidden, att = out.last_hidden_state, out.attentions[-1]
     attention = att.new_zeros((batch, att.size(1), length, length))

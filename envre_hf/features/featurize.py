@@ -217,17 +217,6 @@ def featurize_document(
     }
 
 
-def featurize_documents(
-    docs: Iterable[Document],
-    tokenizer: Any,
-    schema: RelationSchema | None = None,
-    max_seq_length: int | None = None,
-    marker: str = DEFAULT_MARKER,
-) -> list[dict[str, Any]]:
-    """:func:`featurize_document` over a list, in memory (for prediction and tests)."""
-    return [featurize_document(doc, tokenizer, schema, max_seq_length, marker) for doc in docs]
-
-
 def featurize_dataset(
     data: Dataset | Iterable[Document],
     tokenizer: Any,
@@ -236,13 +225,12 @@ def featurize_dataset(
     marker: str = DEFAULT_MARKER,
     num_proc: int | None = None,
     load_from_cache_file: bool | None = None,
-    keep_columns: bool = False,
 ) -> Dataset:
     """Featurize a document dataset (``DOCUMENT_FEATURES`` rows, or a list of Documents) with ``datasets.map``.
 
     The result is cached by ``datasets`` like any map (keyed on the function, tokenizer and
-    arguments) and can run on ``num_proc`` processes. Columns: :data:`FEATURE_COLUMNS` (plus the
-    document columns when ``keep_columns``). Warns with totals when ``max_seq_length`` dropped mentions.
+    arguments) and can run on ``num_proc`` processes. Columns: :data:`FEATURE_COLUMNS`. Warns with totals
+    when ``max_seq_length`` dropped mentions.
     """
     dataset = data if isinstance(data, Dataset) else documents_to_dataset(data)
     schema = schema if schema is not None else docred_schema()
@@ -250,13 +238,12 @@ def featurize_dataset(
     def _map(row: dict[str, Any]) -> dict[str, Any]:
         return featurize_document(document_from_row(row), tokenizer, schema, max_seq_length, marker)
 
-    features = Features({**(dataset.features if keep_columns else {}), **FEATURE_COLUMNS})
-    remove = [] if keep_columns else [c for c in dataset.column_names if c in DOCUMENT_FEATURES or c in FEATURE_COLUMNS]
+    remove = [c for c in dataset.column_names if c in DOCUMENT_FEATURES or c in FEATURE_COLUMNS]
     if len(dataset) == 0:  # datasets.map skips an empty dataset, leaving it without the feature columns
-        return Dataset.from_dict({name: [] for name in features}, features=features)
+        return Dataset.from_dict({name: [] for name in FEATURE_COLUMNS}, features=FEATURE_COLUMNS)
     out = dataset.map(
         _map,
-        features=features,
+        features=FEATURE_COLUMNS,
         remove_columns=remove,
         num_proc=num_proc,
         load_from_cache_file=load_from_cache_file,

@@ -1,9 +1,5 @@
-"""DocRED scoring: the official F1 / Ign F1 / evidence / intra-inter rules (core of the ``docre_f1`` metric).
-
-Plain Python, no torch. :mod:`~.scoring` is the scorer itself (standard library only; the Space carries a
-byte-identical copy); :mod:`~.docre` takes typed documents and files: ``score_predictions(predictions, gold,
-train)`` and ``score_files(predictions_path, gold_path, train_path)`` -> :class:`DocREScores`.
-"""
+"""DocRED scoring with the official rules (the ``docre_f1`` metric), no torch: :mod:`~.scoring` is the scorer
+(standard library only, copied byte for byte into the Space); :mod:`~.docre` adapts typed documents and files."""
 
 from .docre import gold_index, read_predictions, score_files, score_predictions, train_facts
 from .scoring import IGN_EPSILON, DocREScores, GoldIndex, PredictionError, TrainFacts

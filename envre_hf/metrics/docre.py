@@ -1,9 +1,7 @@
 """envre-hf's typed adapter over :mod:`~envre_hf.metrics.scoring`: typed documents and files in, scores out.
 
-The documents are read and checked by the document reader (:func:`~envre_hf.documents.read_documents`, the
-one reader of every ``envre`` command); the scoring module then checks what scoring needs. Its
-:class:`~.scoring.GoldError` is raised here as a :class:`~envre_hf.documents.DocumentError` with the same
-message, so every bad document is one kind of error.
+Documents are read and checked by the one document reader (:func:`~envre_hf.documents.read_documents`), then
+scoring checks what it needs; its :class:`~.scoring.GoldError` becomes a ``DocumentError`` with the same message.
 """
 
 from __future__ import annotations
@@ -56,14 +54,8 @@ def score_predictions(
     *,
     allow_unknown_documents: bool = False,
 ) -> DocREScores:
-    """Score official-format predictions against typed gold documents, exactly as the official DocRED scorer.
-
-    ``predictions``: ``{"doc_id" | "title", "h_idx", "t_idx", "r", "evidence"?}`` dicts; ``doc_id`` is matched to
-    :attr:`Document.key`, a bare ``title`` to the key or the one gold document of that title. ``gold`` /
-    ``train``: documents, or a prebuilt :class:`GoldIndex` / :class:`TrainFacts` (no ``train``: Ign is None).
-    ``allow_unknown_documents``: count predictions for documents outside the gold set as wrong (the official
-    behaviour) instead of raising :class:`PredictionError` naming the prediction, document and field.
-    """
+    """:func:`~.scoring.score` (the official DocRED scorer's rules) against typed documents (``doc_id`` is matched
+    to :attr:`Document.key`), or a prebuilt :class:`GoldIndex` / :class:`TrainFacts` (no ``train``: Ign is None)."""
     index = gold if isinstance(gold, GoldIndex) else gold_index(gold)
     facts = train if train is None or isinstance(train, TrainFacts) else train_facts(train)
     return score(predictions, index, facts, allow_unknown_documents=allow_unknown_documents)

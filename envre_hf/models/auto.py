@@ -1,14 +1,7 @@
-"""How transformers' ``AutoConfig`` / ``AutoModel`` find DocRE models when envre-hf is installed.
+"""How transformers' ``AutoConfig`` / ``AutoModel`` / ``pipeline`` find DocRE models when envre-hf is installed.
 
-``import envre_hf.models`` (also what ``from envre_hf import DocREModel`` and every other model name does)
-calls :func:`register`: transformers then knows model type ``docre``, and ``AutoModel.from_pretrained(repo)``
-builds the saved family without remote code. ``import envre_hf`` alone stays light (no torch, no transformers)
-and registers nothing. Saved models also carry their own code (``auto_map``) for users without envre-hf
-(``trust_remote_code=True``). The same registration teaches ``pipeline("document-relation-extraction", model=...)``
-:class:`~envre_hf.models.pipeline_docre.DocREPipeline`.
-
-:class:`DocREModel` is the class registered with ``AutoModel``: it builds or loads the family named
-by ``config.head_type`` (importing that family's module only then; families: :mod:`envre_hf.models.registry`).
+``import envre_hf.models`` calls :func:`register` (``import envre_hf`` alone stays light and registers nothing):
+``AutoModel.from_pretrained(repo)`` then builds the saved family through :class:`DocREModel`, without remote code.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """``DocREConfig``: one configuration class for every DocRE model family of envre-hf.
 
-The encoder's own configuration is kept whole as the ``encoder`` sub-config (transformers'
-``sub_configs_defaults`` mechanism), so a saved model directory rebuilds its encoder without
-downloading anything. ``head_type`` selects the family (one of :data:`~envre_hf.models.registry.HEAD_TYPES`:
-``atlop``, ``ncrl``, ``kd_docre``, ``docunet``); ``AutoModel.from_pretrained`` dispatches on it (see
-``envre_hf.models``). ``head_settings`` holds the family's typed settings (see :mod:`envre_hf.models.registry`).
-
-This file is shipped with every saved model (``auto_map``) so that transformers' remote-code loader
-can rebuild the model without envre-hf: it imports only transformers and sibling modules.
+The encoder's configuration is kept whole as the ``encoder`` sub-config, so a saved model rebuilds its encoder
+without downloading anything; ``head_type`` names the family (:mod:`envre_hf.models.registry`). Shipped with
+every saved model (``auto_map``) for transformers' remote-code loader: imports only transformers and siblings.
 """
 
 from __future__ import annotations

@@ -9,7 +9,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-_NEG = -1e30
+_NEG = -1e30  # removes a class from a softmax (losses are computed in float32)
+
+
+def threshold_margins(logits: torch.Tensor) -> torch.Tensor:
+    """``logit_r - logit_0`` for every relation ``r >= 1``: positive exactly where ``r`` is predicted."""
+    return logits[:, 1:] - logits[:, :1]
 
 
 def adaptive_thresholding_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -58,8 +63,7 @@ def none_class_ranking_loss(
     """
     logits = logits.float()
     labels = labels.float()
-    rel_margin = logits[:, 1:] - logits[:, :1]
-    loss = _binary_log_terms(rel_margin, labels[:, 1:], margin_shift, eps).sum()
+    loss = _binary_log_terms(threshold_margins(logits), labels[:, 1:], margin_shift, eps).sum()
     none_margin = logits[:, 0] - logits[:, 1:].mean(-1)
     none_target = (labels[:, 1:].sum(-1) == 0).float()
     loss = loss + none_weight * _binary_log_terms(none_margin, none_target, margin_shift, eps).sum()

@@ -1,19 +1,8 @@
 """Losses of the KD-DocRE and DocuNet heads, all with ATLOP's threshold-class semantics.
 
-Every loss here treats class 0 as a learned, per-pair threshold: relation ``r`` is predicted
-for a pair when ``logit_r > logit_0``. That keeps one decoding rule (and one
-``relation_probabilities``) for every model family of :mod:`envre_hf.models`.
-
-* :func:`adaptive_focal_loss` - KD-DocRE's AFL (Tan et al., Findings of ACL 2022): each positive
-  relation is ranked against the threshold class on its own (a two-way softmax), weighted
-  focal-style so that hard (low-probability) positives - mostly long-tail relations - count more;
-  the threshold is ranked above all negative relations with one softmax.
-* :func:`balanced_threshold_loss` - DocuNet's balanced loss (Zhang et al., IJCAI 2021), the
-  multi-label categorical cross-entropy that contrasts *all* positives against *all* negatives
-  through one pivot, here with the class-0 logit as the pivot instead of a fixed zero.
-* :func:`distillation_loss` - KD-DocRE's knowledge distillation term: mean squared error between
-  the student's logits and a teacher's logits (e.g. a teacher trained on the distantly supervised
-  DocRED data).
+Class 0 is a learned per-pair threshold (``r`` is predicted when ``logit_r > logit_0``), so every family of
+:mod:`envre_hf.models` keeps one decoding rule: KD-DocRE's adaptive focal loss and distillation term
+(Tan et al., 2022) and DocuNet's balanced loss (Zhang et al., 2021) with the class-0 logit as its pivot.
 """
 
 from __future__ import annotations
@@ -21,9 +10,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["AFL_WEIGHTS", "adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss", "threshold_margins"]
+from .losses import _NEG as _NEG_INF
+from .losses import threshold_margins
 
-_NEG_INF = -1e30  # removes a class from a softmax (losses are computed in float32)
+__all__ = ["AFL_WEIGHTS", "adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss"]
 
 
 def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
@@ -33,11 +23,6 @@ def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
         )
     if logits.shape[1] < 2:
         raise ValueError("need the threshold class 0 and at least one relation class")
-
-
-def threshold_margins(logits: torch.Tensor) -> torch.Tensor:
-    """``logit_r - logit_0`` for every relation ``r >= 1``: positive exactly where ``r`` is predicted."""
-    return logits[:, 1:] - logits[:, :1]
 
 
 #: ``adaptive_focal_loss`` weights of a positive term: the released KD-DocRE code's ``1 + (1 - p) ** gamma``

@@ -84,9 +84,5 @@ class ATLOPModel(DocREPreTrainedModel):
         features, logits, zh, zt = (
             parts[0] if len(parts) == 1 else (None if x[0] is None else torch.cat(x) for x in zip(*parts))
         )
-        loss = None
-        if labels is not None:
-            loss = self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(
-            loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt)
-        )
+        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt))

@@ -1,17 +1,13 @@
 """Shared base of the DocRE model families: long-input encoding, mention pooling, pair gathering.
 
-Every family (ATLOP/NCRL, KD-DocRE, DocuNet) is a :class:`DocREPreTrainedModel` with a
-transformers encoder (``self.encoder``, built from ``config.encoder``) and its own head. Inputs
-come from :mod:`envre_hf.features` (entity markers, ``entity_pos``, ``hts``).
-
-Families are listed in :mod:`envre_hf.models.registry` (``head_type`` -> module and class);
-``envre_hf.models.DocREModel`` (the class registered with ``AutoModel``) dispatches on ``config.head_type``,
-so ``AutoModel.from_pretrained(dir)`` returns the family that was saved. This module is shipped with saved
-models (remote code): it imports only torch, transformers and sibling modules.
+Every family (:mod:`envre_hf.models.registry`) is a :class:`DocREPreTrainedModel`: a transformers encoder
+(``self.encoder``, from ``config.encoder``) plus its own head, fed by :mod:`envre_hf.features`. Shipped with
+saved models (remote code): imports only torch, transformers and sibling modules.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +21,7 @@ from transformers.utils import ModelOutput
 
 from .attention import FAST_ATTENTION, RowRequest, last_attention_layer, register_fast_attention
 from .configuration_docre import DocREConfig, encoder_window
+from .losses import threshold_margins
 from .registry import HeadSettings, families, get_family, head_class
 
 EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (start, end)
@@ -32,15 +29,11 @@ EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (star
 
 @dataclass
 class DocREModelOutput(ModelOutput):
-    """Output of every DocRE model.
+    """Output of every DocRE model: ``logits`` are sum_pairs x num_labels (class 0: no relation / threshold).
 
-    ``loss`` (when labels are given), ``logits`` (sum_pairs x num_labels; class 0 is the
-    no-relation / threshold class) and ``pair_representations`` (sum_pairs x D: the features the
-    family's classifier consumes; see each family for what D is; None when the forward was called
-    with ``output_pair_representations=False``, as prediction does). ``bilinear_factors``
-    (``(zh, zt)``, each sum_pairs x emb_size) is set by the families whose pair representation is
-    the group-bilinear product of ``zh`` and ``zt`` (ATLOP/NCRL, DocuNet): EVRT's L_rcr is then
-    computed from them in closed form, without a pass over the emb_size x block_size features.
+    ``pair_representations``: what the family's classifier reads (None under
+    ``output_pair_representations=False``, as in prediction). ``bilinear_factors`` ``(zh, zt)``: set by the
+    group-bilinear families, so that EVRT's L_rcr is computed in closed form from them.
     """
 
     loss: torch.FloatTensor | None = None
@@ -61,6 +54,10 @@ class MentionIndex:
     max_mentions: int
 
 
+def _long(values: list[int], device: torch.device | str) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.long, device=device)
+
+
 def mention_index(entity_pos: Sequence[EntityPos], device: torch.device | str = "cpu") -> MentionIndex:
     """Flatten ``entity_pos`` (list per document) into index tensors (one Python pass over mentions)."""
     docs, poss, ents, slots, per_doc = [], [], [], [], []
@@ -77,10 +74,7 @@ def mention_index(entity_pos: Sequence[EntityPos], device: torch.device | str = 
                 slots.append(k)
         offset += len(entities)
 
-    def t(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=torch.long, device=device)
-
-    return MentionIndex(t(docs), t(poss), t(ents), t(slots), per_doc, max_m)
+    return MentionIndex(*(_long(v, device) for v in (docs, poss, ents, slots)), per_doc, max_m)
 
 
 def pool_entities(
@@ -130,14 +124,12 @@ def hts_index(hts: Sequence[Sequence[Sequence[int]]], entities_per_doc: Sequence
 def pair_attention(
     entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor, pair_doc: torch.Tensor, entities_per_doc: Sequence[int]
 ) -> torch.Tensor:
-    """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L): how much both entities of each
-    pair attend to each token, averaged over heads.
+    """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L): how much both entities of a pair
+    attend to each token, averaged over heads.
 
-    Computed per document as one batched product over tokens (``U x heads`` by ``heads x E`` at every
-    position, U the head entities among the pairs asked for: every pair of those heads at once), then the
-    pairs are picked: the gathered form materialises two ``sum_pairs x heads x L`` tensors (and scatters them
-    back in the backward pass), about 20x the time on CPU. Asked for a chunk of a document's pairs
-    (:func:`pair_chunks`; pairs come grouped by head), it computes only that chunk's heads' rows.
+    One batched product per document (its pairs' head entities against all entities, at every token; for a
+    chunk of pairs only its heads), then the pairs are picked: the gathered form materialises two
+    sum_pairs x heads x L tensors, ~20x slower on CPU.
     """
     length = entity_att.size(-1)
     heads = entity_att.size(1)
@@ -166,12 +158,8 @@ def pair_attention(
 
 
 def localized_context(sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc: torch.Tensor) -> torch.Tensor:
-    """ATLOP's localized context pooling for every pair (sum_pairs x H), one matrix product per document.
-
-    The context of (h, t) weights each token by how much both entities attend to it (``ht``, sum_pairs x L,
-    from :func:`pair_attention`), normalised to sum to one. Per document rather than one ``bmm`` over
-    documents padded to the most pairs: a batch of documents with few and many pairs wasted most of its FLOPs
-    on padding rows.
+    """ATLOP's localized context of every pair (sum_pairs x H): tokens weighted by ``ht`` (:func:`pair_attention`)
+    normalised to sum to one. One product per document: padding documents to the most pairs wasted most FLOPs.
     """
     hidden = sequence_output.size(-1)
     if pair_doc.numel() == 0:
@@ -249,9 +237,8 @@ def group_bilinear_classify(
 ) -> tuple[torch.Tensor | None, torch.Tensor]:
     """``(features, linear(features))`` for ``features = group_bilinear(zh, zt, block_size)``.
 
-    ``keep_features=False`` (prediction, where nobody reads the features) returns None for them and computes
-    the logits ``chunk`` pairs at a time, never holding the pairs x (emb * block) features of the whole batch
-    (each chunk's features are still in cache when the linear layer reads them back).
+    ``keep_features=False`` (prediction) returns None for the features and computes the logits ``chunk`` pairs
+    at a time: the whole batch's pairs x (emb * block) features never exist, each chunk's stay in cache.
     """
     if keep_features:
         features = group_bilinear(zh, zt, block_size)
@@ -271,18 +258,12 @@ def group_bilinear_classify(
 class DocREPreTrainedModel(PreTrainedModel):
     """Base class: a transformers encoder plus the shared DocRE machinery.
 
-    Localized context pooling reads only the last layer's attention rows at mention starts. So, for
-    encoders on transformers' ``AttentionInterface`` whose attention modules know their layer (BERT, RoBERTa,
-    ELECTRA, XLM-R, ...), every layer runs SDPA and the last one also computes just those rows
-    (:data:`~.attention.FAST_ATTENTION`). Other encoders (DeBERTa), and any encoder set to eager
-    attention (``model.set_attn_implementation("eager")``), run eager attention and return every layer's
-    attention (``output_attentions``), of which the last layer's rows are kept.
-
-    In training on CPU a padded batch is encoded one document at a time, each at its own length
-    (``unpadded``): padding costs CPU time in proportion, and attention with dropout (plain attention on
-    CPU, see :func:`~.attention.mention_row_attention`) in its square. Prediction keeps padded batches
-    (sorted by length, they carry little padding, and bf16 matmuls run faster on larger blocks), and so
-    do GPUs.
+    Encoders on transformers' ``AttentionInterface`` whose attention modules know their layer run SDPA, and
+    the last layer also computes just the attention rows at mention starts that context pooling reads
+    (:data:`~.attention.FAST_ATTENTION`). Others (DeBERTa), or any set to ``"eager"``, take the plain
+    ``output_attentions`` route. In training on CPU a padded batch is encoded document by document
+    (``unpadded``): padding costs CPU time in proportion, and attention with dropout in its square; prediction
+    (length-sorted batches, little padding) and GPUs keep padded batches.
     """
 
     #: Encode padded batches document by document: True, False, or None (default: in training on CPU).
@@ -311,7 +292,7 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     def _init_weights(self, module: nn.Module) -> None:
         std = getattr(self.config.encoder, "initializer_range", None) or 0.02
-        if isinstance(module, nn.Linear):
+        if isinstance(module, (nn.Linear, nn.Bilinear)):  # nn.Bilinear: DocuNet's similarity channel
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
                 init.zeros_(module.bias)
@@ -393,12 +374,9 @@ class DocREPreTrainedModel(PreTrainedModel):
         """Sequence output (B x L x H) and the last layer's attention rows at the mention starts
         (``M x heads x L``, in :func:`mention_index` order), for any length L.
 
-        Documents longer than ``config.window`` are cut into overlapping windows (each with the
-        document's own first and last special tokens, e.g. [CLS] ... [SEP]); the windows of the
-        whole batch run in one encoder call. Hidden states are averaged where windows overlap;
-        a mention's attention rows in the windows holding it are summed and renormalised to sum to one
-        (ATLOP's merge, generalised from two windows of 512 to any number of windows of any size).
-        Assumes one leading and one trailing special token, as BERT/RoBERTa/DeBERTa tokenizers add.
+        Longer documents than ``config.window`` are read in overlapping windows (each keeping the document's
+        first and last special tokens), all in one encoder call; hidden states are averaged where windows
+        overlap, and a mention's rows summed and renormalised (ATLOP's merge of two 512-token windows, generalised).
         """
         lengths = self._padded_lengths(attention_mask)
         if lengths is None:
@@ -423,7 +401,7 @@ class DocREPreTrainedModel(PreTrainedModel):
         batch, length = inputs.shape[:2]
         if length <= window:
             return self._encoder_rows(inputs, attention_mask, idx.doc, idx.pos)
-        lengths, plans, win_inputs, win_mask = self._windows(inputs, attention_mask)
+        plans, win_inputs, win_mask = self._windows(inputs, attention_mask)
         # every (mention, window whose kept part holds it): the row in window coordinates
         by_doc: dict[int, list[int]] = {}
         for k, plan in enumerate(plans):
@@ -440,10 +418,7 @@ class DocREPreTrainedModel(PreTrainedModel):
                     j1s.append(j1)
                     shifts.append(p0 - j0)
         device = inputs.device
-
-        def t(values: list[int]) -> torch.Tensor:
-            return torch.tensor(values, dtype=torch.long, device=device)
-
+        t = functools.partial(_long, device=device)
         hidden, win_rows = self._encoder_rows(win_inputs, win_mask, t(req_win), t(req_pos))
         sequence_output = self._merge_hidden(hidden, plans, batch, length)
         heads, width = win_rows.size(1), win_rows.size(-1)
@@ -501,8 +476,8 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     def _windows(
         self, inputs: torch.Tensor, attention_mask: torch.Tensor
-    ) -> tuple[list[int], list[tuple[int, int, int, int, int, int]], torch.Tensor, torch.Tensor]:
-        """Document lengths, the window plan (:meth:`_window_plan`) and the windows' inputs and mask."""
+    ) -> tuple[list[tuple[int, int, int, int, int, int]], torch.Tensor, torch.Tensor]:
+        """The window plan (:meth:`_window_plan`) and the windows' inputs and mask."""
         window = int(self.config.window)
         lengths = [int(n) for n in attention_mask.sum(1).tolist()]  # one device sync for the whole batch
         plans = self._window_plan(lengths, window)
@@ -518,7 +493,7 @@ class DocREPreTrainedModel(PreTrainedModel):
                 win[k, 1 : n_win - 1] = inputs[b, 1 + s : s + n_win - 1]
                 win[k, n_win - 1] = inputs[b, n - 1]
             win_mask[k, :n_win] = 1
-        return lengths, plans, win, win_mask
+        return plans, win, win_mask
 
     @staticmethod
     def _merge_hidden(hidden: torch.Tensor, plans: Sequence[tuple[int, ...]], batch: int, length: int) -> torch.Tensor:
@@ -558,14 +533,6 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     # ------------------------------------------------------------------ entities and pairs
 
-    def entity_embeddings(
-        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[EntityPos]
-    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """Per document: entity embeddings (n_e x H, logsumexp over mention start markers) and
-        entity attentions (n_e x heads x L, mean over mentions)."""
-        emb, att, per_doc = pool_entities(sequence_output, attention, entity_pos)
-        return list(emb.split(per_doc)), list(att.split(per_doc))
-
     def pair_features(
         self,
         sequence_output: torch.Tensor,
@@ -584,13 +551,9 @@ class DocREPreTrainedModel(PreTrainedModel):
     # ------------------------------------------------------------------ decoding
 
     def relation_probabilities(self, logits: torch.Tensor) -> torch.Tensor:
-        """P_r (sum_pairs x num_labels-1) that relation r holds: ``sigmoid(logit_r - logit_0)``.
-
-        With a learned threshold class, r is predicted exactly when logit_r > logit_0, i.e. when
-        this probability exceeds 0.5: it is the two-way softmax between r and the threshold, so the
-        EVRT consistency loss compares the quantities that decide predictions.
-        """
-        return torch.sigmoid(logits[:, 1:] - logits[:, :1])
+        """P_r (sum_pairs x num_labels-1) that relation r holds: ``sigmoid(logit_r - logit_0)``, the two-way
+        softmax against the threshold class, > 0.5 exactly where r is predicted (what EVRT compares)."""
+        return torch.sigmoid(threshold_margins(logits))
 
     def decode(self, logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
         """Multi-hot predictions: r where logit_r > logit_0, at most ``top_k`` per pair (``config.top_k``

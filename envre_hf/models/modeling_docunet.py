@@ -1,15 +1,11 @@
 """DocuNet (Zhang et al., IJCAI 2021) as a transformers model.
 
-DocuNet treats the document's ``n_e x n_e`` entity-level relation matrix as an image and relation
-extraction as its semantic segmentation. Each cell (h, t) gets a few channels - by default a
-projection of the entity-aware (localized) context of the pair, or the similarities of the two
-entity embeddings - and a U-shaped network (:class:`~envre_hf.models.pair_matrix.PairUNet`: down
-convolutions with pooling, up convolutions with skip connections) turns the map into a feature
-per cell that sees the neighbouring pairs, i.e. the other relations of the same entities. The
-head then classifies each pair from its entity embeddings and its U-Net feature with ATLOP's
-extractors and group bilinear, trained with DocuNet's balanced loss
-(:func:`~envre_hf.models.losses_kd_docunet.balanced_threshold_loss`, class 0 as threshold).
-Settings live in ``DocREConfig.head_settings`` (a :class:`~envre_hf.models.registry.DocuNetHeadConfig`).
+DocuNet reads the document's ``n_e x n_e`` entity-pair matrix as an image and relation extraction as its
+semantic segmentation: each cell (h, t) gets a few channels (a projection of the pair's localized context, or
+the similarities of the two entity embeddings), and a U-Net (:class:`~envre_hf.models.pair_matrix.PairUNet`)
+gives each cell a feature that sees the neighbouring pairs, i.e. the other relations of the same entities.
+ATLOP's extractors and group bilinear classify it, trained with DocuNet's balanced loss
+(:func:`~envre_hf.models.losses_kd_docunet.balanced_threshold_loss`). Settings: :class:`DocuNetHeadConfig`.
 """
 
 from __future__ import annotations
@@ -60,9 +56,6 @@ class DocuNetModel(DocREPreTrainedModel):
             init.kaiming_uniform_(module.weight, a=math.sqrt(5))
             if module.bias is not None:
                 init.zeros_(module.bias)
-        elif isinstance(module, nn.Bilinear):
-            init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", None) or 0.02)
-            init.zeros_(module.bias)
 
     def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return balanced_threshold_loss(logits, labels)
@@ -100,9 +93,5 @@ class DocuNetModel(DocREPreTrainedModel):
         features, logits = group_bilinear_classify(  # ATLOP's group bilinear
             zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
         )
-        loss = None
-        if labels is not None:
-            loss = self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(
-            loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt)
-        )
+        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt))

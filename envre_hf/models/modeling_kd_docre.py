@@ -1,17 +1,11 @@
 """KD-DocRE (Tan et al., Findings of ACL 2022) as a transformers model.
 
-The pair features are ATLOP's (head/tail extractors over entity embedding + localized context,
-group bilinear), projected to ``pair_dim`` and laid out as the document's ``n_e x n_e`` entity-pair
-matrix. A stack of axial transformer layers attends along each row and each column of that matrix,
-so the representation of (h, t) gathers evidence from (h, k) and (k, t): two-hop reasoning. The
-classifier reads the refined matrix (residual over the projected features).
-
-Training uses the adaptive focal loss (:func:`~envre_hf.models.losses_kd_docunet.adaptive_focal_loss`).
-Knowledge distillation is optional and off by default: with ``use_distillation`` set, passing
-``teacher_logits`` (sum_pairs x num_labels, the same ``hts`` order, e.g. precomputed by a teacher
-trained on DocRED's distantly supervised data) adds ``distillation_weight`` times the mean squared
-error to the teacher. Settings live in ``DocREConfig.head_settings`` (a
-:class:`~envre_hf.models.registry.KDDocREHeadConfig`).
+ATLOP's pair features, projected to ``pair_dim``, laid out as the document's ``n_e x n_e`` entity-pair matrix
+and refined by axial attention along its rows and columns, so that (h, t) gathers evidence from (h, k) and
+(k, t): two-hop reasoning. Trained with the adaptive focal loss
+(:func:`~envre_hf.models.losses_kd_docunet.adaptive_focal_loss`); with ``use_distillation``, ``teacher_logits``
+(sum_pairs x num_labels, ``hts`` order) add ``distillation_weight`` times the MSE to the teacher.
+Settings: :class:`KDDocREHeadConfig`.
 """
 
 from __future__ import annotations
@@ -82,9 +76,7 @@ class KDDocREModel(DocREPreTrainedModel):
         refined = self.axial(matrix, index.cell_mask()) + matrix
         features = index.gather(refined)
         logits = self.classifier(features)
-        loss = None
-        if labels is not None:
-            loss = self.loss_function(logits, labels.to(logits.device))
+        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
         if teacher_logits is not None:
             kd = self.settings.distillation_weight * distillation_loss(logits, teacher_logits)
             loss = kd if loss is None else loss + kd

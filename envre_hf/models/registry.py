@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import KeysView, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
@@ -149,32 +149,9 @@ def head_class(head_type: str) -> type:
     return get_family(head_type).model_class()
 
 
-class _HeadTypes(Sequence):
-    """The registered head types, read at each use: argparse ``choices`` that follow :func:`register_family`."""
-
-    def __getitem__(self, index: Any) -> Any:
-        return tuple(_FAMILIES)[index]
-
-    def __len__(self) -> int:
-        return len(_FAMILIES)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(tuple(_FAMILIES))
-
-    def __contains__(self, value: object) -> bool:
-        return value in _FAMILIES
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and not isinstance(other, str) and tuple(self) == tuple(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(tuple(self))
-
-
-#: Every registered head type (a live view: ``"x" in HEAD_TYPES``, ``list(HEAD_TYPES)``, argparse ``choices``).
-HEAD_TYPES: Sequence[str] = _HeadTypes()
+#: Every registered head type: a live view of the registry (``"x" in HEAD_TYPES``, ``list(HEAD_TYPES)``, argparse
+#: ``choices`` that follow :func:`register_family`).
+HEAD_TYPES: KeysView[str] = _FAMILIES.keys()
 
 
 # ---------------------------------------------------------------------- the families' settings

@@ -145,7 +145,6 @@ class EVRTTrainingArguments(TrainingArguments):
 
     def _apply_preset(self) -> None:
         """Set the preset's values on every field still at its dataclass default (explicit values win)."""
-
         preset = get_preset(self.evrt_preset)
         defaults = {
             f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
@@ -173,16 +172,13 @@ class EVRTTrainingArguments(TrainingArguments):
         if unknown:
             raise ValueError(f"evrt_losses: unknown term(s) {unknown}; choose from {list(EVRT_LOSSES)}")
         self.evrt_losses = [name for name in EVRT_LOSSES if name in self.evrt_losses]
-        if self.evrt_twins not in EVRT_TWINS:
-            raise ValueError(f"evrt_twins must be one of {list(EVRT_TWINS)}, got {self.evrt_twins!r}")
-        if self.twin_source not in TWIN_SOURCES:
-            raise ValueError(f"twin_source must be one of {list(TWIN_SOURCES)}, got {self.twin_source!r}")
+        choices = {"evrt_twins": EVRT_TWINS, "twin_source": TWIN_SOURCES, "evrt_rcr_reduction": RCR_REDUCTIONS,
+                   "evrt_pcr_form": PCR_FORMS}  # fmt: skip
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
         if self.evrt and self.twin_source == "prebuilt" and not self.twin_file:
             raise ValueError("twin_source=prebuilt needs --twin_file (a renamed copy of the training set)")
-        if self.evrt_rcr_reduction not in RCR_REDUCTIONS:
-            raise ValueError(f"evrt_rcr_reduction must be one of {list(RCR_REDUCTIONS)}, got {self.evrt_rcr_reduction!r}")
-        if self.evrt_pcr_form not in PCR_FORMS:
-            raise ValueError(f"evrt_pcr_form must be one of {list(PCR_FORMS)}, got {self.evrt_pcr_form!r}")
         if self.evrt_alpha < 0 or self.evrt_beta < 0:
             raise ValueError(f"evrt_alpha and evrt_beta must be >= 0, got {self.evrt_alpha} and {self.evrt_beta}")
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..models.losses import threshold_margins
+
 #: Probabilities are clamped to ``[EPS, 1 - EPS]`` before taking logits (``sym_kl``), so saturated
 #: predictions (P_r = 0 or 1 in float32) give a large but finite divergence instead of inf/nan.
 EPS = 1e-6
@@ -111,11 +113,6 @@ def symmetric_bernoulli_kl(p: torch.Tensor, q: torch.Tensor, eps: float = EPS) -
     p = p.float().clamp(eps, 1.0 - eps)
     q = q.float().clamp(eps, 1.0 - eps)
     return (p - q) * (torch.logit(p) - torch.logit(q))
-
-
-def threshold_margins(logits: torch.Tensor) -> torch.Tensor:
-    """``logit_r - logit_TH`` for every relation ``r >= 1`` (class 0 is the threshold in every family)."""
-    return logits[:, 1:] - logits[:, :1]
 
 
 def prediction_consistency_loss(

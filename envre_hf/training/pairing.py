@@ -5,7 +5,7 @@ both copies must travel together and their pairs must line up. Renaming keeps th
 and the labels, hence the featurized pair lists (``hts``) of a document and its twin are identical;
 :func:`assert_aligned` checks it for every example instead of trusting it.
 
-Twins come from one of two sources:
+Twins come from one of three sources:
 
 * :class:`PrebuiltTwins`: a renamed copy of the training set, matched to the originals by key
   (a twin's ``doc_id`` is ``<original key>#<seed>``; ``orig_title`` is the fallback). When a document
@@ -132,7 +132,6 @@ def check_name_isolation(twins: Iterable[Document], excluded: frozenset[str]) ->
     """
     if not excluded:
         return
-
     keys = {name_key(name) for name in excluded}
     for twin in twins:
         for sub in twin.substitutions or []:

@@ -14,10 +14,8 @@ preset                        released script        differs
 ``docred-roberta``            run_docred_roberta     shift 0.05, rcr/pcr 1.0, lr 3e-5, accum 2
 ============================  =====================  ==========================================
 
-The Env-DocRE / Env-Re-DocRED scripts train the same way (only their evaluation files differ).
-The released code renames each training document once (a fixed ``evrt.json``); envre-hf's
-default on-the-fly twins draw a fresh renaming every epoch (``twin_source=prebuilt`` with one
-seed reproduces the released behaviour).
+The Env-DocRE / Env-Re-DocRED scripts train the same way (only their evaluation files differ), and
+renaming each training document once (their ``evrt.json``) is envre-hf's default (``evrt_twins="fixed"``).
 """
 
 from __future__ import annotations

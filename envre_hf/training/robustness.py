@@ -10,7 +10,7 @@ percentages in the markdown table.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..documents import Document
@@ -40,33 +40,19 @@ class RobustnessReport:
     documents: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "original": self.original,
-            "renamed": self.renamed,
-            "relative_drop": self.relative_drop,
-            "renamed_sets": self.renamed_sets,
-            "documents": self.documents,
-        }
+        return asdict(self)
 
     def to_markdown(self, title: str | None = None) -> str:
         """A markdown table: Original, Renamed (mean over sets) and Relative drop rows, in %."""
-
-        def pct(value: float | None) -> str:
-            return "-" if value is None else f"{100 * value:.2f}"
-
-        header = "| Test set | " + " | ".join(name for name, _ in REPORT_COLUMNS) + " |"
-        rule = "|---|" + "---:|" * len(REPORT_COLUMNS)
         n_sets = len(self.renamed_sets)
-        renamed_label = f"Renamed ({n_sets} sets)" if n_sets > 1 else "Renamed"
-        rows = [
-            ("Original", self.original, pct),
-            (renamed_label, self.renamed, pct),
-            ("Relative drop (%)", self.relative_drop, pct),
-        ]
+        rows = {"Original": self.original, f"Renamed ({n_sets} sets)" if n_sets > 1 else "Renamed": self.renamed,
+                "Relative drop (%)": self.relative_drop}  # fmt: skip
         lines = [f"**{title}**", ""] if title else []
-        lines += [header, rule]
-        for label, scores, fmt in rows:
-            lines.append(f"| {label} | " + " | ".join(fmt(scores.get(attr)) for _, attr in REPORT_COLUMNS) + " |")
+        lines += ["| Test set | " + " | ".join(name for name, _ in REPORT_COLUMNS) + " |",
+                  "|---|" + "---:|" * len(REPORT_COLUMNS)]
+        for label, scores in rows.items():
+            cells = ("-" if scores.get(attr) is None else f"{100 * scores[attr]:.2f}" for _, attr in REPORT_COLUMNS)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
 
@@ -118,26 +104,17 @@ def robustness_report(
     With several renamed sets (seeds) each is scored on its own and the renamed row is their
     mean; their predictions must then carry ``doc_id`` (renamed copies share titles).
     """
-
     train = list(train) if train is not None else None
     original = _headline(score_predictions(list(original_predictions), list(original_gold), train))
     groups = group_renamed_sets(renamed_gold)
     if len(groups) > 1 and any("doc_id" not in p for p in renamed_predictions):
         raise ValueError("predictions on several renamed sets need a doc_id on every prediction ('<key>#<seed>')")
-    per_set = {
-        name: _headline(
-            score_predictions(_predictions_for(renamed_predictions, docs, len(groups) == 1), docs, train)
-        )
-        for name, docs in groups.items()
-    }
+    single = len(groups) == 1
+    per_set = {name: _headline(score_predictions(_predictions_for(renamed_predictions, docs, single), docs, train))
+               for name, docs in groups.items()}  # fmt: skip
     renamed = _mean(list(per_set.values()))
-    return RobustnessReport(
-        original=original,
-        renamed=renamed,
-        relative_drop=relative_drop(original, renamed),
-        renamed_sets=per_set,
-        documents={"original": len(original_gold), "renamed": len(renamed_gold)},
-    )
+    documents = {"original": len(original_gold), "renamed": len(renamed_gold)}
+    return RobustnessReport(original, renamed, relative_drop(original, renamed), per_set, documents)
 
 
 def model_robustness_report(

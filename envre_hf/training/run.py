@@ -14,29 +14,33 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import datasets
+import transformers
+from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, set_seed
+
+from ..atomic import write_json
 from ..documents import Document, read_documents
 from ..documents.io import parse_json, parse_yaml
-from ..models.registry import HEAD_TYPES
-from ..renaming.driver import RenamingDriver
-from .arguments import EVRTTrainingArguments
-from ..models import DocREConfig, DocREModel
-from .presets import get_preset
-from ..kb.corpus import CorpusKB
-from ..renaming import RenamingConfig, RenamingPipeline
-from .pairing import OnTheFlyTwins, PrebuiltTwins, check_name_isolation, fixed_twins
 from ..features import DocRECollator, featurize_document
 from ..features.featurize import check_max_seq_length
+from ..kb.corpus import CorpusKB
+from ..models import DocREConfig, DocREModel
+from ..models.registry import HEAD_TYPES
+from ..renaming import RenamingConfig, RenamingPipeline
+from ..renaming.driver import RenamingDriver
 from ..renaming.isolation import load_excluded_names, used_names
-from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset
-from .trainer import EVRTTrainer
-from ..atomic import write_json
+from .arguments import EVRTTrainingArguments
+from .callbacks import DropSummaryCallback
 from .checkpoints import disk_full_is_one_line, resume_checkpoint
+from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, OnTheFlyTwins, PrebuiltTwins
+from .pairing import check_name_isolation, fixed_twins
+from .presets import get_preset
+from .trainer import EVRTTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -90,22 +94,12 @@ class DataArguments:
     max_eval_docs: int | None = field(default=None, metadata={"help": "Use only the first N dev documents."})
 
 
-def load_documents(path: str | os.PathLike, limit: int | None = None) -> list[Document]:
-    """Documents of a JSON/JSONL file or a ``save_to_disk`` dataset directory, the first ``limit`` ones."""
-
-    docs = read_documents(path)
-    return docs[:limit] if limit is not None else docs
-
-
 def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
     """A saved DocRE model (config model_type ``docre``) or a new one on top of an encoder.
 
     ``preset`` (an ``evrt_preset`` name) gives the head settings the released recipe uses (NCRL,
     its margin shift, top-4 decoding) wherever ``model_args`` leaves them unset.
     """
-    from transformers import AutoConfig
-
-
     config = AutoConfig.from_pretrained(model_args.model_name_or_path)
     if isinstance(config, DocREConfig):
         return DocREModel.from_pretrained(model_args.model_name_or_path, use_safetensors=True)
@@ -122,16 +116,7 @@ def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
 
 def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = frozenset()) -> Any:
     """A renaming pipeline over the offline corpus KB of ``pool`` with ``exclude_names`` isolated."""
-
     return RenamingPipeline(CorpusKB(pool), RenamingConfig(exclude_names=frozenset(exclude_names)))
-
-
-def rename_documents(
-    pipeline: Any, docs: list[Document], seed: int, desc: str = "Renaming", progress: bool = True
-) -> list[Document]:
-    """The copies of ``docs`` at ``seed`` through the one renaming driver, with a progress bar (``progress``: on the
-    main process only); the first document that cannot be renamed stops the run, named."""
-    return RenamingDriver(pipeline).rename_documents(docs, [seed], desc=desc, progress=progress, leave=False)
 
 
 class MentionDropSummary(logging.Filter):
@@ -163,9 +148,6 @@ class MentionDropSummary(logging.Filter):
 def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummary:
     """The runner's logging: each process at ``get_process_log_level()`` for envre-hf, transformers and datasets
     (the root logger is left alone), and featurization warnings summarised (see :class:`MentionDropSummary`)."""
-    import datasets
-    import transformers
-
     level = training_args.get_process_log_level()
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
@@ -196,13 +178,12 @@ def build_twin_source(
     On-the-fly renaming draws from ``args.rename_kb_pool``, else ``default_pool`` (the whole training
     file), else ``train_docs``.
     """
-
     excluded = load_excluded_names(args.exclude_names_from) | extra_excluded
     if args.twin_source == "prebuilt":
-        twins = PrebuiltTwins(train_docs, load_documents(args.twin_file), base_seed=args.rename_seed)
+        twins = PrebuiltTwins(train_docs, read_documents(args.twin_file), base_seed=args.rename_seed)
         check_name_isolation(twins.all_twins(), excluded)
         return twins
-    pool = [doc for path in args.rename_kb_pool for doc in load_documents(path)] or default_pool or train_docs
+    pool = [doc for path in args.rename_kb_pool for doc in read_documents(path)] or default_pool or train_docs
     pipeline = build_corpus_pipeline(pool, excluded)
     if args.evrt_twins == "fixed":
         path = Path(args.output_dir) / "evrt_twins.json"
@@ -210,27 +191,11 @@ def build_twin_source(
     return OnTheFlyTwins(pipeline, base_seed=args.rename_seed)
 
 
-def _DropSummaryCallback(summary: MentionDropSummary) -> Any:
-    """A TrainerCallback that flushes ``summary`` after each epoch and each evaluation."""
-    from transformers import TrainerCallback
-
-    class DropSummaryCallback(TrainerCallback):
-        def on_epoch_end(self, args, state, control, **kwargs):
-            summary.flush(f"training, epoch {round(state.epoch or 0)}")
-
-        def on_evaluate(self, args, state, control, **kwargs):
-            summary.flush("evaluation")
-
-    return DropSummaryCallback()
-
-
 def parse_args(
     argv: list[str] | None = None, parser_class: type | None = None
 ) -> tuple[ModelArguments, DataArguments, EVRTTrainingArguments]:
     """Parse the command line (or a single .json/.yaml config file) into the three dataclasses, with
     ``parser_class`` (an ``HfArgumentParser`` subclass; ``envre train`` makes its errors one line)."""
-    from transformers import HfArgumentParser
-
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = (parser_class or HfArgumentParser)((ModelArguments, DataArguments, EVRTTrainingArguments))
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
@@ -251,29 +216,26 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVRTTrainingArguments) -> dict[str, float]:
     """The training run of :func:`main`, for callers that already hold the dataclasses."""
-    from transformers import AutoTokenizer, set_seed
-
-
     drops = configure_logging(training_args)
     set_seed(training_args.seed)
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
     check_max_seq_length(data_args.max_seq_length, tokenizer.num_special_tokens_to_add())  # before any work
     model = build_model(model_args, training_args.evrt_preset)
 
-    all_train = load_documents(data_args.train_file)
-    train_docs = all_train[: data_args.max_train_docs] if data_args.max_train_docs is not None else all_train
+    all_train = read_documents(data_args.train_file)
+    train_docs = all_train[: data_args.max_train_docs]
     eval_documents: dict[str, list[Document]] = {}
     renamed_dev_names: frozenset[str] = frozenset()
     if data_args.dev_file:
-        dev = load_documents(data_args.dev_file, data_args.max_eval_docs)
+        dev = read_documents(data_args.dev_file)[: data_args.max_eval_docs]
         eval_documents["dev"] = dev
         if data_args.dev_renamed_file:
-            eval_documents["dev_renamed"] = load_documents(data_args.dev_renamed_file, data_args.max_eval_docs)
+            eval_documents["dev_renamed"] = read_documents(data_args.dev_renamed_file)[: data_args.max_eval_docs]
         elif data_args.rename_dev_seed is not None:
-            pool = [doc for path in training_args.rename_kb_pool for doc in load_documents(path)] or all_train + dev
-            pipeline = build_corpus_pipeline(pool)
-            eval_documents["dev_renamed"] = rename_documents(
-                pipeline, dev, data_args.rename_dev_seed, "Renaming dev", progress=training_args.local_process_index == 0
+            pool = [doc for path in training_args.rename_kb_pool for doc in read_documents(path)] or all_train + dev
+            eval_documents["dev_renamed"] = RenamingDriver(build_corpus_pipeline(pool)).rename_documents(
+                dev, [data_args.rename_dev_seed], desc="Renaming dev", progress=training_args.local_process_index == 0,
+                leave=False,
             )
         if "dev_renamed" in eval_documents:
             renamed_dev_names = frozenset(used_names(eval_documents["dev_renamed"]))
@@ -303,7 +265,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         train_documents_for_ign=train_docs,
         max_seq_length=data_args.max_seq_length,
     )
-    trainer.add_callback(_DropSummaryCallback(drops))
+    trainer.add_callback(DropSummaryCallback(drops))
     metrics: dict[str, float] = {}
     with disk_full_is_one_line(training_args.output_dir):  # a half-written checkpoint is skipped on resume
         result = trainer.train(
@@ -315,7 +277,6 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     if eval_documents:
         metrics.update(trainer.evaluate())
     if trainer.is_world_process_zero():
-
         write_json(Path(training_args.output_dir) / "all_results.json", metrics, ensure_ascii=True)
     drops.flush("final evaluation")
     logging.getLogger("envre_hf.features.featurize").removeFilter(drops)  # leave the caller's logging as it was

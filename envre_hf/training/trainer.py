@@ -1,16 +1,10 @@
 """``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training.
 
-For a paired batch (originals + renamed twins, see :mod:`envre_hf.training.pairing`) the loss is
-
-    L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr
-
-* ``L_clo`` / ``L_clp``: the model's own classification loss on the originals / on the twins;
-* ``L_rcr``: squared L2 distance between the pair representations of a pair and of its twin;
-* ``L_pcr``: symmetric KL between the per-relation Bernoulli distributions of a pair and its twin.
-
-Originals and twins share one forward call (``evrt_single_pass``), or take two when the family's loss
-needs more than logits and labels. Each component is logged (``loss_clo``, ``loss_clp``, ``loss_rcr``,
-``loss_pcr``: unweighted, averaged over the micro-batches and processes since the last log).
+For a paired batch (originals + renamed twins, :mod:`~envre_hf.training.pairing`) the loss is
+``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr`` (terms: :mod:`~envre_hf.training.consistency`), each
+logged unweighted as ``loss_clo``, ``loss_clp``, ``loss_rcr``, ``loss_pcr`` (the mean since the last log).
+Originals and twins share one forward call (``evrt_single_pass``) unless the family's loss needs more than
+logits and labels.
 
 Evaluation scores whole documents with the DocRED metric (:meth:`EVRTTrainer.evaluate`): with
 ``eval_documents={"dev": docs, ...}`` the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_ign_f1``,
@@ -192,6 +186,12 @@ class EVRTTrainer(Trainer):
             if k not in _NON_MODEL_KEYS and (takes_kwargs or k in params) and not (k == "labels" and v is None)
         }
 
+    def _forward_with_loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> Any:
+        outputs = model(**self._forward_inputs(model, batch))
+        if outputs.loss is None:
+            raise ValueError("the model returned no loss: training batches need labels")
+        return outputs
+
     def _record(self, name: str, value: torch.Tensor) -> None:
         if not self.model.training:
             return
@@ -215,10 +215,7 @@ class EVRTTrainer(Trainer):
             logger.warning("evrt is on but the training batches carry no twins (use EVRTPairDataset): training vanilla")
             self._warned_unpaired = True
         if not any(use.values()):
-            original = split_pair_batch(inputs)[0] if paired else inputs
-            outputs = model(**self._forward_inputs(model, original))
-            if outputs.loss is None:
-                raise ValueError("the model returned no loss: training batches need labels")
+            outputs = self._forward_with_loss(model, split_pair_batch(inputs)[0] if paired else inputs)
             loss = outputs.loss.float()
             self._record("clo", loss)
             return (loss, outputs) if return_outputs else loss
@@ -278,9 +275,7 @@ class EVRTTrainer(Trainer):
     def _paired_forward_twice(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
         """Originals and twins in two forward calls (families whose loss needs extra inputs)."""
         original, twin = split_pair_batch(inputs)
-        outputs = model(**self._forward_inputs(model, original))
-        if outputs.loss is None:
-            raise ValueError("the model returned no loss: training batches need labels")
+        outputs = self._forward_with_loss(model, original)
         twin_inputs = self._forward_inputs(model, twin)
         if not with_clp:
             twin_inputs.pop("labels", None)

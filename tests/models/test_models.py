@@ -25,7 +25,7 @@ from envre_hf.models import (
     none_class_ranking_loss,
     threshold_decode,
 )
-from envre_hf.models.modeling_docre import DocREPreTrainedModel, mention_index
+from envre_hf.models.modeling_docre import DocREPreTrainedModel, mention_index, pool_entities
 from envre_hf.models.registry import head_class
 
 
@@ -180,7 +180,8 @@ def test_vectorised_pooling_matches_a_plain_loop(tokenizer, batch):
     with torch.no_grad():
         seq, att = full_attention(model, batch["input_ids"], batch["attention_mask"])
         idx = mention_index(batch["entity_pos"])
-        embs, atts = model.entity_embeddings(seq, att[idx.doc, :, idx.pos], batch["entity_pos"])
+        emb, att_e, per_doc = pool_entities(seq, att[idx.doc, :, idx.pos], batch["entity_pos"])
+        embs, atts = emb.split(per_doc), att_e.split(per_doc)
         hs, ts, rs = model.pair_features(seq, att[idx.doc, :, idx.pos], batch["entity_pos"], batch["hts"])
     row = 0
     for b, entities in enumerate(batch["entity_pos"]):

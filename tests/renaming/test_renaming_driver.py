@@ -95,13 +95,12 @@ def test_every_caller_reports_a_bad_document_the_same_way(docs, tmp_path):
     name the document that could not be renamed."""
     from envre_hf.documents import write_documents
     from envre_hf.renaming.builder import BuildConfig, build_split
-    from envre_hf.training.pairing import OnTheFlyTwins
-    from envre_hf.training.run import rename_documents
+    from envre_hf.training.pairing import OnTheFlyTwins, fixed_twins
 
     bad = {docs[1].title: DocumentError("entity 0 is broken")}
     expected = f"document 1 ({docs[1].title!r}): entity 0 is broken"
     with pytest.raises(DocumentError) as training:
-        rename_documents(TaggingPipeline(bad), docs[:3], seed=0, progress=False)
+        fixed_twins(docs[:3], TaggingPipeline(bad), seed=0, progress=False)
     assert str(training.value) == expected
     with pytest.raises(DocumentError) as dataset:
         rename_dataset(documents_to_dataset(docs[:3]), TaggingPipeline(bad), seeds=[0])
