@@ -1,9 +1,10 @@
-"""The README stays a short front page, and what it and docs/ point at exists.
+"""The README stays a short front page, what it and docs/ point at exists, and their examples run.
 
 Checked: the README's size, every relative link of README.md and docs/*.md (files and, for markdown targets,
 heading anchors), the README's test command against the one CI runs, that every ``from envre_hf... import name``
-of a Python example names something that exists, and that every ``--option`` an ``envre`` example passes is one
-the subcommand accepts.
+of a Python example names something that exists, that every ``--option`` an ``envre`` example passes is one
+the subcommand accepts, and that every example but the slow ones (NOT_RUN) runs as written and prints its
+sample (below).
 """
 
 from __future__ import annotations
@@ -57,8 +58,14 @@ def _anchors(path: Path) -> set[str]:
     return {_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", _prose(path.read_text(encoding="utf-8")), re.M)}
 
 
+def _fenced(path: Path) -> list[tuple[str, str, int]]:
+    """(language, text, line) of every fenced block of ``path``."""
+    text = path.read_text(encoding="utf-8")
+    return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1) for m in _FENCE.finditer(text)]
+
+
 def _blocks(path: Path, *languages: str) -> list[str]:
-    return [m.group(2) for m in _FENCE.finditer(path.read_text(encoding="utf-8")) if m.group(1) in languages]
+    return [text for language, text, _ in _fenced(path) if language in languages]
 
 
 def test_readme_is_a_short_front_page():
@@ -123,16 +130,11 @@ def test_python_examples_import_names_that_exist():
 def _envre_commands() -> list[tuple[str, list[str]]]:
     """(page, words) of every ``envre`` command line in a bash block."""
     out = []
-    for page in PAGES:
-        for block in _blocks(page, "bash"):
-            joined = re.sub(r"\\\n\s*", " ", block)
-            for line in joined.splitlines():
-                if line.lstrip().startswith("#"):
-                    continue
-                for part in line.split("&&"):
-                    words = shlex.split(part.split(" #")[0], posix=True) if "envre " in part else []
-                    if len(words) > 1 and words[0] == "envre":
-                        out.append((page.name, words))
+    for example in [e for page in PAGES for e in _examples(page) if e.kind == "shell"]:
+        for part in example.text.split("&&"):
+            words = shlex.split(part, comments=True) if "envre " in part else []
+            if len(words) > 1 and words[0] == "envre":
+                out.append((example.page, words))
     return out
 
 
@@ -320,12 +322,6 @@ class Example:
         return f"{self.page}:{self.line}: {self.text.splitlines()[0][:90]}"
 
 
-def _fenced(path: Path) -> list[tuple[str, str, int]]:
-    """(language, text, line) of every fenced block of ``path``."""
-    text = path.read_text(encoding="utf-8")
-    return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1) for m in _FENCE.finditer(text)]
-
-
 def _examples(page: Path) -> list[Example]:
     out = []
     for language, text, line in _fenced(page):
@@ -352,18 +348,24 @@ def test_not_run_and_samples_name_real_examples():
         hits = {e.text for e in examples if e.page == page and piece in e.text}
         assert len(hits) == 1, f"{page}: {piece!r} names {len(hits)} examples: {sorted(hits)}"
     for page, start in SAMPLES:
-        blocks = [t for lang, t, _ in _fenced(REPO / ("" if page == "README.md" else "docs") / page)
-                  if lang == "" and t.startswith(start)]
-        assert len(blocks) == 1, f"{page}: no single sample block starting {start!r}"
+        assert len(_samples(page, start)) == 1, f"{page}: no single sample block starting {start!r}"
 
 
-def _sample_blocks() -> dict[tuple[str, str], str]:
-    """SAMPLES' keys -> the sample block's text."""
-    out = {}
-    for page, start in SAMPLES:
-        path = REPO / ("" if page == "README.md" else "docs") / page
-        out[(page, start)] = next(t for lang, t, _ in _fenced(path) if lang == "" and t.startswith(start))
-    return out
+def _samples(page: str, start: str) -> list[str]:
+    """The untagged blocks of ``page`` that begin with ``start``."""
+    path = README if page == README.name else REPO / "docs" / page
+    return [text for language, text, _ in _fenced(path) if language == "" and text.startswith(start)]
+
+
+def _check_samples(command: Example, printed: str) -> int:
+    """Compares what ``command`` printed with each sample SAMPLES ties to it; returns how many."""
+    checked = 0
+    for (page, start), (command_page, piece) in SAMPLES.items():
+        if command_page == command.page and piece in command.text:
+            sample = _samples(page, start)[0].strip()
+            _check_output(f"{page}: the sample starting {start!r} (of {command})", f"...{sample}...", printed)
+            checked += 1
+    return checked
 
 
 def _check_output(where: str, want: str, got: str) -> None:
@@ -436,7 +438,7 @@ def _run_shell(command: str, variables: dict[str, str], where: str) -> str:
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
     """A copy of the repository's files with ``../shared/data`` beside it, after the README's set-up command;
-    yields (folder, what the set-up printed)."""
+    yields (folder, the set-up example, what it printed)."""
     from conftest import SHARED_DATA
 
     root = tmp_path_factory.mktemp("checkout")
@@ -459,26 +461,21 @@ def sandbox(tmp_path_factory):
         patch.chdir(root / "repo")
         setup = next(e for e in _examples(README) if SETUP[1] in e.text)
         printed = _run_shell(setup.text[setup.text.index("envre build"):], {}, str(setup))
-        yield root / "repo", printed
+        yield root / "repo", setup, printed
 
 
 def test_the_set_up_prints_the_documented_statistics(sandbox):
-    _, printed = sandbox
-    checked = [key for key, command in SAMPLES.items() if command == SETUP]
-    assert checked, "SAMPLES names no sample of the set-up's output"
-    blocks = _sample_blocks()
-    for key in checked:
-        _check_output(f"{key[0]}: the sample starting {key[1]!r}", f"...{blocks[key].strip()}...", printed)
+    _, setup, printed = sandbox
+    assert _check_samples(setup, printed) > 0, "SAMPLES names no sample of the set-up's output"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_examples_run_as_written_and_print_their_samples(page, sandbox, monkeypatch):
-    folder, _ = sandbox
+    folder, _, _ = sandbox
     monkeypatch.chdir(folder)
     monkeypatch.setattr(sys, "path", list(sys.path))
     namespace: dict = {"__name__": "__main__"}
     variables: dict[str, str] = {}
-    blocks = _sample_blocks()
     before = _files(folder)
     ran = 0
     for example in _examples(page):
@@ -488,10 +485,7 @@ def test_examples_run_as_written_and_print_their_samples(page, sandbox, monkeypa
         if example.kind == "python":
             _run_python(example.text, namespace, str(example))
         else:
-            printed = _run_shell(example.text, variables, str(example))
-            for key, (cpage, piece) in SAMPLES.items():
-                if cpage == page.name and piece in example.text:
-                    _check_output(f"{key[0]}: the sample starting {key[1]!r}", f"...{blocks[key].strip()}...", printed)
+            _check_samples(example, _run_shell(example.text, variables, str(example)))
         ran += 1
         print(f"\n{time.perf_counter() - started:6.1f} s ({time.process_time() - cpu:5.1f} s CPU)  {example}")
     if not ran:
