@@ -245,8 +245,22 @@ MIN_TWIN_RATE = 0.9
 
 
 def starved_twin_types(rates: dict[str, dict[str, float]], minimum: float = MIN_TWIN_RATE) -> dict[str, float]:
-    """The checked coarse types whose twin substitution rate is below ``minimum`` (type -> rate)."""
-    return {t: rates[t]["rate"] for t in CHECKED_TWIN_TYPES if t in rates and rates[t]["rate"] < minimum}
+    """The checked coarse types whose twin substitution rate is clearly below ``minimum`` (type -> rate).
+
+    Clearly: the one-sided 95% Wilson upper bound of the rate (from its ``entities`` count) is below ``minimum``,
+    so a few unrenamable entities in a handful of documents do not raise the alarm (3 of 23 ORG entities of 8
+    documents: 87%, bound 95%), while 54.9% of 2,000 does. A rate without a count is taken as it is.
+    """
+    z = 1.645
+    starved = {}
+    for t in CHECKED_TWIN_TYPES:
+        if t not in rates:
+            continue
+        p, n = rates[t]["rate"], rates[t].get("entities", 0)
+        bound = (p + z * z / (2 * n) + z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n) if n else p
+        if bound < minimum:
+            starved[t] = p
+    return starved
 
 
 class DocumentFeaturesDataset(torch.utils.data.Dataset):

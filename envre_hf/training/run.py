@@ -147,14 +147,17 @@ class MentionDropSummary(logging.Filter):
 
 def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummary:
     """The runner's logging: each process at ``get_process_log_level()`` for envre-hf, transformers and datasets
-    (the root logger is left alone), and featurization warnings summarised (see :class:`MentionDropSummary`)."""
+    (the root logger is left alone; with the default ``--log_level passive`` envre-hf's few INFO records show on
+    the main process), and featurization warnings summarised (see :class:`MentionDropSummary`)."""
     level = training_args.get_process_log_level()
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
     transformers.utils.logging.enable_explicit_format()
     datasets.utils.logging.set_verbosity(level)
     package = logging.getLogger("envre_hf")
-    package.setLevel(level)
+    # passive (the default): the package's own INFO records (the twins' substitution rates) show on the main process
+    passive = training_args.log_level == "passive" and training_args.should_log
+    package.setLevel(min(level, logging.INFO) if passive else level)
     if not package.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("[%(levelname)s|%(name)s] %(message)s"))

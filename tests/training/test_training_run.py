@@ -120,3 +120,17 @@ def test_envre_evaluate_env_prints_the_robustness_table_and_writes_json(trained,
     mean_f1 = (seeds["seed 1"]["f1"] + seeds["seed 2"]["f1"]) / 2
     assert report["renamed"]["f1"] == pytest.approx(mean_f1)
     assert report["relative_drop"]["f1"] == pytest.approx((report["original"]["f1"] - mean_f1) / report["original"]["f1"])
+
+
+def test_the_twins_rates_show_at_the_default_log_level(tmp_path):
+    """The README: the twins' substitution rates are logged at the start of training (an INFO record of the
+    trainer): shown under the default ``--log_level passive``, hidden when the user asks for warnings only."""
+    import logging
+
+    from envre_hf.training.run import EVRTTrainingArguments, configure_logging
+
+    trainer_log = logging.getLogger("envre_hf.training.trainer")
+    configure_logging(EVRTTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True))
+    assert trainer_log.isEnabledFor(logging.INFO)
+    configure_logging(EVRTTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, log_level="warning"))
+    assert not trainer_log.isEnabledFor(logging.INFO)
