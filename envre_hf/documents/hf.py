@@ -61,7 +61,7 @@ def _dump(extra: dict[str, Any]) -> str | None:
     return json.dumps(extra, ensure_ascii=False) if extra else None
 
 
-def _load(text: str | None) -> dict[str, Any]:
+def _load_extra(text: str | None) -> dict[str, Any]:
     return json.loads(text) if text else {}
 
 
@@ -110,17 +110,17 @@ def document_from_row(row: dict[str, Any]) -> Document:
                         sent_id=m["sent_id"],
                         pos=(m["pos"][0], m["pos"][1]),
                         type=m["type"],
-                        extra=_load(m.get("extra")),
+                        extra=_load_extra(m.get("extra")),
                     )
                     for m in cluster
                 ],
                 wikidata_id=qid,
-                extra=_load(ex),
+                extra=_load_extra(ex),
             )
             for cluster, qid, ex in zip(row["vertexSet"], qids, entity_extra)
         ],
         relations=[
-            Relation(h=r["h"], t=r["t"], r=r["r"], evidence=list(r["evidence"]), extra=_load(r.get("extra")))
+            Relation(h=r["h"], t=r["t"], r=r["r"], evidence=list(r["evidence"]), extra=_load_extra(r.get("extra")))
             for r in row["labels"]
         ],
         doc_id=row.get("doc_id"),
@@ -128,7 +128,7 @@ def document_from_row(row: dict[str, Any]) -> Document:
         orig_title=row.get("orig_title"),
         seed=row.get("seed"),
         substitutions=None if subs is None else [Substitution(**s) for s in subs],
-        extra=_load(row.get("extra")),
+        extra=_load_extra(row.get("extra")),
     )
 
 
