@@ -1,9 +1,5 @@
-"""Reading Wikidata's entity JSON (the one format shared by ``wbgetentities`` and the JSON dumps).
-
-Both backends reduce an entity to an :class:`EntityRecord`: English names, P31 types and the
-counts behind popularity. Keeping this in one place makes the HTTP and the dump backends agree
-on the same item.
-"""
+"""Reading Wikidata's entity JSON (shared by ``wbgetentities`` and the dumps), so the HTTP and the dump
+backends agree on the same item."""
 
 from __future__ import annotations
 
@@ -36,10 +32,7 @@ def item_number(item_id: str) -> int:
 
 
 def snak_item_value(snak: Any) -> str | None:
-    """The item id a ``wikibase-item`` snak points to, or ``None`` (other datatypes, somevalue/novalue).
-
-    Hot path of dump indexing: trusts ``entity-type == "item"`` values to carry a valid id.
-    """
+    """The item id a ``wikibase-item`` snak points to, or ``None`` (other datatypes, somevalue/novalue)."""
     if not isinstance(snak, dict) or snak.get("snaktype") != "value":
         return None
     datavalue = snak.get("datavalue")
@@ -57,14 +50,8 @@ def snak_item_value(snak: Any) -> str | None:
 
 @dataclass(frozen=True)
 class EntityRecord:
-    """What the knowledge bases keep of one item.
-
-    ``types`` are the non-deprecated P31 values, preferred first; ``truthy_types`` only those of the
-    best rank (what SPARQL's ``wdt:P31`` returns). ``statements`` counts the item's own statements
-    (all properties, all ranks); ``item_values``
-    lists the items its statements' main values point to (qualifiers and references excluded,
-    self-references dropped) - the other half of popularity, counted on the target's side.
-    """
+    """What the knowledge bases keep of one item: ``truthy_types`` are the best-rank P31 values (SPARQL's
+    ``wdt:P31``); ``item_values`` the items its main values point to (popularity counted on their side)."""
 
     item_id: str
     names: tuple[str, ...]
@@ -83,11 +70,8 @@ class EntityRecord:
 def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     """Reduce one entity JSON object to an :class:`EntityRecord`; ``None`` for non-items/missing entities.
 
-    Raises ``KeyError``/``TypeError``/``AttributeError`` on statements without the JSON structure Wikidata
-    gives them (callers name the dump line or request).
-
-    Types are the P31 values, preferred rank first, deprecated statements and duplicates dropped,
-    otherwise in the order Wikidata lists them.
+    Types are the non-deprecated P31 values, preferred rank first. Raises ``KeyError``/``TypeError``/
+    ``AttributeError`` on malformed statements (callers name the dump line or request).
     """
     item_id = entity.get("id")
     if not is_item_id(item_id) or entity.get("type", "item") != "item" or "missing" in entity:
@@ -108,7 +92,6 @@ def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     for statement_list in claims.values():
         statements += len(statement_list)
         for statement in statement_list:
-            # the hot loop of dump indexing: only value snaks carry a datavalue
             datavalue = statement["mainsnak"].get("datavalue")
             if datavalue is not None and datavalue.get("type") == "wikibase-entityid":
                 target = snak_item_value(statement["mainsnak"])
