@@ -68,6 +68,7 @@ _YOU_PREFIXES = (
 )  # fmt: skip
 _SILENT_H = ("hour", "honest", "honor", "honour", "heir")
 _ONE = ("one", "once")
+INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
 def _number_article(word: str) -> str:

@@ -22,7 +22,7 @@ from ..documents import DOCUMENT_FEATURES, Document, Substitution, document_from
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .driver import RenamingDriver
 from .forms import ACRONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
-from .forms import is_count_of_one, is_one, pluralize, with_case
+from .forms import INDEFINITE, is_count_of_one, is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
 from ..documents.tokenize import name_key, tokenize_name
@@ -427,7 +427,6 @@ class RenamingPipeline:
 
 
 _PERCENT_WORDS = ("%", "percent", "per", "pct")
-_INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
 def _value_context(doc: Document, e: int) -> tuple[bool, tuple[tuple[int, int], ...], bool]:
@@ -494,7 +493,7 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
         mentions = renamed.entities[e].mentions
         for mention in mentions:
             start = mention.start
-            if start == 0 or sents[mention.sent_id][start - 1] not in _INDEFINITE:
+            if start == 0 or sents[mention.sent_id][start - 1] not in INDEFINITE:
                 continue
             i = start - 1
             article = sents[mention.sent_id][i]
