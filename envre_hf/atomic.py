@@ -181,3 +181,30 @@ class RecordLog:
                 os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh, self._since_sync = None, 0
+
+
+def refuse_used_records(path: Path, resume: bool, error: type[Exception]) -> None:
+    """A run never appends to another run's records unless resuming."""
+    if path.exists() and path.stat().st_size and not resume:
+        raise error(f"{path} already holds results: pass resume=True or use a new directory")
+
+
+def open_run_log(
+    folder: Path, records: str, config_file: str, run_config: dict[str, Any], resume: bool, error: type[Exception],
+    **json_kwargs: Any,
+) -> RecordLog:
+    """The record log (one record per ``"doc"``) of a resumable run folder, whose settings are written to
+    ``config_file``: a folder holding records is refused unless ``resume``, and a resume with other settings."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log = RecordLog(folder / records, key=lambda record: record["doc"])
+    refuse_used_records(log.path, resume, error)
+    config_path = folder / config_file
+    if resume and config_path.exists():
+        old = json.loads(config_path.read_text("utf-8"))
+        for key, value in run_config.items():
+            if old.get(key) != value:
+                raise error(f"cannot resume {folder}: {key} was {old.get(key)!r}, now {value!r}")
+    write_json(config_path, run_config, **json_kwargs)
+    if resume:
+        log.read()
+    return log

@@ -1,9 +1,5 @@
-"""Lossless conversion between :class:`Document` lists and ``datasets.Dataset``.
-
-The schema (:data:`DOCUMENT_FEATURES`) keeps DocRED's field names, so a row reads like the
-JSON document. Fields outside the DocRED core (Re-DocRED's ``global_pos``, Linked-DocRED's
-``entity_linking``, ...) are stored as JSON strings in the ``extra`` columns; ``None`` means
-"nothing extra". See the README's "Dataset schema" section.
+"""Lossless conversion between :class:`Document` lists and ``datasets.Dataset``: the schema
+(:data:`DOCUMENT_FEATURES`) keeps DocRED's field names; fields outside the core go as JSON strings in ``extra``.
 """
 
 from __future__ import annotations

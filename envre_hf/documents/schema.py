@@ -1,9 +1,6 @@
-"""Typed model of a DocRED-format document, shared by every stage of envre-hf.
-
-One document = sentences of tokens, entities (each a cluster of coreferent mentions) and
-relation labels between entity indices. Fields that DocRED-family files carry beyond the
-ones modelled here (e.g. Re-DocRED's ``global_pos`` / ``index``) are kept in ``extra`` so
-that reading then writing a file loses nothing.
+"""Typed model of a DocRED-format document, shared by every stage of envre-hf: sentences of tokens, entities
+(clusters of coreferent mentions) and relation labels; fields beyond these (Re-DocRED's ``global_pos``) are
+kept in ``extra``, so reading then writing a file loses nothing.
 """
 
 from __future__ import annotations
