@@ -120,6 +120,14 @@ class Document:
         """Start of each sentence in the document-level token sequence."""
         return sentence_offsets(self.sents)
 
+    def covered(self) -> dict[int, set[int]]:
+        """Per sentence, the token positions inside some mention (what renaming never edits as plain text)."""
+        out: dict[int, set[int]] = {}
+        for entity in self.entities:
+            for m in entity.mentions:
+                out.setdefault(m.sent_id, set()).update(range(m.pos[0], m.pos[1]))
+        return out
+
     def is_intra(self, h: int, t: int) -> bool:
         """True when some mention of ``h`` and some mention of ``t`` share a sentence."""
         return bool(self.entities[h].sentence_ids() & self.entities[t].sentence_ids())

@@ -117,10 +117,7 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
             lifetimes["newly_inverted"] += new_b > new_d and not old_b > old_d
             lifetimes["length_changed"] += (new_d - new_b) != (old_d - old_b)
         # demonyms and articles
-        covered: dict[int, set[int]] = {}
-        for entity in doc.entities:
-            for mention in entity.mentions:
-                covered.setdefault(mention.sent_id, set()).update(range(mention.start, mention.end))
+        covered = doc.covered()
         for e, entity in enumerate(doc.entities):
             for mention in entity.mentions:
                 sent = doc.sents[mention.sent_id]

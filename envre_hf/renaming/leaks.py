@@ -47,10 +47,7 @@ def find_leaks(doc: Document, originals: Mapping[int, Mapping[str, Sequence[str]
         return []
     for group in patterns.values():
         group.sort(key=lambda p: (-len(p[0]), p[1], p[2]))  # longest first, then deterministic
-    covered: dict[int, set[int]] = {}
-    for entity in doc.entities:
-        for mention in entity.mentions:
-            covered.setdefault(mention.sent_id, set()).update(range(mention.start, mention.end))
+    covered = doc.covered()
     leaks: list[Leak] = []
     for s, sent in enumerate(doc.sents):
         mask = covered.get(s, set())

@@ -312,36 +312,26 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
     return "".join(out)
 
 
+#: TIME formats by the kinds of pieces a name has, the first that fits wins.
+_TIME_FORMATS = (
+    ({"month", "day", "year"}, "date"), ({"month", "year"}, "month-year"), ({"month", "day"}, "day-month"),
+    ({"month"}, "month"), ({"century"}, "century"), ({"decade"}, "decade"), ({"year"}, "year"),
+    ({"clock"}, "clock"), ({"words"}, "words"),
+)  # fmt: skip
+
+
 def _fine_type(coarse: str, kinds: list[str], tokens: Sequence[str]) -> str:
     k = set(kinds)
     if coarse == "TIME":
-        if "month" in k and "day" in k and "year" in k:
-            fmt = "date"
-        elif "month" in k and "year" in k:
-            fmt = "month-year"
-        elif "month" in k:
-            fmt = "day-month" if "day" in k else "month"
-        elif "century" in k:
-            fmt = "century"
-        elif "decade" in k:
-            fmt = "decade"
-        elif "year" in k:
-            fmt = "year"
-        elif "clock" in k:
-            fmt = "clock"
-        else:
-            fmt = "words" if "words" in k else "number"
+        fmt = next((fmt for need, fmt in _TIME_FORMATS if need <= k), "number")
+    elif "%" in tokens:
+        fmt = "percent"
+    elif any(re.search(r"[$€£¥₹]", t) for t in tokens):
+        fmt = "currency"
+    elif "words" in k and "number" not in k:
+        fmt = "words"
     else:
-        if "%" in tokens:
-            fmt = "percent"
-        elif any(re.search(r"[$€£¥₹]", t) for t in tokens):
-            fmt = "currency"
-        elif "words" in k and "number" not in k:
-            fmt = "words"
-        elif "ordinal" in k:
-            fmt = "ordinal"
-        else:
-            fmt = "number"
+        fmt = "ordinal" if "ordinal" in k else "number"
     return f"{coarse}:{fmt}"
 
 
