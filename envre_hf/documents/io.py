@@ -10,10 +10,13 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ..atomic import PathLike, atomic_path
 from .errors import DocumentError
@@ -25,12 +28,6 @@ from .validation import validate_document
 _WRITERS = {"docred": to_docred, "linked": to_linked}
 #: What a reader does with a bad document: ``"fail"`` (raise), or a callable ``(error, raw object)`` that skips it.
 OnError = str | Callable[[DocumentError, Any], None]
-
-
-def yaml_safe_loader() -> type:
-    import yaml
-
-    return yaml.SafeLoader
 
 
 def _is_jsonl(path: PathLike) -> bool:
@@ -69,8 +66,6 @@ def parse_json(text: str, path: PathLike, line: int | None = None) -> Any:
 
 
 def _oversized(err: ValueError) -> str:
-    import sys
-
     return (f"a number too long to read (over {sys.get_int_max_str_digits()} digits; {err.__class__.__name__}); "
             "no valid value is that long")
 
@@ -80,12 +75,10 @@ def read_json(path: PathLike) -> Any:
     return parse_json(read_text(path), Path(path))
 
 
-class _NoAliasLoader(yaml_safe_loader()):  # type: ignore[misc]
+class _NoAliasLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses aliases: ``&a [*a, *a, ...]`` nested ten deep is gigabytes once expanded."""
 
     def compose_node(self, parent, index):  # type: ignore[override]
-        import yaml
-
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise DocumentError(
@@ -97,8 +90,6 @@ class _NoAliasLoader(yaml_safe_loader()):  # type: ignore[misc]
 
 def parse_yaml(text: str, path: PathLike) -> Any:
     """The YAML value of ``text`` read from ``path``, refusing aliases (an alias bomb) and naming the file."""
-    import yaml
-
     try:
         return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
     except DocumentError as err:

@@ -401,24 +401,22 @@ class WikidataDumpKB(KnowledgeBase):
         item = normalize_item_id(item_id)
         return item_number(item) if item else None
 
-    def types(self, item_id: str) -> list[str]:
+    def _values(self, column: str, table: str, item_id: str) -> list:
+        """``column`` of the item's rows of ``table`` in their order (none for an id that is not an item)."""
         number = self._number(item_id)
         if number is None:
             return []
-        return [f"Q{t}" for (t,) in self._query("SELECT type FROM types WHERE item = ? ORDER BY ord", (number,))]
+        return [v for (v,) in self._query(f"SELECT {column} FROM {table} WHERE item = ? ORDER BY ord", (number,))]
+
+    def types(self, item_id: str) -> list[str]:
+        return [f"Q{t}" for t in self._values("type", "types", item_id)]
 
     def names(self, item_id: str) -> list[str]:
-        number = self._number(item_id)
-        if number is None:
-            return []
-        return [n for (n,) in self._query("SELECT name FROM names WHERE item = ? ORDER BY ord", (number,))]
+        return self._values("name", "names", item_id)
 
     def demonyms(self, item_id: str) -> list[str]:
         """English P1549 demonyms of the item (indexed from the dump), preferred rank first."""
-        number = self._number(item_id)
-        if number is None:
-            return []
-        return [d for (d,) in self._query("SELECT demonym FROM demonyms WHERE item = ? ORDER BY ord", (number,))]
+        return self._values("demonym", "demonyms", item_id)
 
     def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
         number = self._number(type_id)

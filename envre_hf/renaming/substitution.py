@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..documents import Document, Entity, Mention, Relation
 from ..documents.schema import sentence_offsets
@@ -162,18 +162,10 @@ def substitute(
                 )
             )
         entities.append(Entity(mentions=mentions, wikidata_id=entity.wikidata_id, extra=dict(entity.extra)))
-    values = {
-        "title": doc.title,
-        "sents": new_sents,
-        "entities": entities,
+    copies = {
         "relations": [Relation(r.h, r.t, r.r, list(r.evidence), dict(r.extra)) for r in doc.relations],
-        "doc_id": doc.doc_id,
-        "has_labels": doc.has_labels,
-        "orig_title": doc.orig_title,
-        "seed": doc.seed,
         "substitutions": None if doc.substitutions is None else list(doc.substitutions),
         "extra": dict(doc.extra),
     }
-    values.update(fields)
-    return Document(**values)  # type: ignore[arg-type]
+    return replace(doc, sents=new_sents, entities=entities, **{**copies, **fields})  # type: ignore[arg-type]
 
