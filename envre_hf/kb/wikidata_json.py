@@ -4,6 +4,7 @@ backends agree on the same item."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,35 +99,30 @@ def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
                 if target is not None and target != item_id:
                     values.append(target)
 
-    typed = []
-    for statement in claims.get(INSTANCE_OF, []) or []:
-        if not isinstance(statement, dict):
-            continue
-        rank = statement.get("rank", "normal")
-        target = snak_item_value(statement.get("mainsnak"))
-        if target is not None and rank in _RANK_ORDER:
-            typed.append((_RANK_ORDER[rank], len(typed), target))
-    typed.sort()
-    types = tuple(dict.fromkeys(t for _, _, t in typed))
+    typed = _ranked(claims, INSTANCE_OF, snak_item_value)
     best = typed[0][0] if typed else None
-    truthy = tuple(dict.fromkeys(t for rank, _, t in typed if rank == best))
+    truthy = tuple(dict.fromkeys(t for rank, t in typed if rank == best))
+    demonyms = tuple(dict.fromkeys(text for _, text in _ranked(claims, DEMONYM, lambda snak: _text(snak, language))))
     return EntityRecord(
-        item_id, tuple(names), types, truthy, statements, tuple(values), parse_demonyms(claims, language)
+        item_id, tuple(names), tuple(dict.fromkeys(t for _, t in typed)), truthy, statements, tuple(values), demonyms
     )
 
 
-def parse_demonyms(claims: dict, language: str = "en") -> tuple[str, ...]:
-    """The ``language`` texts of an item's P1549 (demonym) statements, preferred rank first."""
+def _ranked(claims: dict, prop: str, value_of: Callable[[Any], Any]) -> list[tuple[int, Any]]:
+    """``(rank, value)`` of the non-deprecated ``prop`` statements with a value, preferred first, else in order."""
     ranked = []
-    for statement in claims.get(DEMONYM, []) or []:
-        if not isinstance(statement, dict) or statement.get("rank", "normal") not in _RANK_ORDER:
-            continue
-        snak = statement.get("mainsnak")
-        datavalue = snak.get("datavalue") if isinstance(snak, dict) else None
-        value = datavalue.get("value") if isinstance(datavalue, dict) else None
-        if isinstance(value, dict) and value.get("language") == language and isinstance(value.get("text"), str):
-            text = value["text"].strip()
-            if text:
-                ranked.append((_RANK_ORDER[statement.get("rank", "normal")], len(ranked), text))
-    ranked.sort()
-    return tuple(dict.fromkeys(text for _, _, text in ranked))
+    for statement in claims.get(prop, []) or []:
+        if isinstance(statement, dict) and statement.get("rank", "normal") in _RANK_ORDER:
+            value = value_of(statement.get("mainsnak"))
+            if value is not None:
+                ranked.append((_RANK_ORDER[statement.get("rank", "normal")], value))
+    return sorted(ranked, key=lambda pair: pair[0])
+
+
+def _text(snak: Any, language: str) -> str | None:
+    """The stripped ``language`` text of a monolingual-text snak (a P1549 demonym), or None."""
+    datavalue = snak.get("datavalue") if isinstance(snak, dict) else None
+    value = datavalue.get("value") if isinstance(datavalue, dict) else None
+    if isinstance(value, dict) and value.get("language") == language and isinstance(value.get("text"), str):
+        return value["text"].strip() or None
+    return None

@@ -198,6 +198,11 @@ def _is_month(token: str) -> int | None:
     return _MONTH_ABBR.get(token.rstrip("."))
 
 
+def _near_month(tokens: Sequence[str], i: int) -> bool:
+    """A month name within two tokens of token ``i`` (a number there is a day)."""
+    return any(_is_month(tokens[j]) is not None for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens))
+
+
 def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list[str]) -> str | None:
     """Token ``i`` with every piece replaced; ``None`` when a piece has no new value."""
     token = tokens[i]
@@ -259,8 +264,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
             value = int(m.group("ordinal"))
             nxt = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
             century = pieces.time and (nxt.startswith("centur") or nxt == "-" and i + 2 < len(tokens))
-            neighbours = [tokens[j] for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens)]
-            day = pieces.time and value <= 31 and any(_is_month(t) is not None for t in neighbours)
+            day = pieces.time and value <= 31 and _near_month(tokens, i)
             kinds.append("century" if century else "day" if day else "ordinal")
             hi = 21 if century else 28 if day else max(9, value * 2)
             lo = 12 if century and value >= 12 else 1
@@ -273,14 +277,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
         elif m.group("number"):
             digits = re.sub(r"\D", "", text)
             is_year = pieces.time and len(text) == 4 and text.isdigit() and 1000 <= int(text) <= 2099
-            neighbours = [tokens[j] for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens)]
-            is_day = (
-                pieces.time
-                and text.isdigit()
-                and len(text) <= 2
-                and 1 <= int(text) <= 31
-                and any(_is_month(t) is not None for t in neighbours)
-            )
+            is_day = pieces.time and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= 31 and _near_month(tokens, i)
             if is_year:
                 kinds.append("year")
                 new = pieces.year(text)
