@@ -128,12 +128,16 @@ def document_from_row(row: dict[str, Any]) -> Document:
     )
 
 
-def documents_to_dataset(docs: Iterable[Document]) -> Dataset:
-    """A ``datasets.Dataset`` with one row per document and the explicit :data:`DOCUMENT_FEATURES`."""
-    rows = [document_to_row(doc) for doc in docs]
+def rows_to_dataset(rows: list[dict[str, Any]]) -> Dataset:
+    """A ``datasets.Dataset`` of document rows with the explicit :data:`DOCUMENT_FEATURES`."""
     if not rows:  # Dataset.from_list([]) makes a table without columns, which the features then refuse
         return Dataset.from_dict({name: [] for name in DOCUMENT_FEATURES}, features=DOCUMENT_FEATURES)
     return Dataset.from_list(rows, features=DOCUMENT_FEATURES)
+
+
+def documents_to_dataset(docs: Iterable[Document]) -> Dataset:
+    """A ``datasets.Dataset`` with one row per document."""
+    return rows_to_dataset([document_to_row(doc) for doc in docs])
 
 
 def dataset_to_documents(dataset: Dataset) -> list[Document]:
