@@ -275,15 +275,7 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
 
 
 def located_in_file(err: DocumentError, path: Path) -> DocumentError:
-    return DocumentError(
-        f"{err.reason} (in {path})",
-        doc_index=err.doc_index,
-        title=err.title,
-        entity=err.entity,
-        mention=err.mention,
-        label=err.label,
-        field=err.field,
-    )
+    return err.located(None, None, file=path)
 
 
 def read_document_file(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> list[Document]:
