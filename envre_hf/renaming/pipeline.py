@@ -171,8 +171,7 @@ class RenamingPipeline:
         # article-insensitive: a benchmark that used "Gambia" (its "The" dropped) also excludes "The Gambia"
         keys = [name_key(n) for n in self.config.exclude_names]
         self._excluded = frozenset(keys) | frozenset(_bare(k) for k in keys)
-        # item -> (usable names as (name, key, form), number of demonym names, number of acronym names)
-        self._names_cache: dict[str, tuple[tuple[tuple[str, str, NameForm], ...], int, int]] = {}
+        self._names_cache: dict[str, tuple[tuple[str, str, NameForm], ...]] = {}  # item -> usable (name, key, form)
 
     def rename(self, doc: Document, seed: int) -> Document:
         """The renamed copy of ``doc`` for ``seed`` (see the module docstring for every guarantee)."""
