@@ -1,15 +1,7 @@
-"""Conversion between :class:`Document` and the JSON dicts of DocRED-family files.
-
-Two dialects:
-
-* **DocRED / Re-DocRED**: ``title``, ``sents``, ``vertexSet`` (a list of mention lists),
-  ``labels`` (``h``/``t`` are entity indices). Per-entity Wikidata ids, when present, travel
-  in a document-level ``entity_wikidata_ids`` list aligned with ``vertexSet``.
-* **Linked-(Re-)DocRED**: ``entities`` (``id``, ``type``, ``mentions``, ``entity_linking``),
-  ``relations`` (``h``/``t`` are entity ``id`` values). The Wikidata id is read from
-  ``entity_linking.wikidata_resource``.
-
-Keys this module does not model are kept in the ``extra`` dicts and written back unchanged.
+"""Conversion between :class:`Document` and the JSON dicts of DocRED-family files, in two dialects: DocRED /
+Re-DocRED (``vertexSet``, ``labels`` by entity index, Wikidata ids in ``entity_wikidata_ids``) and
+Linked-(Re-)DocRED (``entities``, ``relations`` by entity ``id``, ``entity_linking.wikidata_resource``).
+Keys not modelled are kept in the ``extra`` dicts and written back unchanged.
 """
 
 from __future__ import annotations
