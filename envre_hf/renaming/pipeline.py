@@ -222,19 +222,15 @@ class RenamingPipeline:
             _settle_value_collisions(doc, choices, unchanged)
         subs: list[Substitution] = []
         originals: dict[int, dict[str, list[str]]] = {}
-        for e in range(len(doc.entities)):
-            names = all_names[e]
+        for e, names in all_names.items():
             choice = choices.get(e) or unchanged[e]
             report.outcomes[e] = choice.match
-            if e not in choices:
-                subs.append(
-                    Substitution(e, choice.item_id, choice.fine_type, names[0][0], names[0][0], choice.match)
-                )
-                continue
-            originals[e] = dict(names)
-            for name, _ in names:
-                new_name = " ".join(choice.new_tokens[name])
-                subs.append(Substitution(e, choice.item_id, choice.fine_type, name, new_name, choice.match))
+            if e in choices:
+                originals[e] = dict(names)
+                pairs = [(name, " ".join(choice.new_tokens[name])) for name, _ in names]
+            else:  # one record, the most frequent name
+                pairs = [(names[0][0], names[0][0])]
+            subs += [Substitution(e, choice.item_id, choice.fine_type, old, new, choice.match) for old, new in pairs]
         replacements, new_names = [], {}
         for e, choice in choices.items():
             for m, mention in enumerate(doc.entities[e].mentions):
@@ -248,16 +244,8 @@ class RenamingPipeline:
                 for name, tokens in choice.new_tokens.items():
                     if doc.title == name or title_key == name_key(name):
                         title = " ".join(tokens)
-        renamed = substitute(
-            doc,
-            replacements,
-            new_names,
-            title=title,
-            doc_id=f"{doc.key}#{seed}",
-            orig_title=doc.title,
-            seed=seed,
-            substitutions=subs,
-        )
+        renamed = substitute(doc, replacements, new_names, title=title, doc_id=f"{doc.key}#{seed}",
+                             orig_title=doc.title, seed=seed, substitutions=subs)
         for e, choice in choices.items():
             entity = renamed.entities[e]
             entity.wikidata_id = choice.item_id if choice.item_id and _QID.match(choice.item_id) else None
