@@ -1,13 +1,8 @@
 """Atomic file writes: the one way every writer of the package puts a file in place.
 
-A file is written under a hidden temporary name in its own folder (``.NAME.<random>.tmp``), flushed to disk,
-then renamed over the final name (``os.replace`` is atomic on POSIX and Windows). A kill or a full disk at
-any moment leaves the previous file or the new one under the final name, never a truncated one; the
-temporary file is removed on every error that Python sees (a ``kill -9`` may leave one behind: hidden, named
-``*.tmp``, ignored by ``datasets``, the Hub upload and :func:`clean_temporary_files`).
-
-Errors are :class:`OSError` whose ``filename`` is the *final* path (not the temporary one), so the CLI's
-one-line message names the file the user asked for (``No space left on device: 'out/report.md'``).
+A file is written under a hidden temporary name in its own folder (``.NAME.<random>.tmp``), fsynced, then
+renamed over the final name, so a kill or a full disk leaves the old file or the new one, never a torn one.
+Errors name the *final* path, so the CLI's one-line message names the file the user asked for.
 """
 
 from __future__ import annotations
@@ -110,12 +105,6 @@ def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> Path:
     return Path(path)
 
 
-def write_bytes(path: PathLike, data: bytes) -> Path:
-    with atomic_open(path, "wb") as fh:
-        fh.write(data)
-    return Path(path)
-
-
 def write_json(path: PathLike, obj: Any, *, indent: int | None = 2, ensure_ascii: bool = False, **kwargs: Any) -> Path:
     """``json.dump`` to ``path`` atomically (a trailing newline when indented)."""
     text = json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, **kwargs)
@@ -132,21 +121,20 @@ def clean_temporary_files(folder: PathLike) -> int:
     return removed
 
 
-def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
-    """Finished records; a torn last line (crash mid-write) is cut off so appending stays valid JSONL."""
+def load_jsonl_records(path: PathLike, is_record: Any = None) -> list[dict[str, Any]]:
+    """Finished records; a torn last line (crash mid-write), or one ``is_record`` refuses, is cut off with
+    everything after it, so appending stays valid JSONL and those units are simply done again."""
     path = Path(path)
     if not path.exists():
         return []
     records, good_bytes = [], 0
     with open(path, "rb") as fh:
         for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
             try:
-                record = json.loads(raw)
+                record = json.loads(raw) if raw.endswith(b"\n") else None
             except ValueError:  # not JSON, or not text (zeros a machine crash left)
                 break
-            if not isinstance(record, dict):
+            if not isinstance(record, dict) or (is_record is not None and not is_record(record)):
                 break
             records.append(record)
             good_bytes += len(raw)
@@ -157,40 +145,22 @@ def load_jsonl_records(path: PathLike) -> list[dict[str, Any]]:
 
 
 class RecordLog:
-    """Append-only JSON Lines of a long job's finished units, so that a killed job rerun skips them.
-
-    Each record is flushed at once (fsynced every ``fsync_every``). On :meth:`read` a last line cut short by a
-    kill, or a line ``is_record`` refuses, is dropped with everything after it (truncated away): those units
-    are simply done again. ``key`` maps a record to its unit.
-    """
+    """Append-only JSON Lines of a long job's finished units (``key`` maps a record to its unit), so that a
+    killed job rerun skips them; each record is flushed at once, fsynced every ``fsync_every``."""
 
     def __init__(self, path: PathLike, key: Any, is_record: Any = None, fsync_every: int = 64):
         self.path = Path(path)
         self.key = key
-        self.is_record = is_record if is_record is not None else (lambda record: isinstance(record, dict))
+        self.is_record = is_record
         self.fsync_every = fsync_every
         self.records: dict[Any, dict[str, Any]] = {}
         self._fh: Any = None
         self._since_sync = 0
 
     def read(self) -> dict[Any, dict[str, Any]]:
-        """The finished records (unit -> record)."""
-        if not self.path.exists():
-            return self.records
-        good = 0
-        with open(self.path, "rb") as fh:
-            for line in fh:
-                try:
-                    record = json.loads(line) if line.endswith(b"\n") else None
-                except ValueError:  # not JSON (or zeros a machine crash left)
-                    record = None
-                if record is None or not self.is_record(record):
-                    break
-                self.records[self.key(record)] = record
-                good += len(line)
-        if good != self.path.stat().st_size:
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good)
+        """The finished records (unit -> record); see :func:`load_jsonl_records`."""
+        for record in load_jsonl_records(self.path, self.is_record):
+            self.records[self.key(record)] = record
         return self.records
 
     def append(self, record: dict[str, Any]) -> None:
@@ -211,3 +181,30 @@ class RecordLog:
                 os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh, self._since_sync = None, 0
+
+
+def refuse_used_records(path: Path, resume: bool, error: type[Exception]) -> None:
+    """A run never appends to another run's records unless resuming."""
+    if path.exists() and path.stat().st_size and not resume:
+        raise error(f"{path} already holds results: pass resume=True or use a new directory")
+
+
+def open_run_log(
+    folder: Path, records: str, config_file: str, run_config: dict[str, Any], resume: bool, error: type[Exception],
+    **json_kwargs: Any,
+) -> RecordLog:
+    """The record log (one record per ``"doc"``) of a resumable run folder, whose settings are written to
+    ``config_file``: a folder holding records is refused unless ``resume``, and a resume with other settings."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log = RecordLog(folder / records, key=lambda record: record["doc"])
+    refuse_used_records(log.path, resume, error)
+    config_path = folder / config_file
+    if resume and config_path.exists():
+        old = json.loads(config_path.read_text("utf-8"))
+        for key, value in run_config.items():
+            if old.get(key) != value:
+                raise error(f"cannot resume {folder}: {key} was {old.get(key)!r}, now {value!r}")
+    write_json(config_path, run_config, **json_kwargs)
+    if resume:
+        log.read()
+    return log

@@ -1,20 +1,16 @@
 """Several modules of the package as one standalone module: code that must run where envre-hf is not installed.
 
-The Hub loads remote code file by file and follows only imports of sibling modules: ``evaluate.load`` reads
-a Space's metric module and its siblings, transformers' ``trust_remote_code`` a checkpoint's ``auto_map`` /
-``custom_pipelines`` modules and theirs. Code that needs modules from several stages (the docre_f1 scorer,
-the document-relation-extraction pipeline) is therefore written as ONE module GENERATED from the package's
-own sources: the modules the roots import relatively, dependencies first, their relative imports dropped,
-private names that clash renamed, package data embedded. ``if TYPE_CHECKING:`` imports are not followed.
+transformers loads a checkpoint's remote code (``custom_pipelines``) file by file and follows only sibling
+imports, so the pipeline's code is ONE module GENERATED from the package's sources: the modules the roots import
+relatively, dependencies first, relative imports dropped, package data embedded. ``if TYPE_CHECKING:`` imports
+are not followed.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
-import io
 import re
-import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,24 +28,11 @@ def _source_path(module: str) -> Path:
     return Path(spec.origin)
 
 
-def _is_package(module: str) -> bool:
-    return _source_path(module).name == "__init__.py"
-
-
 def _absolute(module: str, node: ast.ImportFrom) -> str:
-    package = module if _is_package(module) else module.rpartition(".")[0]
+    package = module.rpartition(".")[0]
     for _ in range(node.level - 1):
         package = package.rpartition(".")[0]
     return f"{package}.{node.module}" if node.module else package
-
-
-def _defining_module(package: str, name: str) -> str:
-    """The submodule of ``package`` that ``package/__init__.py`` imports ``name`` from."""
-    tree = ast.parse(_source_path(package).read_text("utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and any(a.name == name for a in node.names):
-            return f"{package}.{node.module}"
-    raise BundleError(f"{package} does not re-export {name!r} from one of its modules")
 
 
 def _is_type_checking(node: ast.AST) -> bool:
@@ -72,10 +55,9 @@ def _dependencies(module: str) -> list[str]:
     for node in _runtime_nodes(tree):
         if isinstance(node, ast.ImportFrom) and node.level > 0:
             target = _absolute(module, node)
-            for alias in node.names:
-                if alias.asname is not None:
-                    raise BundleError(f"{module}: 'import ... as' in a relative import is not bundled")
-                deps.append(_defining_module(target, alias.name) if _is_package(target) else target)
+            if any(alias.asname is not None for alias in node.names) or _source_path(target).name == "__init__.py":
+                raise BundleError(f"{module}: only 'from .module import name' is bundled, not {ast.unparse(node)!r}")
+            deps.append(target)
         elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "envre_hf" for a in node.names):
             raise BundleError(f"{module}: absolute import of envre_hf is not bundled")
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("envre_hf"):
@@ -116,28 +98,6 @@ def _top_level_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _rename(source: str, renames: dict[str, str]) -> str:
-    """Rename identifiers (not attributes after a dot) with the tokenizer, keeping the layout."""
-    if not renames:
-        return source
-    lines = source.splitlines(keepends=True)
-    edits = []
-    previous = None
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.NAME and tok.string in renames and not (previous and previous.string == "."):
-            edits.append((tok.start, tok.end, renames[tok.string]))
-        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
-            previous = tok
-    for (row, col), (_, end), new in reversed(edits):
-        line = lines[row - 1]
-        lines[row - 1] = line[:col] + new + line[end:]
-    out = "".join(lines)
-    left = {n.id for n in ast.walk(ast.parse(out)) if isinstance(n, ast.Name)} & set(renames)
-    if left:
-        raise BundleError(f"could not rename {sorted(left)} (used inside an f-string?)")
-    return out
-
-
 def _strip(module: str, source: str) -> str:
     """The module's code without its docstring, ``__future__`` import and relative imports."""
     tree = ast.parse(source)
@@ -160,12 +120,9 @@ def _strip(module: str, source: str) -> str:
     return "".join(kept).strip("\n") + "\n"
 
 
-def bundle_modules(
-    roots: tuple[str, ...], *, title: str, writer: str, purpose: str, version: str | None = None, name: str = "<bundle>"
-) -> str:
-    """The source of one module holding the envre-hf modules ``roots`` need; its docstring says ``title``, the
-    envre-hf ``version``, who writes it (``writer``) and why (``purpose``). (The version is the caller's to give:
-    importing the package facade here would close an import cycle through the models that save bundles.)"""
+def bundle_modules(roots: tuple[str, ...], *, title: str, writer: str, purpose: str, name: str = "<bundle>") -> str:
+    """The source of one module holding the envre-hf modules ``roots`` need; its docstring says ``title``, who
+    writes it (``writer``) and why (``purpose``)."""
     order = bundle_order(roots)
     sources = {m: _source_path(m).read_text("utf-8") for m in order}
     defined: dict[str, list[str]] = {}
@@ -173,9 +130,8 @@ def bundle_modules(
         for top in _top_level_names(ast.parse(source)):
             defined.setdefault(top, []).append(module)
     clashes = {top: mods for top, mods in defined.items() if len(mods) > 1}
-    public = {n: m for n, m in clashes.items() if not n.startswith("_")}
-    if public:
-        raise BundleError(f"public names defined in several bundled modules: {public}")
+    if clashes:  # one namespace: a second definition would silently replace the first
+        raise BundleError(f"names defined in several bundled modules: {clashes}")
     data: dict[tuple[str, str], str] = {}
 
     def embed(match: re.Match) -> str:
@@ -186,13 +142,11 @@ def bundle_modules(
 
     parts = []
     for module, source in sources.items():
-        short = module.rsplit(".", 1)[-1]
-        renames = {top: f"_{short}{top}" for top, mods in clashes.items() if module in mods}
-        body = _RESOURCE.sub(embed, _rename(_strip(module, source), renames))
+        body = _RESOURCE.sub(embed, _strip(module, source))
         doc = ast.get_docstring(ast.parse(source)) or ""
         parts.append(f"# {'-' * 70}\n# {module.replace('.', '/')}.py: {doc.splitlines()[0] if doc else ''}\n\n{body}")
     header = (
-        f'"""{title} of envre-hf{f" {version}" if version else ""}, standalone: GENERATED, do not edit.\n\n'
+        f'"""{title} of envre-hf, standalone: GENERATED, do not edit.\n\n'
         f"Written by ``{writer}`` from the modules "
         + ", ".join(f"``{m}``" for m in order)
         + f",\nso that {purpose}.\n"

@@ -1,24 +1,11 @@
 """Word attributions of relational facts: which words of a document make a DocRE model predict (h, t, r)?
 
-The score of a fact is the family's threshold margin ``logit_r - logit_0`` (class 0 is the learned
-threshold of ATLOP, NCRL, KD-DocRE and DocuNet alike: r is predicted exactly when the margin is
-positive). Attributions are integrated gradients (IG) of that score over the input word-piece
-embeddings, from a baseline (the zero embedding by default, as the DocRED-HWE authors do), or the
-cheaper gradient x input. Word-piece attributions (summed over the hidden dimension) are summed to
-DocRED tokens; entity markers and special tokens map to no token.
-
-Two IG backends compute the same integral (Gauss-Legendre nodes, Captum's default quadrature):
-
-* ``"shared"`` (default): one batched forward of all interpolation points serves every fact of the
-  document; only the backward pass is per fact (the encoder is run once per step, not once per fact);
-* ``"captum"``: Captum's ``IntegratedGradients`` on the embedding output (what ``LayerIntegratedGradients``
-  on the embedding layer computes), one call per fact - the maintained reference; it cannot share the
-  forward between targets, so it costs about twice the shared backend (``benchmarks/attribute_hwe.py
-  --speed`` measures both).
-
-Long documents are encoded in the model's own overlapping windows: the embeddings are handed to the
-encoder through a stand-in embedding table, so a word piece that appears in two windows receives the
-sum of its two gradients, as IG of the document-level input requires.
+The score of a fact is the threshold margin ``logit_r - logit_0`` (r is predicted exactly when it is positive,
+in every family). Attributions are integrated gradients over the input word-piece embeddings (or gradient x
+input), summed to DocRED tokens. The ``"shared"`` IG backend runs one batched forward of all interpolation
+points for every fact of a document (only the backward is per fact); ``"captum"`` is Captum's
+``IntegratedGradients``, the maintained reference at about twice the cost (docs/attribution.md). Long documents
+go through the model's own windows, so a word piece in two windows gets the sum of its gradients.
 """
 
 from __future__ import annotations
@@ -46,14 +33,9 @@ DTYPES = ("float32", "bfloat16")
 
 @dataclass
 class AttributionConfig:
-    """How attributions are computed.
-
-    ``steps``: IG interpolation points (Gauss-Legendre); ``step_batch``: points per forward pass
-    (default all of them; lower it to bound memory on long documents); ``baseline``: ``"zero"``
-    embedding or the ``"pad"`` token's embedding at every position; ``dtype="bfloat16"`` runs the
-    model under autocast (about 2.5x faster on CPUs with AMX, margins within about 0.01; IG
-    completeness then holds only to bfloat16 precision).
-    """
+    """How attributions are computed: ``steps`` Gauss-Legendre points, ``step_batch`` of them per forward (lower
+    it to bound memory), a ``"zero"`` or ``"pad"`` baseline; ``dtype="bfloat16"`` runs under autocast (about
+    2.5x faster on CPUs with AMX, margins within about 0.01)."""
 
     method: str = "ig"
     steps: int = 10
@@ -83,11 +65,8 @@ class AttributionConfig:
 
 @dataclass
 class FactAttribution:
-    """One gold fact: its score at the input and at the baseline, and one attribution per DocRED token.
-
-    ``unmapped`` is the attribution that fell on special tokens and markers; for IG,
-    ``sum(tokens) + unmapped`` approximates ``score - baseline_score`` (completeness) up to ``gap``.
-    """
+    """One gold fact: its score at the input and at the baseline, and one attribution per DocRED token; for IG,
+    ``sum(tokens) + unmapped`` (special tokens, markers) equals ``score - baseline_score`` up to ``gap``."""
 
     h: int
     t: int
@@ -158,9 +137,8 @@ def sum_to_tokens(piece_scores: torch.Tensor, mapping: Sequence[int], n_tokens: 
 
 
 class _RowEmbedding(nn.Module):
-    """Stands in for the encoder's word-embedding table: id ``pad + 1 + i`` -> row i of ``rows``, the
-    pad id -> zeros (window padding, masked anyway). The model's windowing copies these ids into its
-    windows, so each window gathers (and back-propagates to) the right document-level row."""
+    """Stands in for the encoder's word-embedding table (id ``pad + 1 + i`` -> row i of ``rows``, the pad id ->
+    zeros), so each of the model's windows gathers, and back-propagates to, the right document-level row."""
 
     def __init__(self, rows: torch.Tensor, pad_id: int):
         super().__init__()

@@ -1,13 +1,8 @@
 """A whole attribution run: every gold fact of every document, then MAP(K) against the rationales.
 
-Output directory (same resume rules as ``envre icl``):
-
-* ``attributions.jsonl`` - one line per finished document (its facts' scores and per-token
-  attributions). A rerun with ``resume=True`` skips the documents listed there, so an interrupted
-  run loses at most the document in flight;
-* ``run_config.json`` - the model and attribution settings; resuming with other settings is refused
-  (MAP settings - ``k_max``, ``exclude``, ``rank_by`` - only re-rank saved attributions and may change);
-* ``map.json`` - the :class:`~envre_hf.analysis.rationale_map.MAPCurve` of the run, written atomically.
+The output folder holds ``attributions.jsonl`` (one line per finished document; a rerun with ``resume=True``
+skips them), ``run_config.json`` (a resume with other model or attribution settings is refused; MAP settings
+only re-rank saved attributions) and ``map.json``.
 
 DocRED-HWE documents are DocRED dev documents, and Re-DocRED revises DocRED dev into its own dev and
 test splits: a model trained on Re-DocRED dev has seen 360 of the 699 HWE documents. Given the
@@ -16,7 +11,6 @@ training titles, the run refuses to attribute documents the model was trained on
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,9 +20,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..documents.schema import Document
-from ..atomic import load_jsonl_records
+from ..atomic import open_run_log, write_json
 from .attribution import AttributionConfig, DocumentAttributor
-from ..atomic import write_json
 from .rationale_map import MAPCurve, map_curve
 
 RECORDS = "attributions.jsonl"
@@ -99,30 +92,20 @@ def run_attribution(
                 "Re-DocRED test) or allow the overlap explicitly"
             )
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    records_path, config_path = out / RECORDS, out / RUN_CONFIG
     run_config = {"model": model_name, "attribution": config.to_dict()}
-    if records_path.exists() and records_path.stat().st_size and not resume:
-        raise AttributionRunError(f"{records_path} already holds results: pass resume=True, or use a new directory")
-    if resume and config_path.exists():
-        old = json.loads(config_path.read_text("utf-8"))
-        for key in ("model", "attribution"):
-            if old.get(key) != run_config[key]:
-                raise AttributionRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
-    write_json(config_path, run_config)
-
-    records = {rec["doc"]: rec for rec in (load_jsonl_records(records_path) if resume else [])}
+    log = open_run_log(out, RECORDS, RUN_CONFIG, run_config, resume, AttributionRunError)
+    records = log.records
     todo = [d for d in docs if d.key not in records]
     attributor = DocumentAttributor(model, tokenizer, config)
-    with open(records_path, "a", encoding="utf-8") as fh:
+    try:
         bar = tqdm(todo, desc=f"Attributing {label or model_name}", unit="doc", disable=not progress)
         for doc in bar:
             rec = attributor.attribute(doc).to_dict()
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            fh.flush()
-            records[doc.key] = rec
+            log.append(rec)
             if rec["seconds"] > 0:
                 bar.set_postfix(facts_per_s=f"{len(rec['facts']) / rec['seconds']:.2f}")
+    finally:
+        log.close()
 
     ordered = [records[k] for k in keys if k in records]
     by_key = {d.key: d for d in docs}

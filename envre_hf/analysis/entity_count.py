@@ -1,9 +1,5 @@
-"""Figure 4: F1 by number of entities per document, with a least-squares line (numpy.polyfit).
-
-Points come from :attr:`DocREScores.by_entity_count` (one point per entity count). With
-``bin_width > 1`` documents are grouped into bins ``[lo, lo + bin_width)`` and each bin is scored
-with :func:`score_predictions` on its documents. The slope is in F1 (fraction) per entity; a more
-negative slope means the model suffers more from crowded documents.
+"""Figure 4: F1 by number of entities per document, with a least-squares line (slope in F1 per entity: the
+more negative, the more a model suffers from crowded documents); ``bin_width > 1`` scores bins of documents.
 """
 
 from __future__ import annotations
@@ -45,10 +41,8 @@ def f1_by_entity_count(
     bin_width: int = 1,
     min_documents: int = 1,
 ) -> EntityCountCurve:
-    """The curve of one prediction set; bins with fewer than ``min_documents`` documents are left out.
-
-    A bin is placed at the mean entity count of its documents.
-    """
+    """The curve of one prediction set, each bin at the mean entity count of its documents (bins with fewer
+    than ``min_documents`` left out)."""
 
     if bin_width < 1:
         raise ValueError(f"bin_width must be >= 1, got {bin_width}")

@@ -1,18 +1,8 @@
-"""Table 4: how popular the renamed entities were before and after renaming.
+"""Table 4: how popular the renamed entities were before and after renaming (``kb.popularity``, statements).
 
-For every renamed entity (counted once, whatever its number of aliases; ``unchanged:<reason>``
-records are not renamings) whose substitution drew a knowledge-base item (:attr:`Substitution.item_id`;
-rule-based NUM/TIME values have none) the analysis compares
-
-* the original item: the original document's ``Entity.wikidata_id`` when it is linked (e.g.
-  Linked-DocRED), else ``kb.link(original_doc, entity)`` - the renaming's own step 1. The original
-  document is the one whose key or title equals the renamed copy's ``orig_title``;
-* the substituted item: ``Substitution.item_id``;
-
-by ``kb.popularity`` (number of statements). Quartile cut points are the 25/50/75th percentiles
-of the original items' popularity, so the original entities fill the four quartiles about evenly
-and the substituted entities' distribution over the same quartiles shows the shift (Q1 = least popular).
-When the KB reports no popularity at all the result says so instead of inventing numbers.
+Each renamed entity with a KB item counts once: its original item (the original document's ``wikidata_id``,
+else ``kb.link``, the renaming's own step 1) against ``Substitution.item_id``. When the KB reports no
+popularity the result says so instead of inventing numbers.
 """
 
 from __future__ import annotations
@@ -93,7 +83,7 @@ def _quartile_shares(values: np.ndarray, cuts: np.ndarray) -> dict[str, float]:
 
 
 def popularity_quartiles(original: Sequence[Document], renamed: Sequence[Document], kb: KnowledgeBase | None) -> PopularityResult:
-    """Table 4 (see the module docstring for the definitions)."""
+    """Table 4; quartile cut points are the original items' 25/50/75th percentiles (Q1 = least popular)."""
     if kb is None:
         return PopularityResult(False, "no knowledge base given (--kb): entity popularity not analysed")
     pairs, skipped = popularity_pairs(original, renamed, kb)

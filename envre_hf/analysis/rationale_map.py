@@ -2,18 +2,10 @@
 
     MAP(K) = 1/T sum_t 1/K sum_{i<=K} P_t(i) 1_t(i)
 
-over the T facts t; P_t(i) is the precision of the top-i words of fact t's ranking and 1_t(i) says
-whether its i-th word is a rationale word (Chen et al., ACL 2023). A perfect ranking scores 1 at
-every K up to the number of rationale words.
-
-Candidates: the DocRED tokens of the document, minus the mentions of the fact's head and tail
-(``exclude="pair"``, default: the rationale is the context; mentions of other entities, e.g. a
-bridge entity, stay candidates) or minus every entity mention (``exclude="all"``). Rationale words:
-the tokens of the fact's ``keywords`` spans (kept by the reader in ``Relation.extra``) that are
-candidates; a fact left without any is not counted in T (and is reported).
-
-Ties (equal attributions) are scored by their expectation over a uniformly random order within the
-tie, so neither document order nor token index can favour a model.
+over the T facts t (Chen et al., ACL 2023). Candidates are the document's tokens minus the fact's head and tail
+mentions (``exclude="pair"``) or minus every mention (``"all"``); rationale words are the candidates among its
+``keywords`` spans (a fact without any is reported, not counted). Ties are scored by their expectation over a
+random order, so neither document order nor token index can favour a model.
 """
 
 from __future__ import annotations

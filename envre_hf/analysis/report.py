@@ -1,8 +1,5 @@
-"""Run every analysis on an original and a renamed benchmark and write the report.
-
-Output folder: ``report.md`` (the tables in markdown), ``figures.json`` (every number of the
-report), ``entity_count.png`` (Figure 4, when predictions are given). An analysis whose inputs are
-missing is listed under "Not analysed" with the reason rather than failing the run.
+"""Run every analysis on an original and a renamed benchmark and write ``report.md``, ``figures.json`` and
+``entity_count.png``; an analysis whose inputs are missing is listed under "Not analysed" rather than failing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Table 5: the share of entity mentions whose name also names an entity in the training split.
-
-A mention counts as seen when its ``name`` equals (exactly, case-sensitively) the ``name`` of some
-mention in the training documents. Types are the mentions' own coarse types. A renaming that works
-moves the renamed set's shares far below the original's.
+"""Table 5: the share of entity mentions whose name (exactly) also names a mention in the training split; a
+renaming that works moves the renamed set's shares far below the original's.
 """
 
 from __future__ import annotations

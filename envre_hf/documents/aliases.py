@@ -1,20 +1,10 @@
-"""Grouping mentions into entities by their names: the alias rules of raw-text input.
+"""Grouping mentions into entities by their names: the alias rules of raw-text input (docs/predict.md).
 
-DocRED entities are clusters of name mentions ("Barack Obama", "Obama"; "United States", "U.S.", "US").
-Without a coreference model, mentions of one type are grouped when
-
-1. their **normalised names** are equal: case, accents, punctuation, a leading "the" and a trailing
-   possessive ignored ("the 1930s" = "1930s", "Guédon" = "Guedon", "Drossinis'" = "Drossinis");
-2. one is the **acronym** of the other: its letters are the initials of the other's words, with or without
-   the small words ("GATT" = "General Agreement on Tariffs and Trade", "U.S." = "United States");
-3. one is a **short form** of the other: a person's one-word surname or first name ("Bowie" = "David
-   Bowie"), an organisation's first or last words ("Navy" = "United States Navy", "TAM" = "TAM Airlines").
-   Places, works and dates keep their full names: in DocRED "Albemarle" and "Albemarle County", "1949" and
-   "June 20, 1949" are different entities.
-
-A short form or acronym that fits several groups joins the one mentioned last before it (or, failing that,
-first after it). Pairwise clustering F1 against the gold entities of Re-DocRED test (500 documents, gold
-mentions): 0.819, exact name match 0.743 (``benchmarks/bench_clustering.py``).
+Without a coreference model, mentions of one type are grouped when their normalised names are equal, one is
+the other's acronym, or one is a person's surname/first name or an organisation's first/last words; places,
+works and dates keep their full names, as DocRED does. An alias that fits several groups joins the one
+mentioned last before it. Pairwise clustering F1 on Re-DocRED test: 0.819, exact match 0.743
+(``benchmarks/bench_clustering.py``).
 """
 
 from __future__ import annotations
@@ -75,10 +65,8 @@ def cluster_by_exact_name(names: Sequence[str], types: Sequence[str]) -> list[li
 
 
 def cluster_by_aliases(names: Sequence[str], types: Sequence[str]) -> list[list[int]]:
-    """Mention indices grouped into entities by the rules of the module doc, in order of first mention.
-
-    ``names`` and ``types`` are the mentions' texts and DocRED types, in text order (the order breaks ties).
-    """
+    """Mention indices grouped into entities, in order of first mention; ``names`` and ``types`` are in text
+    order (the order breaks ties)."""
     if len(names) != len(types):
         raise ValueError(f"{len(names)} names but {len(types)} types")
     keys = [normalised_words(n) for n in names]

@@ -1,10 +1,6 @@
-"""Documents of a benchmark given as a file or as a dataset folder written by ``envre build``.
-
-A build folder holds ``data/<split>-NNNNN-of-NNNNN.parquet`` shards in the document schema (``DOCUMENT_FEATURES``),
-``statistics.json`` and, while a split's files are being replaced, the mark ``.build/<split>``. This module
-owns that layout on the reading side (``envre_hf.renaming`` writes it with these names); every stage that accepts
-"a DocRED file or a build folder" (training data and twins, name isolation, ``envre analyze``,
-``envre evaluate --env``, ``envre icl``) reads it here, so there is one reader of that layout.
+"""Documents of a benchmark given as a file or as a dataset folder written by ``envre build``: the one reader
+of that layout (``data/<split>-NNNNN-of-NNNNN.parquet``, ``statistics.json``, the unfinished mark ``.build/<split>``),
+which ``envre_hf.renaming`` writes with these names.
 """
 
 from __future__ import annotations
@@ -66,13 +62,9 @@ def unfinished_splits(folder: str | os.PathLike) -> list[str]:
 
 
 def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Document]:
-    """Documents of a DocRED-format file, or of one split of a folder written by ``envre build``.
-
-    A folder's split is read from its shards ``data/<split>-NNNNN-of-NNNNN.parquet`` exactly (``test`` never picks
-    up ``test_hard`` shards); ``split="*"`` reads every split's shards (in file-name order). A folder without
-    shards of ``split`` raises :class:`FileNotFoundError` naming the splits it has; a folder whose last split
-    write was cut short raises :class:`BuildFolderError` with the fix; two documents of one split with one
-    key raise :class:`~envre_hf.documents.DocumentError`.
+    """Documents of a DocRED-format file, or of one split of a folder written by ``envre build`` (exactly its
+    shards: ``test`` never picks up ``test_hard``; ``"*"``: every split). A missing split raises
+    :class:`FileNotFoundError` naming those there are; a cut-short split write :class:`BuildFolderError`.
     """
     path = Path(path)
     if not path.is_dir():

@@ -39,10 +39,11 @@ class DocumentError(ValueError):
             where.append(f"field {field!r}")
         super().__init__(f"{' '.join(where)}: {message}" if where else message)
 
-    def located(self, doc_index: int | None, title: str | None) -> "DocumentError":
-        """The same error with the document's position filled in (readers know it, parsers may not)."""
+    def located(self, doc_index: int | None, title: str | None, file: object = None) -> "DocumentError":
+        """The same error with the document's position (and its ``file``) filled in: readers know it, parsers
+        may not."""
         return DocumentError(
-            self.reason,
+            self.reason if file is None else f"{self.reason} (in {file})",
             doc_index=doc_index if self.doc_index is None else self.doc_index,
             title=title if self.title is None else self.title,
             entity=self.entity,

@@ -1,15 +1,7 @@
-"""Conversion between :class:`Document` and the JSON dicts of DocRED-family files.
-
-Two dialects:
-
-* **DocRED / Re-DocRED**: ``title``, ``sents``, ``vertexSet`` (a list of mention lists),
-  ``labels`` (``h``/``t`` are entity indices). Per-entity Wikidata ids, when present, travel
-  in a document-level ``entity_wikidata_ids`` list aligned with ``vertexSet``.
-* **Linked-(Re-)DocRED**: ``entities`` (``id``, ``type``, ``mentions``, ``entity_linking``),
-  ``relations`` (``h``/``t`` are entity ``id`` values). The Wikidata id is read from
-  ``entity_linking.wikidata_resource``.
-
-Keys this module does not model are kept in the ``extra`` dicts and written back unchanged.
+"""Conversion between :class:`Document` and the JSON dicts of DocRED-family files, in two dialects: DocRED /
+Re-DocRED (``vertexSet``, ``labels`` by entity index, Wikidata ids in ``entity_wikidata_ids``) and
+Linked-(Re-)DocRED (``entities``, ``relations`` by entity ``id``, ``entity_linking.wikidata_resource``).
+Keys not modelled are kept in the ``extra`` dicts and written back unchanged.
 """
 
 from __future__ import annotations
@@ -51,14 +43,7 @@ def _require(obj: dict, key: str, kind: type | tuple[type, ...], **where: Any) -
     return value
 
 
-# The checks below first try the exact types JSON gives (one C-level test); anything else takes the general
-# test of the same rule, which raises the located error.
-_STR, _INT = {str}, {int}
-
-
 def _pos(value: Any, **where: Any) -> tuple[int, int]:
-    if type(value) is list and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
-        return (value[0], value[1])
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 2
@@ -71,16 +56,12 @@ def _pos(value: Any, **where: Any) -> tuple[int, int]:
 def _sents(obj: dict) -> list[list[str]]:
     sents = _require(obj, "sents", list)
     for i, sent in enumerate(sents):
-        if type(sent) is list and set(map(type, sent)) <= _STR:
-            continue
         if not isinstance(sent, list) or not all(isinstance(tok, str) for tok in sent):
             raise DocumentError(f"sentence {i} is not a list of token strings", field="sents")
     return sents
 
 
 def _evidence(value: Any, **where: Any) -> list[int]:
-    if type(value) is list and set(map(type, value)) <= _INT:
-        return list(value)
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise DocumentError(f"expected a list of sentence indices, got {value!r}", field="evidence", **where)
     return list(value)
@@ -88,49 +69,50 @@ def _evidence(value: Any, **where: Any) -> list[int]:
 
 def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], entity: int, mention: int) -> Mention:
     """One mention dict; ``etype`` is the entity's type in the Linked dialect (mentions carry none there)."""
-    if type(raw) is not dict:
-        _require(raw, "name", str, entity=entity, mention=mention)
-    name, sent_id, pos = raw.get("name"), raw.get("sent_id"), raw.get("pos")
-    if type(name) is not str:
-        name = _require(raw, "name", str, entity=entity, mention=mention)
-    if type(sent_id) is not int:
-        sent_id = _require(raw, "sent_id", int, entity=entity, mention=mention)
-    if type(pos) is not list:
-        pos = _require(raw, "pos", list, entity=entity, mention=mention)
+    name = _require(raw, "name", str, entity=entity, mention=mention)
+    sent_id = _require(raw, "sent_id", int, entity=entity, mention=mention)
+    pos = _require(raw, "pos", list, entity=entity, mention=mention)
     if etype is None:
-        etype = raw.get("type")
-        if type(etype) is not str:
-            etype = _require(raw, "type", str, entity=entity, mention=mention)
+        etype = _require(raw, "type", str, entity=entity, mention=mention)
     extra = {k: v for k, v in raw.items() if k not in keys}
     return Mention(name, sent_id, _pos(pos, entity=entity, mention=mention), etype, extra)
 
 
 def _label_end(raw: Any, key: str, i: int) -> int:
     """The ``h`` or ``t`` of label ``i``."""
-    value = raw.get(key) if type(raw) is dict else None
-    return value if type(value) is int else _require(raw, key, int, label=i)
+    return _require(raw, key, int, label=i)
 
 
 def _relation(raw: Any, i: int, h: int, t: int) -> Relation:
     """One label dict whose head and tail were already resolved to entity indices."""
-    r = raw.get("r")
     return Relation(
         h=h,
         t=t,
-        r=r if type(r) is str else _require(raw, "r", str, label=i),
+        r=_require(raw, "r", str, label=i),
         evidence=_evidence(raw.get("evidence", []), label=i),
         extra={k: v for k, v in raw.items() if k not in _LABEL_KEYS},
     )
 
 
-def _provenance(obj: dict) -> dict[str, Any]:
+def _label_list(obj: dict, key: str) -> list:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, list):
+        raise DocumentError(f"expected list, got {type(value).__name__}", field=key)
+    return value or []
+
+
+def _document(obj: dict, keys: tuple[str, ...], labels_key: str, **fields: Any) -> Document:
+    """The :class:`Document` of ``obj`` from its parsed ``fields``; keys not modelled go to ``extra``."""
     subs = obj.get("substitutions")
-    return {
-        "doc_id": obj.get("doc_id"),
-        "orig_title": obj.get("orig_title"),
-        "seed": obj.get("seed"),
-        "substitutions": None if subs is None else [Substitution(**s) for s in subs],
-    }
+    return Document(
+        **fields,
+        has_labels=labels_key in obj,
+        extra={k: v for k, v in obj.items() if k not in keys},
+        doc_id=obj.get("doc_id"),
+        orig_title=obj.get("orig_title"),
+        seed=obj.get("seed"),
+        substitutions=None if subs is None else [Substitution(**s) for s in subs],
+    )
 
 
 def _provenance_dict(doc: Document) -> dict[str, Any]:
@@ -170,21 +152,11 @@ def from_docred(obj: dict, index: int | None = None) -> Document:
                 raise DocumentError("must list one Wikidata id (or null) per entity", field="entity_wikidata_ids")
             for entity, qid in zip(entities, qids):
                 entity.wikidata_id = qid
-        relations = []
-        has_labels = "labels" in obj
-        if obj.get("labels") is not None and not isinstance(obj["labels"], list):
-            raise DocumentError(f"expected list, got {type(obj['labels']).__name__}", field="labels")
-        for i, raw in enumerate(obj.get("labels") or []):
-            relations.append(_relation(raw, i, _label_end(raw, "h", i), _label_end(raw, "t", i)))
-        return Document(
-            title=title,
-            sents=sents,
-            entities=entities,
-            relations=relations,
-            has_labels=has_labels,
-            extra={k: v for k, v in obj.items() if k not in _DOC_KEYS},
-            **_provenance(obj),
-        )
+        relations = [
+            _relation(raw, i, _label_end(raw, "h", i), _label_end(raw, "t", i))
+            for i, raw in enumerate(_label_list(obj, "labels"))
+        ]
+        return _document(obj, _DOC_KEYS, "labels", title=title, sents=sents, entities=entities, relations=relations)
     except DocumentError as err:
         raise err.located(index, title if isinstance(title, str) else None) from None
     except (TypeError, KeyError) as err:
@@ -252,24 +224,14 @@ def from_linked(obj: dict, index: int | None = None) -> Document:
             extra = {k: v for k, v in raw.items() if k not in _LINKED_ENTITY_KEYS}
             entities.append(Entity(mentions=mentions, wikidata_id=_linked_qid(raw), extra=extra))
         relations = []
-        has_labels = "relations" in obj
-        if obj.get("relations") is not None and not isinstance(obj["relations"], list):
-            raise DocumentError(f"expected list, got {type(obj['relations']).__name__}", field="relations")
-        for i, raw in enumerate(obj.get("relations") or []):
+        for i, raw in enumerate(_label_list(obj, "relations")):
             h, t = _label_end(raw, "h", i), _label_end(raw, "t", i)
             for key, ent_id in (("h", h), ("t", t)):
                 if ent_id not in id2index:
                     raise DocumentError(f"no entity has id {ent_id}", label=i, field=key)
             relations.append(_relation(raw, i, id2index[h], id2index[t]))
-        return Document(
-            title=title,
-            sents=sents,
-            entities=entities,
-            relations=relations,
-            has_labels=has_labels,
-            extra={k: v for k, v in obj.items() if k not in _LINKED_DOC_KEYS},
-            **_provenance(obj),
-        )
+        return _document(obj, _LINKED_DOC_KEYS, "relations", title=title, sents=sents, entities=entities,
+                         relations=relations)
     except DocumentError as err:
         raise err.located(index, title if isinstance(title, str) else None) from None
 

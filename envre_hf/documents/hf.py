@@ -1,9 +1,5 @@
-"""Lossless conversion between :class:`Document` lists and ``datasets.Dataset``.
-
-The schema (:data:`DOCUMENT_FEATURES`) keeps DocRED's field names, so a row reads like the
-JSON document. Fields outside the DocRED core (Re-DocRED's ``global_pos``, Linked-DocRED's
-``entity_linking``, ...) are stored as JSON strings in the ``extra`` columns; ``None`` means
-"nothing extra". See the README's "Dataset schema" section.
+"""Lossless conversion between :class:`Document` lists and ``datasets.Dataset``: the schema
+(:data:`DOCUMENT_FEATURES`) keeps DocRED's field names; fields outside the core go as JSON strings in ``extra``.
 """
 
 from __future__ import annotations
@@ -61,7 +57,7 @@ def _dump(extra: dict[str, Any]) -> str | None:
     return json.dumps(extra, ensure_ascii=False) if extra else None
 
 
-def _load(text: str | None) -> dict[str, Any]:
+def _load_extra(text: str | None) -> dict[str, Any]:
     return json.loads(text) if text else {}
 
 
@@ -110,17 +106,17 @@ def document_from_row(row: dict[str, Any]) -> Document:
                         sent_id=m["sent_id"],
                         pos=(m["pos"][0], m["pos"][1]),
                         type=m["type"],
-                        extra=_load(m.get("extra")),
+                        extra=_load_extra(m.get("extra")),
                     )
                     for m in cluster
                 ],
                 wikidata_id=qid,
-                extra=_load(ex),
+                extra=_load_extra(ex),
             )
             for cluster, qid, ex in zip(row["vertexSet"], qids, entity_extra)
         ],
         relations=[
-            Relation(h=r["h"], t=r["t"], r=r["r"], evidence=list(r["evidence"]), extra=_load(r.get("extra")))
+            Relation(h=r["h"], t=r["t"], r=r["r"], evidence=list(r["evidence"]), extra=_load_extra(r.get("extra")))
             for r in row["labels"]
         ],
         doc_id=row.get("doc_id"),
@@ -128,16 +124,20 @@ def document_from_row(row: dict[str, Any]) -> Document:
         orig_title=row.get("orig_title"),
         seed=row.get("seed"),
         substitutions=None if subs is None else [Substitution(**s) for s in subs],
-        extra=_load(row.get("extra")),
+        extra=_load_extra(row.get("extra")),
     )
 
 
-def documents_to_dataset(docs: Iterable[Document]) -> Dataset:
-    """A ``datasets.Dataset`` with one row per document and the explicit :data:`DOCUMENT_FEATURES`."""
-    rows = [document_to_row(doc) for doc in docs]
+def rows_to_dataset(rows: list[dict[str, Any]]) -> Dataset:
+    """A ``datasets.Dataset`` of document rows with the explicit :data:`DOCUMENT_FEATURES`."""
     if not rows:  # Dataset.from_list([]) makes a table without columns, which the features then refuse
         return Dataset.from_dict({name: [] for name in DOCUMENT_FEATURES}, features=DOCUMENT_FEATURES)
     return Dataset.from_list(rows, features=DOCUMENT_FEATURES)
+
+
+def documents_to_dataset(docs: Iterable[Document]) -> Dataset:
+    """A ``datasets.Dataset`` with one row per document."""
+    return rows_to_dataset([document_to_row(doc) for doc in docs])
 
 
 def dataset_to_documents(dataset: Dataset) -> list[Document]:

@@ -1,14 +1,8 @@
 """Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED, gzipped or not.
 
-The dialect of each document is detected from its keys (``vertexSet`` vs ``entities``), the
-container from the file name (``.jsonl`` = one document a line, anything else = a JSON list; a
-trailing ``.gz`` is decompressed).
-
-This is the one reader every entry point uses (``envre evaluate --gold/--train``, ``analyze``, ``icl``,
-``build`` and ``--kb-pool``): a file that one of them refuses, all of them refuse. Every problem is a
-:class:`DocumentError` naming the file, the document and the field: not UTF-8, not gzip, not JSON,
-nested too deeply, a malformed or invalid document (:func:`~envre_hf.documents.validate_document`),
-two documents with the same key (``doc_id``, else ``title``: scores and renamed ``doc_id`` s would mix them up).
+The one reader every entry point uses, so a file one refuses, all refuse: every problem (not UTF-8, not gzip,
+not JSON, too deep, an invalid document, two documents with one key) is a :class:`DocumentError` naming the
+file, the document and the field.
 """
 
 from __future__ import annotations
@@ -16,28 +10,24 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..atomic import PathLike
+import yaml
+
+from ..atomic import PathLike, atomic_path
 from .errors import DocumentError
 from .formats import from_dict, to_docred, to_linked
 from .schema import Document
 from .validation import validate_document
-from ..atomic import atomic_path
 
 
 _WRITERS = {"docred": to_docred, "linked": to_linked}
 #: What a reader does with a bad document: ``"fail"`` (raise), or a callable ``(error, raw object)`` that skips it.
 OnError = str | Callable[[DocumentError, Any], None]
-
-
-def yaml_safe_loader() -> type:
-    import yaml
-
-    return yaml.SafeLoader
 
 
 def _is_jsonl(path: PathLike) -> bool:
@@ -62,11 +52,8 @@ def read_text(path: PathLike) -> str:
 
 
 def parse_json(text: str, path: PathLike, line: int | None = None) -> Any:
-    """The JSON value of ``text`` read from ``path``: the one JSON parser of every file option.
-
-    Invalid JSON, nesting deeper than Python parses and a number too long to convert (a million digits) are a
-    :class:`DocumentError` naming the file (and line), never ``json``'s own text that names nothing.
-    """
+    """The JSON value of ``text`` read from ``path``: the one JSON parser of every file option, whose errors
+    (invalid, nested too deeply, a million-digit number) name the file and line, never ``json``'s own text."""
     where = f"{path}: line {line}" if line is not None else str(path)
     try:
         return json.loads(text)
@@ -79,8 +66,6 @@ def parse_json(text: str, path: PathLike, line: int | None = None) -> Any:
 
 
 def _oversized(err: ValueError) -> str:
-    import sys
-
     return (f"a number too long to read (over {sys.get_int_max_str_digits()} digits; {err.__class__.__name__}); "
             "no valid value is that long")
 
@@ -90,12 +75,10 @@ def read_json(path: PathLike) -> Any:
     return parse_json(read_text(path), Path(path))
 
 
-class _NoAliasLoader(yaml_safe_loader()):  # type: ignore[misc]
+class _NoAliasLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses aliases: ``&a [*a, *a, ...]`` nested ten deep is gigabytes once expanded."""
 
     def compose_node(self, parent, index):  # type: ignore[override]
-        import yaml
-
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise DocumentError(
@@ -107,8 +90,6 @@ class _NoAliasLoader(yaml_safe_loader()):  # type: ignore[misc]
 
 def parse_yaml(text: str, path: PathLike) -> Any:
     """The YAML value of ``text`` read from ``path``, refusing aliases (an alias bomb) and naming the file."""
-    import yaml
-
     try:
         return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
     except DocumentError as err:
@@ -224,17 +205,13 @@ def _raw_items(path: Path, keep_errors: bool) -> Iterator[Any]:
 
 
 def read_raw_documents(path: PathLike, *, keep_errors: bool = False) -> list[Any]:
-    """The JSON objects of a document file, not parsed yet (one per JSON list item or JSON Lines line).
-
-    With ``keep_errors`` a JSON Lines line that is not valid JSON becomes a :class:`DocumentError` in the
-    list (so ``envre build --on-error skip`` can list it and go on); otherwise it is raised.
-    """
+    """The JSON objects of a document file, not parsed yet; with ``keep_errors`` a JSON Lines line that is not
+    JSON becomes a :class:`DocumentError` in the list (``--on-error skip`` lists it and goes on)."""
     return list(_raw_items(Path(path), keep_errors))
 
 
 def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
     """One raw document, parsed (and validated): any malformation is a :class:`DocumentError`."""
-
     try:
         doc = from_dict(obj, index)
     except DocumentError:
@@ -273,13 +250,10 @@ class KeyChecker:
 
 
 def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> Iterator[Document]:
-    """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file (see the module doc).
+    """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file; keys are always checked.
 
-    ``validate=False`` only parses (for tools that repair files); keys are checked for duplicates always.
-    ``on_error="fail"`` raises the first bad document (named with the file); a callable is called instead
-    with each bad document's error (naming its index, not the file) and its raw JSON object (``None`` for a
-    JSON Lines line that is not JSON), and the document is left out: so ``envre build --on-error skip`` lists
-    it and goes on. The callable may raise to stop.
+    ``on_error="fail"`` raises the first bad document (naming the file); a callable gets each bad document's
+    error and raw object (``None`` for a line that is not JSON) and the document is left out (it may raise).
     """
     path = Path(path)
     if on_error != "fail" and not callable(on_error):
@@ -301,15 +275,7 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
 
 
 def located_in_file(err: DocumentError, path: Path) -> DocumentError:
-    return DocumentError(
-        f"{err.reason} (in {path})",
-        doc_index=err.doc_index,
-        title=err.title,
-        entity=err.entity,
-        mention=err.mention,
-        label=err.label,
-        field=err.field,
-    )
+    return err.located(None, None, file=path)
 
 
 def read_document_file(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> list[Document]:
@@ -326,11 +292,8 @@ def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) 
 
 
 def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "docred") -> Path:
-    """Write ``docs`` to ``path`` as a JSON list, or JSON Lines when the name ends in ``.jsonl``.
-
-    ``dialect`` is ``"docred"`` (vertexSet/labels) or ``"linked"`` (entities/relations).
-    The file is written atomically (:mod:`envre_hf.atomic`), so a crash never leaves half a file.
-    """
+    """Write ``docs`` atomically to ``path`` as a JSON list (JSON Lines for ``.jsonl``), in the ``"docred"`` or
+    ``"linked"`` dialect."""
 
     if dialect not in _WRITERS:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {sorted(_WRITERS)}")

@@ -1,9 +1,6 @@
-"""Typed model of a DocRED-format document, shared by every stage of envre-hf.
-
-One document = sentences of tokens, entities (each a cluster of coreferent mentions) and
-relation labels between entity indices. Fields that DocRED-family files carry beyond the
-ones modelled here (e.g. Re-DocRED's ``global_pos`` / ``index``) are kept in ``extra`` so
-that reading then writing a file loses nothing.
+"""Typed model of a DocRED-format document, shared by every stage of envre-hf: sentences of tokens, entities
+(clusters of coreferent mentions) and relation labels; fields beyond these (Re-DocRED's ``global_pos``) are
+kept in ``extra``, so reading then writing a file loses nothing.
 """
 
 from __future__ import annotations
@@ -122,6 +119,14 @@ class Document:
     def sentence_offsets(self) -> list[int]:
         """Start of each sentence in the document-level token sequence."""
         return sentence_offsets(self.sents)
+
+    def covered(self) -> dict[int, set[int]]:
+        """Per sentence, the token positions inside some mention (what renaming never edits as plain text)."""
+        out: dict[int, set[int]] = {}
+        for entity in self.entities:
+            for m in entity.mentions:
+                out.setdefault(m.sent_id, set()).update(range(m.pos[0], m.pos[1]))
+        return out
 
     def is_intra(self, h: int, t: int) -> bool:
         """True when some mention of ``h`` and some mention of ``t`` share a sentence."""

@@ -1,15 +1,6 @@
-"""One reader for every source of documents: ``read_documents(source, *, split=None, on_error=...)``.
-
-Every stage and command reads documents through it, whatever the user gives:
-
-* a DocRED / Re-DocRED / Linked-DocRED file: JSON list, JSON Lines, either gzipped (``.gz``);
-* a folder written by ``envre build`` (one split, or every split when ``split`` is None);
-* a folder written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``;
-* a ``datasets.Dataset`` or ``DatasetDict`` in the document schema;
-* a Hub dataset id (``"envre/env_redocred"``), read with ``datasets.load_dataset``.
-
-``datasets`` and ``pyarrow`` are imported only for the sources that need them, so reading a JSON file stays
-light (``envre evaluate --predictions`` never imports them).
+"""One reader for every source of documents: a DocRED / Linked file (JSON list or Lines, gzipped or not), an
+``envre build`` folder, a ``save_to_disk`` folder, a ``datasets`` object or a Hub dataset id. ``datasets`` is
+imported only for the sources that need it, so reading a JSON file stays light.
 """
 
 from __future__ import annotations
@@ -34,13 +25,8 @@ def read_documents(
     validate: bool = True,
     on_error: OnError = "fail",
 ) -> list[Document]:
-    """The documents of ``source`` (see the module doc for what it may be).
-
-    ``split`` picks one split of a build folder, a ``DatasetDict`` (saved or not) or a Hub dataset; None reads
-    every split, in order. ``validate`` and ``on_error`` apply to document files (see
-    :func:`~envre_hf.documents.io.iter_documents`); the other sources hold documents already validated when
-    they were written.
-    """
+    """The documents of ``source``; ``split`` picks one split (None: every split, in order). ``validate`` and
+    ``on_error`` apply to document files; the other sources were validated when written."""
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if path.is_dir():

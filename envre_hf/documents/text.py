@@ -1,11 +1,8 @@
 """Documents from raw text: words, sentences and mention positions that keep their character spans.
 
-Words and sentences come from spaCy's blank English pipeline and its rule-based sentencizer (no model to
-download; ``pip install spacy`` or the ``[text]`` extra). Every word keeps its character span in the text, so
-mentions given as character spans become DocRED token positions exactly, whatever the Unicode or the runs of
-whitespace: whitespace tokens are dropped, a word is cut where a mention starts or ends inside it
-("U.S.-based" with the mention "U.S."), and sentences that one mention straddles are merged (a DocRED
-mention lies in one sentence).
+spaCy's blank English pipeline and rule-based sentencizer (no model to download) give words with their
+character spans, so character-span mentions become DocRED token positions exactly: a word is cut where a
+mention starts or ends inside it, and sentences one mention straddles are merged.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""DocRED-style tokenization of replacement names.
-
-A new name enters a document as tokens, so it must be split the way DocRED / Re-DocRED split
-their text (the tokens of 98%+ of the real mention names are reproduced, see the tests):
-
-* whitespace (including non-breaking spaces) separates tokens;
-* opening brackets and quotes are split off the front, closing brackets, quotes and the
-  punctuation ``, ; : ! ?`` off the back; a final ``.`` is kept (``Inc.``, ``U.S.``, ``Jr.``);
-* clitics are split: ``People's`` -> ``People 's``, ``don't`` -> ``do n't``, ``Cleanin'`` ->
-  ``Cleanin '``; inner apostrophes stay (``O'Connor``);
-* a hyphen or slash between two letters is its own token (``Jean-Baptiste`` -> ``Jean - Baptiste``,
-  ``V/Line`` -> ``V / Line``) but not next to a digit (``M-52``, ``mid-1990s``, ``1991/92``);
-* currency symbols before a number and ``%`` after one are split (``US$90`` -> ``US$ 90``,
-  ``63.93%`` -> ``63.93 %``); numbers keep their commas and decimals (``10,000``, ``1.5``).
+"""DocRED-style tokenization of replacement names: a new name enters a document as tokens, so it is split the
+way DocRED splits its text (brackets, quotes and clitics off, hyphens between letters as tokens, currency and
+``%`` off numbers; docs/documents.md); the tokens of 98%+ of real mention names are reproduced (see the tests).
 """
 
 from __future__ import annotations

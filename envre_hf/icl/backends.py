@@ -1,11 +1,8 @@
 """Chat backends: any OpenAI-compatible chat-completions endpoint, or a local ``transformers`` model.
 
-Both take chat ``messages`` ([{"role", "content"}]) and return a :class:`Completion`. The endpoint backend talks
-through ``huggingface_hub.InferenceClient.chat_completion`` (OpenAI, vLLM, TGI, llama.cpp server, Hugging Face
-Inference Endpoints and Inference Providers). Replies go to the package's one reply cache
-(:class:`envre_hf.http.ResponseCache`, the SQLite file the Wikidata KB client also uses), keyed by a hash of
-endpoint, model, messages and generation parameters, so rerunning an evaluation costs nothing. The API key is read from an
-environment variable and sent only in the ``Authorization`` header: it never enters logs, caches or errors.
+Both take chat ``messages`` and return a :class:`Completion`. Replies go to the package's one reply cache
+(:class:`envre_hf.http.ResponseCache`), keyed by endpoint, model, messages and generation parameters, so a rerun
+costs nothing. The API key is read from an environment variable and never enters logs, caches or errors.
 """
 
 from __future__ import annotations
@@ -69,18 +66,15 @@ class ChatBackend(Protocol):
 
 
 def backend_identity(backend: ChatBackend) -> dict[str, Any]:
-    """Where and how a backend answers: endpoint, model and generation parameters (``backend.identity``),
-    or only its model name for a backend without one. A resumed ICL run must have the same identity, so
-    that one run is never answered by two servers or two settings."""
+    """Where and how a backend answers (``backend.identity``, else its model name): a resumed ICL run must keep
+    it, so that one run is never answered by two servers or two settings."""
     identity = getattr(backend, "identity", None)
     return dict(identity) if identity is not None else {"model": backend.model}
 
 
 def chat_cache_key(identity: dict[str, Any], messages: Messages) -> str:
-    """SHA-256 of the canonical JSON of a backend's ``identity`` (endpoint, model, generation parameters) and the
-    messages (the chat request's identity). The endpoint is part of it: two servers may serve different weights
-    under one model name (every TGI server calls its model ``tgi``), and a reply cached from one must not answer
-    for the other."""
+    """SHA-256 of the canonical JSON of a backend's ``identity`` and the messages; the endpoint is part of it,
+    as two servers may serve different weights under one model name (every TGI server calls its model ``tgi``)."""
     payload = json.dumps({**identity, "messages": messages}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -92,37 +86,30 @@ def open_cache(cache: ResponseCache | str | os.PathLike | None) -> ResponseCache
     return ResponseCache(cache)
 
 
-def cached_completion(cache: ResponseCache | None, key: str) -> Completion | None:
-    """The completion stored under ``key``, marked ``cached``; ``None`` on a miss."""
+def cached_complete(
+    cache: ResponseCache | None, identity: dict[str, Any], where: str, messages: Messages,
+    answer: Callable[[Messages], Completion],
+) -> Completion:
+    """The cached completion of ``messages`` (marked ``cached``), or ``answer(messages)``, then stored."""
+    key = chat_cache_key(identity, messages)
     body = cache.get(key) if cache is not None else None
-    if body is None:
-        return None
-    data = json.loads(body)
-    return Completion(text=data["text"], usage=dict(data.get("usage") or {}), cached=True)
-
-
-def store_completion(
-    cache: ResponseCache | None, key: str, where: str, params: dict[str, Any], completion: Completion
-) -> None:
+    if body is not None:
+        data = json.loads(body)
+        return Completion(text=data["text"], usage=dict(data.get("usage") or {}), cached=True)
+    completion = answer(messages)
     if cache is not None:
         body = json.dumps({"text": completion.text, "usage": completion.usage}, ensure_ascii=False)
-        cache.put(key, CACHE_METHOD, where, params, body)
+        cache.put(key, CACHE_METHOD, where, identity["params"], body)
+    return completion
 
 
 class OpenAIChatBackend:
-    """Chat completions at ``{base_url}/chat/completions`` through ``huggingface_hub.InferenceClient``.
+    """Chat completions at ``{base_url}/chat/completions`` through ``huggingface_hub.InferenceClient`` (OpenAI,
+    vLLM, TGI, llama.cpp's server, Inference Endpoints and Providers; docs/icl.md).
 
-    Works with OpenAI, vLLM, TGI (``{tgi}/v1``), llama.cpp's server, a Hugging Face Inference Endpoint
-    (``{endpoint}/v1``) and Inference Providers (``https://router.huggingface.co/v1`` with ``HF_TOKEN``).
-    Defaults: temperature 0; up to ``max_retries`` retries on HTTP 408/425/429/5xx, timeouts, connection errors
-    and malformed replies, waiting ``backoff * 2**attempt`` seconds, or longer when the server sends
-    ``Retry-After`` (at most ``max_backoff``; over :attr:`~envre_hf.http.NetworkBounds.retry_after_cap` it stops
-    and says when to retry); other HTTP errors fail at once. ``max_retries`` and the retry budget default to
-    :class:`~envre_hf.http.NetworkBounds` (``ENVRE_*``); ``timeout`` is the read timeout, and a reply must arrive
-    whole within the reply deadline. The key comes from
-    ``$api_key_env`` (default ``OPENAI_API_KEY``); without it no ``Authorization`` header is sent (local
-    servers usually need none). ``cache_path``: the shared reply cache (its SQLite file, or an open
-    :class:`~envre_hf.http.ResponseCache`); a hit sends no request.
+    Temperature 0 by default; transient failures (HTTP 408/425/429/5xx, timeouts, connection errors, malformed
+    replies) are retried under :class:`~envre_hf.http.NetworkBounds`, honouring ``Retry-After``; other HTTP
+    errors fail at once. The key comes from ``$api_key_env``; without it no ``Authorization`` header is sent.
     """
 
     def __init__(
@@ -174,13 +161,7 @@ class OpenAIChatBackend:
         return {"endpoint": self.url, "model": self.model, "params": self.params}
 
     def complete(self, messages: Messages) -> Completion:
-        key = chat_cache_key(self.identity, messages)
-        hit = cached_completion(self.cache, key)
-        if hit is not None:
-            return hit
-        completion = self._request(messages)
-        store_completion(self.cache, key, self.url, self.params, completion)
-        return completion
+        return cached_complete(self.cache, self.identity, self.url, messages, self._request)
 
     def _request(self, messages: Messages) -> Completion:
         token = os.environ.get(self.api_key_env) or None
@@ -241,13 +222,9 @@ def _response_text(response: Any) -> str:
 
 
 class LocalBackend:
-    """A local causal LM through ``transformers``: greedy decoding, the chat template when the
-    tokenizer has one, else the message contents joined by blank lines. Prompts longer than the
-    model's context keep their end (the test document and ``Triples:``).
-
-    Replies are cached under ``name`` (default: the folder or Hub id it was loaded from), so a model
-    retrained into the same folder needs a new ``name`` or a new cache file.
-    """
+    """A local causal LM through ``transformers``: greedy decoding, the chat template when the tokenizer has one;
+    prompts longer than the context keep their end (the test document and ``Triples:``). Replies are cached
+    under ``name`` (default: where it was loaded from): a model retrained in place needs a new one."""
 
     def __init__(
         self,
@@ -287,11 +264,8 @@ class LocalBackend:
     def from_pretrained(
         cls, name_or_path: str, device: str | None = None, *, require_chat_template: bool = True, **kwargs: Any
     ) -> "LocalBackend":
-        """Load model and tokenizer (safetensors only, no remote code).
-
-        ``require_chat_template``: refuse a tokenizer without a chat template, before the weights are loaded
-        (the prompts are chat messages; a base model given them joined as text answers nothing useful).
-        """
+        """Load model and tokenizer (safetensors only, no remote code); ``require_chat_template`` refuses a base
+        model before its weights are loaded (given chat messages joined as text, it answers nothing useful)."""
         # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -329,14 +303,11 @@ class LocalBackend:
                 "params": {"max_new_tokens": self.max_new_tokens, "do_sample": False}}
 
     def complete(self, messages: Messages) -> Completion:
+        return cached_complete(self.cache, self.identity, f"transformers:{self.model}", messages, self._generate)
+
+    def _generate(self, messages: Messages) -> Completion:
         import torch  # see from_pretrained: loaded only when a local model runs
 
-        identity = self.identity
-        params = identity["params"]
-        key = chat_cache_key(identity, messages)
-        hit = cached_completion(self.cache, key)
-        if hit is not None:
-            return hit
         ids = self.prompt_ids(messages)
         device = next(self.hf_model.parameters()).device
         input_ids = torch.tensor([ids], device=device)
@@ -353,8 +324,6 @@ class LocalBackend:
             )
         new = out[0, len(ids) :].tolist()
         text = self.tokenizer.decode(new, skip_special_tokens=True)
-        completion = Completion(
+        return Completion(
             text=text, usage={"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)}
         )
-        store_completion(self.cache, key, f"transformers:{self.model}", params, completion)
-        return completion

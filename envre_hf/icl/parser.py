@@ -1,11 +1,6 @@
-"""Tolerant parsing of model text into official DocRED predictions.
-
-The parser never raises on model output. It reads each line, finds triples written as
-``<1; country; 2>`` and the usual variants (markdown bullets and numbering, other brackets or
-none, ``|`` or ``,`` separators, bold or quoted parts, ``Entity 1`` / ``[1 Skai TV]`` / ``one``
-for entity numbers, an entity's exact name, relation names in any case or spacing, ``P17`` or
-``country (P17)``), maps entity numbers back to ``vertexSet`` indices, and reports what it
-dropped: unparsable lines, unknown relations, numbers out of range, self-pairs and duplicates.
+"""Tolerant parsing of model text into official DocRED predictions: never raises on model output, reads the
+usual variants of ``<1; country; 2>`` (bullets, other brackets or separators, ``Entity 1``, names, ``P17``),
+maps entity numbers back to ``vertexSet`` indices, and reports what it dropped.
 """
 
 from __future__ import annotations

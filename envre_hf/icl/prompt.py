@@ -1,19 +1,9 @@
 """Prompts for document-level relation extraction with a chat LLM (in-context learning).
 
-Layout of one prompt (a single user message):
-
-1. the task instruction with the 96 DocRED relation names (:func:`envre_hf.documents.docred_schema`);
-2. the output format: one triple a line, ``<subject entity number; relation type; object entity number>``;
-3. with consistency guidance (CG): why the renamed twin of each demonstration has the same output;
-4. ``k`` demonstrations (document, entity list, gold triples); with demonstration augmentation (DA)
-   each is followed by its renamed copy and the same triples;
-5. the test document and its entity list, ending with ``Triples:``.
-
-Entities are numbered 1..n in order of first mention (sentence, then token position; ties by
-``vertexSet`` index) and every mention is marked in the text as ``[N mention tokens]``, e.g.
-``[1 Skai TV] is a Greek free-to-air television network based in [2 Athens]``. Nested mentions
-are nested brackets; the rare crossing spans of two entities are marked as given (brackets then do
-not nest, the entity numbers still tell them apart).
+One user message: the instruction with the 96 relation names, the output format (``<1; country; 2>``), the
+consistency guidance (CG) when asked, ``k`` demonstrations (each followed by its renamed copy with demonstration
+augmentation, DA), then the test document ending with ``Triples:``. Entities are numbered in order of first
+mention and every mention is marked ``[N mention tokens]`` (nested mentions nest; docs/icl.md).
 """
 
 from __future__ import annotations
@@ -46,12 +36,9 @@ CONSISTENCY_GUIDANCE = (
 
 @dataclass(frozen=True)
 class PromptConfig:
-    """How prompts are built. ``k``: demonstrations per prompt (the study uses 1 or 3).
-
-    ``da``: add the renamed copy of each demonstration (needs a renamer). ``cg``: add the
-    consistency guidance. ``seed``: draws demonstrations (per test document, from ``seed`` and the
-    document key, so reruns and resumed runs see the same prompt) and seeds the renaming.
-    """
+    """How prompts are built: ``k`` demonstrations (the study uses 1 or 3), ``da`` their renamed copies (needs a
+    renamer), ``cg`` the consistency guidance; ``seed`` draws demonstrations per test document and seeds the
+    renaming, so reruns and resumed runs see the same prompt."""
 
     k: int = 1
     da: bool = False
@@ -151,11 +138,8 @@ def _block(
 def draw_demonstrations(
     train: Sequence[Document], k: int, seed: int, exclude_key: str | None = None, exclude_titles: Sequence[str] = ()
 ) -> list[Document]:
-    """``k`` labelled training documents, drawn with ``random.Random(f"{seed}:{exclude_key}")``.
-
-    The test document's key is part of the seed so every test document gets its own, reproducible
-    draw; a training document whose key or title is ``exclude_key`` or in ``exclude_titles`` is never drawn.
-    """
+    """``k`` labelled training documents, drawn with ``random.Random(f"{seed}:{exclude_key}")`` (each test
+    document its own reproducible draw), never the one keyed or titled ``exclude_key`` or in ``exclude_titles``."""
     banned = {exclude_key, *exclude_titles}
     pool = [d for d in train if d.has_labels and d.key not in banned and d.title not in banned]
     if k > len(pool):

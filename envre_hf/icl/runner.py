@@ -1,19 +1,12 @@
 """A whole in-context-learning evaluation: prompt, query, parse and score each test document.
 
-Output directory:
-
-* ``results.jsonl`` - one line per finished document (key, response, predictions, parse report,
-  usage). A rerun with ``resume=True`` skips the documents listed there, so an interrupted run
-  loses at most the document in flight;
-* ``run_config.json`` - the settings; resuming with different settings is refused;
-* ``predictions.json`` - all predictions in the official flat format;
-* ``scores.json`` - :func:`envre_hf.metrics.score_predictions` on the evaluated documents;
-* ``parse_report.json`` - totals of the parser's findings and the documents with problems.
+The output folder holds ``results.jsonl`` (one line per finished document: a rerun with ``resume=True`` skips
+them), ``run_config.json`` (a resume with other settings is refused), ``predictions.json``, ``scores.json`` and
+``parse_report.json``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,7 +15,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..atomic import load_jsonl_records, write_json
+from ..atomic import open_run_log, refuse_used_records, write_json
 from ..documents import Document, RelationSchema, docred_schema
 from .backends import ChatBackend, backend_identity
 from .parser import TripleParser
@@ -75,9 +68,7 @@ def check_output_dir(output_dir: str | os.PathLike, resume: bool) -> None:
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         raise ICLRunError(f"{out}: a file, expected a folder")
-    results_path = out / RESULTS
-    if results_path.exists() and results_path.stat().st_size and not resume:
-        raise ICLRunError(f"{results_path} already holds results: pass resume=True or use a new directory")
+    refuse_used_records(out / RESULTS, resume, ICLRunError)
 
 
 def run_icl(
@@ -92,42 +83,31 @@ def run_icl(
     schema: RelationSchema | None = None,
     progress: bool = True,
 ) -> ICLResult:
-    """Evaluate ``backend`` on the first ``max_docs`` test documents and write the run's files.
-
-    Scores use ``train`` for Ign F1 and are skipped (``None``) when the test documents have no labels.
-    """
-
+    """Evaluate ``backend`` on the first ``max_docs`` test documents and write the run's files; scores use
+    ``train`` for Ign F1 and are ``None`` when the test documents have no labels."""
     config = config or PromptConfig()
     schema = schema or docred_schema()
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     docs = list(test)[: max_docs if max_docs is not None else None]
     # what the replies depend on: a resumed run must be answered the same way (endpoint, model, parameters,
     # demonstrations renamed or not, prompt)
     run_config = {"model": backend.model, "backend": backend_identity(backend), "renamer": renamer is not None,
                   "prompt": asdict(config)}  # fmt: skip
-    results_path, config_path = out / RESULTS, out / RUN_CONFIG
     check_output_dir(out, resume)
-    if resume and config_path.exists():
-        old = json.loads(config_path.read_text("utf-8"))
-        for key in ("model", "backend", "renamer", "prompt"):
-            if old.get(key) != run_config[key]:
-                raise ICLRunError(f"cannot resume {out}: {key} was {old.get(key)!r}, now {run_config[key]!r}")
-    write_json(config_path, run_config, ensure_ascii=True)
-
-    records = {rec["doc"]: rec for rec in (load_jsonl_records(results_path) if resume else [])}
+    log = open_run_log(out, RESULTS, RUN_CONFIG, run_config, resume, ICLRunError, ensure_ascii=True)
+    records = log.records
     keys = [d.key for d in docs]
     if len(set(keys)) != len(keys):
         raise ICLRunError("test documents must have distinct keys (doc_id or title)")
     builder = PromptBuilder(train, config, renamer=renamer, schema=schema)
     parser = TripleParser(schema)
     todo = [d for d in docs if d.key not in records]
-    with open(results_path, "a", encoding="utf-8") as fh:
+    try:
         for doc in tqdm(todo, desc=f"ICL {backend.model}", unit="doc", disable=not progress):
             prompt = builder.build(doc)
             completion = backend.complete(prompt.messages)
             preds, report = parser.parse(completion.text, doc, prompt.numbering)
-            rec = {
+            log.append({
                 "doc": doc.key,
                 "title": doc.title,
                 "demonstrations": prompt.demonstrations,
@@ -136,10 +116,9 @@ def run_icl(
                 "parse": report.to_dict(),
                 "usage": completion.usage,
                 "cached": completion.cached,
-            }
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            fh.flush()
-            records[doc.key] = rec
+            })
+    finally:
+        log.close()
 
     ordered = [records[k] for k in keys if k in records]
     predictions = [p for rec in ordered for p in rec["predictions"]]

@@ -1,12 +1,6 @@
-"""The knowledge-base interface the renaming pipeline's four steps run on.
-
-Step 1 :meth:`KnowledgeBase.link` (entity -> item), step 2 :meth:`KnowledgeBase.types`
-(item -> fine-grained types, Wikidata P31), step 3 :meth:`KnowledgeBase.candidates` (type ->
-items with at least N names), and :meth:`KnowledgeBase.names` for step 4's alias-wise
-substitution. :meth:`KnowledgeBase.popularity` serves the analyses.
-
-Backends: Wikidata over HTTP (``wikidata_http``), a Wikidata JSON dump indexed in SQLite
-(``wikidata_dump``), and the offline corpus KB (``envre_hf.kb.corpus``).
+"""The knowledge-base interface the renaming pipeline's four steps run on: link (entity -> item), types
+(item -> fine-grained types), candidates (type -> items with at least N names) and names (alias-wise
+substitution). Backends: Wikidata over HTTP, a Wikidata dump indexed in SQLite, the offline corpus KB.
 """
 
 from __future__ import annotations
@@ -26,29 +20,20 @@ class KnowledgeBaseError(RuntimeError):
 
 @dataclass(frozen=True)
 class Candidate:
-    """An item offered as a replacement, and how well its type matched the query.
-
-    ``match`` is ``"exact"`` or ``"relaxed:<how>"`` (e.g. ``"relaxed:dropped tail of P17"``).
-    """
+    """An item offered as a replacement; ``match`` is ``"exact"`` or ``"relaxed:<how>"``."""
 
     item_id: str
     match: str = "exact"
 
 
-#: Bidi controls (embeddings, overrides, isolates, marks): a name carrying one displays as something else
-#: than what it is, so it is refused.
+#: Bidi controls: a name carrying one displays as something else than what it is, so it is refused.
 _BIDI = frozenset(chr(c) for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 
 
 def clean_name(name: object) -> str | None:
-    """A KB name as it may enter a benchmark, or ``None`` when it is refused.
-
-    NFC-normalised; whitespace runs (tabs, newlines, line separators) become one space; zero-width and other
-    invisible format characters (ZWSP, ZWJ, word joiner, BOM, soft hyphen) are removed. Refused: a name with
-    a control character (NUL, ESC, ...), a bidi control (U+202E right-to-left override, ...), a surrogate or
-    private-use character, or nothing left. Such names would otherwise be written into renamed documents and
-    ``names_used.json``, where they display as something else than what they are.
-    """
+    """A KB name as it may enter a benchmark (NFC, whitespace runs as one space, invisible format characters
+    removed), or ``None`` for one with a control, bidi, surrogate or private-use character, or nothing left:
+    written into renamed documents, it would display as something else than what it is."""
     if not isinstance(name, str):
         return None
     kept = []
@@ -108,23 +93,16 @@ class KnowledgeBase(ABC):
 
     @abstractmethod
     def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
-        """Step 3: items of ``type_id`` with at least ``min_names`` distinct English names, ``exclude`` removed.
-
-        The order must be deterministic (the pipeline draws from it with a seeded generator).
-        """
+        """Step 3: items of ``type_id`` with at least ``min_names`` distinct English names, ``exclude`` removed,
+        in a deterministic order (the pipeline draws from it with a seeded generator)."""
 
     @abstractmethod
     def names(self, item_id: str) -> list[str]:
-        """The item's distinct English names, label first then aliases (see :func:`distinct_names`).
-
-        Whatever a backend returns is passed through :func:`clean_names` (see ``__init_subclass__``)."""
+        """The item's distinct English names, label first then aliases (cleaned by ``__init_subclass__``)."""
 
     def demonyms(self, item_id: str) -> list[str]:
-        """The item's English demonyms ("American" for the United States; Wikidata P1549), KB order.
-
-        The pipeline gives a demonym mention ("an American politician") a demonym of the new item;
-        backends without demonyms return ``[]`` (such mentions then stay unchanged, ``no-form-match``).
-        """
+        """The item's English demonyms ("American" for the United States; P1549), KB order; without them a
+        demonym mention stays unchanged (``no-form-match``)."""
         return []
 
     def popularity(self, item_id: str) -> int | None:

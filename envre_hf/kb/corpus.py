@@ -1,35 +1,11 @@
 """CorpusKB: a fully offline knowledge base built from the entities of a DocRED-format corpus.
 
-Items are the entities of a *pool* of documents (``"corpus:<doc key>#<entity index>"``); an
-item's names are the distinct token forms (DocRED tokens joined by spaces) of its mentions,
-most frequent first. Its fine-grained type is its coarse type plus its **relation-role
-signature** in its document: the set of roles ``h:<P-id>`` (head of) and ``t:<P-id>`` (tail
-of) it plays in the labels, written ``"PER|h:P569|t:P50"``. :func:`describe_type` spells it
-out ("PER; head of P569 date of birth; tail of P50 author").
-
-Step 3 (:meth:`CorpusKB.candidates`) offers pool entities whose signature is compatible:
-
-* **exact**: same coarse type and a role set equal to or a superset of the query's, so every
-  relation label of the renamed entity is one the replacement also has in its own document;
-* **relaxed**: if no entity with enough names matches exactly, roles are dropped one at a
-  time, least common role first (``match = "relaxed:dropped t:P131,h:P17"``), down to
-  ``"relaxed:coarse type only"``.
-* **fallback**: :meth:`CorpusKB.types` lists ``"<coarse>|*"`` after the signature, so when
-  every compatible candidate is unusable (own item, taken or isolated names) the pipeline
-  draws from every pool entity of the coarse type (``match = "relaxed:coarse type fallback"``).
-
-**Demonyms** (:meth:`CorpusKB.demonyms`): a pool entity's demonym-form names ("American" among
-the mentions of the United States, see :mod:`envre_hf.kb.demonyms`), so a demonym mention gets
-the demonym of a same-signature pool entity.
-
-**Pool noise**: an entity whose name evidently names another kind of thing than its coarse type
-(a LOC named "World Figure Skating Championships" or "iTunes", a PER named "1984") stays
-linkable but is never offered as a candidate (:func:`evident_kind`).
-
-The pool is indexed once (coarse type + role -> items); answers are cached per (type,
-min_names), so the per-entity cost does not grow with the pool. Entities of documents outside
-the pool (the documents being renamed) are linked on the fly from their own labels; an entity
-of a pool document links to its own pool item, which step 3 then never draws.
+Items are the entities of a *pool* of documents (``"corpus:<doc key>#<entity index>"``), named by their
+mentions' distinct token forms, most frequent first; the fine-grained type is the coarse type plus the
+entity's relation roles in its document (``"PER|h:P569|t:P50"``), so a candidate plays at least the same
+roles (``exact``), or roles are dropped least common first (``relaxed:...``), down to any pool entity of the
+coarse type (``relaxed:coarse type fallback``). Pool entities whose name contradicts their type stay
+linkable but are never offered (:func:`evident_kind`). See docs/renaming.md.
 """
 
 from __future__ import annotations
@@ -132,7 +108,6 @@ def describe_type(type_id: str) -> str:
 
 def _entity_names(doc: Document, entity_index: int) -> list[str]:
     """Distinct token forms of an entity's mentions, most frequent first (first appearance breaks ties)."""
-
     counts: dict[str, int] = {}
     for mention in doc.entities[entity_index].mentions:
         tokens = mention.tokens(doc.sents)
@@ -188,21 +163,19 @@ class CorpusKB(KnowledgeBase):
         self._snapshot = f"corpus:{len(self._ids)}:{digest.hexdigest()[:16]}"
         self._external: dict[str, tuple[str, list[str]]] = {}
         self._last_doc: tuple[Document, list[str]] | None = None
-        self._exact = [Candidate(item_id, "exact") for item_id in self._ids]
         self._cache_size = cache_size
         self._make_caches()
 
     def _make_caches(self) -> None:
         self._query = lru_cache(maxsize=self._cache_size)(self._compute)
         self._match = lru_cache(maxsize=self._cache_size)(self._matching)
-        self._candidates = lru_cache(maxsize=self._cache_size)(self._candidates_of)
 
     def __len__(self) -> int:
         return len(self._ids)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for cache in ("_query", "_match", "_candidates"):
+        for cache in ("_query", "_match"):
             state.pop(cache)  # caches are rebuilt in worker processes
         state["_last_doc"] = None
         state["_external"] = {}
@@ -212,14 +185,9 @@ class CorpusKB(KnowledgeBase):
         self.__dict__.update(state)
         self._make_caches()
 
-    # ------------------------------------------------------------------ KnowledgeBase
-
     def link(self, doc: Document, entity_index: int) -> str | None:
-        """The pool item of a pool document's entity; other documents' entities are registered on the fly.
-
-        An outside entity whose id would clash with a different pool entity (same document key,
-        other labels) gets the id ``corpus:<key>#<index>~external``.
-        """
+        """The pool item of a pool document's entity; other documents' entities are registered on the fly
+        (as ``corpus:<key>#<index>~external`` when a different pool entity has that id)."""
         if self._last_doc is None or self._last_doc[0] is not doc:
             self._last_doc = (doc, _signatures(doc))
         signature = self._last_doc[1][entity_index]
@@ -235,12 +203,8 @@ class CorpusKB(KnowledgeBase):
         return item_id
 
     def types(self, item_id: str) -> list[str]:
-        """The item's signature, then its coarse type with :data:`ANY_ROLE` (the last step of the ladder).
-
-        The fallback matters when every compatible candidate is unusable (the entity's own item, or
-        names that are taken or isolated away): the pipeline then tries the next type instead of
-        leaving the entity unchanged.
-        """
+        """The item's signature, then its coarse type with :data:`ANY_ROLE`: when every compatible candidate is
+        unusable (own item, names taken or isolated), the pipeline tries that instead of giving up."""
         i = self._index.get(item_id)
         if i is not None:
             signature = self._types[i]
@@ -271,16 +235,11 @@ class CorpusKB(KnowledgeBase):
         return self._snapshot
 
     def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
-        """Pool entities compatible with ``type_id`` with >= ``min_names`` names, in pool order.
-
-        ``exclude`` holds item ids to leave out (the pipeline passes the entity's own item).
-        """
+        """Pool entities compatible with ``type_id`` with >= ``min_names`` names, in pool order."""
         found = self._query(type_id, min_names)
         if exclude and any(item in self._index for item in exclude):
             return [c for c in found if c.item_id not in exclude]
         return list(found)
-
-    # ------------------------------------------------------------------ index queries
 
     def _matching(self, coarse: str, roles: tuple[str, ...], min_names: int) -> tuple[int, ...]:
         """Pool indices (in pool order) of ``coarse`` entities playing every role, with enough names."""
@@ -294,11 +253,8 @@ class CorpusKB(KnowledgeBase):
             pool = sorted(sets[0].intersection(*sets[1:]) if len(sets) > 1 else sets[0])
         return tuple(i for i in pool if len(self._names[i]) >= min_names)
 
-    def _candidates_of(self, coarse: str, roles: tuple[str, ...], min_names: int, match: str) -> tuple[Candidate, ...]:
-        found = self._match(coarse, roles, min_names)
-        if match == "exact":
-            return tuple(self._exact[i] for i in found)
-        return tuple(Candidate(self._ids[i], match) for i in found)
+    def _candidates(self, coarse: str, roles: tuple[str, ...], min_names: int, match: str) -> tuple[Candidate, ...]:
+        return tuple(Candidate(self._ids[i], match) for i in self._match(coarse, roles, min_names))
 
     def _compute(self, type_id: str, min_names: int) -> tuple[Candidate, ...]:
         coarse, *roles = type_id.split("|")

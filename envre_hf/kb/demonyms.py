@@ -1,10 +1,6 @@
-"""Demonyms: the lexicon that tells a demonym/adjective name ("American", "South Korean") from a plain one.
-
-Shared by the corpus KB (which offers a pool entity's demonym-form mentions as its demonyms) and
-the renaming pipeline's form classes (``envre_hf.renaming.forms``). A name (DocRED tokens) is a
-demonym when its last word is in :data:`DEMONYMS`, optionally after words of
-:data:`DEMONYM_PREFIXES` (``South Korean``, ``Ancient Egyptian``), or when it is hyphen-joined
-demonyms (``African - American``, ``German-American``).
+"""Demonyms: the lexicon that tells a demonym/adjective name ("American", "South Korean") from a plain one,
+shared by the corpus KB and the renaming pipeline's form classes. A name is a demonym when its last word is in
+:data:`DEMONYMS` (after optional :data:`DEMONYM_PREFIXES`), or when it joins demonyms by hyphens.
 """
 
 from __future__ import annotations

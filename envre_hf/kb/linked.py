@@ -1,9 +1,5 @@
-"""Step 1 from links a dataset already carries, plus the linking conventions the KB backends share.
-
-Linked-(Re-)DocRED gives each entity its Wikidata item (``entity_linking.wikidata_resource``),
-read into :attr:`Entity.wikidata_id`. :class:`PrecomputedLinks` trusts those links and asks the
-wrapped knowledge base only for entities without one; everything else is delegated.
-"""
+"""Step 1 from links a dataset already carries (Linked-(Re-)DocRED's ``entity_linking``), plus the linking
+conventions the KB backends share."""
 
 from __future__ import annotations
 
@@ -27,17 +23,14 @@ def normalize_item_id(value: str | None) -> str | None:
 
 
 def names_by_frequency(entity: Entity) -> list[str]:
-    """The entity's distinct mention names, most frequent first (first appearance breaks ties).
-
-    The name backends search for, in this order, when linking an entity by name.
-    """
+    """The entity's distinct mention names, most frequent first (first appearance breaks ties): the names
+    backends search for, in this order, when linking by name."""
     counts: dict[str, int] = {}
     for mention in entity.mentions:
         name = mention.name.strip()
         if name:
             counts[name] = counts.get(name, 0) + 1
-    order = {name: i for i, name in enumerate(counts)}
-    return sorted(counts, key=lambda n: (-counts[n], order[n]))
+    return sorted(counts, key=lambda n: -counts[n])  # stable: first appearance breaks ties
 
 
 def is_rule_based(entity: Entity) -> bool:
@@ -46,11 +39,8 @@ def is_rule_based(entity: Entity) -> bool:
 
 
 class PrecomputedLinks(KnowledgeBase):
-    """Use ``Entity.wikidata_id`` for step 1, fall back to ``kb.link``; delegate everything else.
-
-    ``fallback=False`` leaves entities without a precomputed link unlinked (``None``), which keeps a
-    build fully offline apart from steps 2-4.
-    """
+    """Use ``Entity.wikidata_id`` for step 1, fall back to ``kb.link`` (``fallback=False``: leave it unlinked);
+    delegate everything else."""
 
     def __init__(self, kb: KnowledgeBase, *, fallback: bool = True):
         self.kb = kb

@@ -1,15 +1,9 @@
 """A Wikidata JSON dump streamed into an SQLite index, and the knowledge base that reads it.
 
-The dump format (``latest-all.json[.gz|.bz2]``): a line ``[``, then one entity JSON object per line
-followed by ``,`` (the last one without), then ``]``. :func:`index_dump` reads it line by line in
-constant memory and keeps, per item: the English label and aliases, the P31 types and its
-popularity, defined as the number of statements the item takes part in: its own statements plus
-the statements of other items whose main value is the item (qualifiers and references are not
-counted). Rows are written in batches; each batch commits together with the dump offset it
-reached, so an interrupted run resumed with ``resume=True`` continues after the last committed
-batch and ends with exactly the index an uninterrupted run builds.
-
-:class:`WikidataDumpKB` answers the four renaming steps from the index, offline and deterministically.
+:func:`index_dump` reads the dump (``[``, one entity per line, ``]``) line by line in constant memory and
+keeps, per item, the English label and aliases, P31 types, demonyms and popularity (its own statements plus
+those whose main value it is). Each batch commits with the dump offset it reached, so a resumed run ends with
+exactly the index an uninterrupted one builds. :class:`WikidataDumpKB` answers the renaming steps from it.
 """
 
 from __future__ import annotations
@@ -23,6 +17,8 @@ import os
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -34,10 +30,8 @@ from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import is_rule_based, names_by_frequency, normalize_item_id
 from .wikidata_json import EntityRecord, item_number, parse_entity
 
-try:  # optional: 2-3x faster parsing of entity lines; the standard library is the fallback
-    import orjson as _orjson
-
-    _loads = _orjson.loads
+try:  # optional: 1.4x faster indexing (entity JSON parsing dominates; hours on a full dump)
+    from orjson import loads as _loads
 except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
@@ -125,11 +119,19 @@ def _remove_index(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
-def _is_unset(conn: sqlite3.Connection) -> bool:
-    """A database whose set-up was cut short: no table but the index's own, and no row in any of them.
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
-    (An index is set up in one transaction, but a kill can leave the WAL switch alone, and an index made before
-    that transaction existed can hold some of its empty tables.)"""
+
+def _is_unset(conn: sqlite3.Connection) -> bool:
+    """A database whose set-up was cut short (a kill after the WAL switch): only our tables, all empty."""
     try:
         names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     except sqlite3.DatabaseError:
@@ -167,8 +169,7 @@ class _Batch:
             self.demonyms.extend((number, i, d) for i, d in enumerate(record.demonyms))
 
     def commit(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _transaction(conn):
             conn.executemany("INSERT INTO items (id, label, n_names, statements) VALUES (?, ?, ?, ?)", self.items)
             conn.executemany("INSERT INTO names VALUES (?, ?, ?)", self.names)
             conn.executemany("INSERT INTO types VALUES (?, ?, ?, ?)", self.types)
@@ -178,10 +179,6 @@ class _Batch:
                 sorted(self.incoming.items()),
             )
             conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in meta.items()])
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
         self.__init__()
 
 
@@ -195,21 +192,11 @@ def index_dump(
     language: str = "en",
     progress: bool = True,
 ) -> IndexStats:
-    """Stream a Wikidata JSON dump into the SQLite index at ``index_path``.
+    """Stream a ``.json[.gz|.bz2]`` Wikidata dump into the SQLite index at ``index_path``.
 
-    Args:
-        dump_path: ``.json``, ``.json.gz`` or ``.json.bz2`` dump in Wikidata's format.
-        index_path: the SQLite file to create or continue.
-        resume: continue an interrupted index of the same dump (a complete one is returned as is);
-            ``False`` deletes ``index_path`` and starts over.
-        batch_size: entities per transaction.
-        max_items: stop (resumably) after this many items in this run - for partial or staged builds.
-        language: language of the names kept.
-        progress: show a tqdm bar over the compressed bytes read.
-
-    Raises:
-        KnowledgeBaseError: unreadable dump line (naming file and line), an index built from another
-            dump or with another language/format version.
+    ``resume`` continues an interrupted index of the same dump (``False`` starts over); ``max_items`` stops
+    (resumably) after that many items of this run. Raises :class:`KnowledgeBaseError` naming the file and line
+    of an unreadable dump line, or an index built from another dump, language or format version.
     """
     dump_path, index_path = Path(dump_path).expanduser(), Path(index_path).expanduser()
     if not dump_path.is_file():
@@ -239,16 +226,11 @@ def index_dump(
         if not meta:  # tables and meta in one transaction: a kill leaves all of them or none (_is_unset)
             meta = {**expected, "dump_name": dump_path.name, "offset": "0", "line": "0", "entities": "0",
                     "items": "0", "complete": "0"}
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn):
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         else:
             conn.executescript(_SCHEMA)  # tables added by a later layout of the same format version
         state = {k: int(meta[k]) for k in ("offset", "line", "entities", "items")}
@@ -344,14 +326,9 @@ def _stream(
 
 def _finalize(conn: sqlite3.Connection) -> None:
     """Lookup indexes and popularity, then mark the index complete - one transaction, safe to redo."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _transaction(conn):
         for statement in _FINALIZE:
             conn.execute(statement)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _single_file(conn: sqlite3.Connection) -> None:
@@ -364,14 +341,9 @@ def _single_file(conn: sqlite3.Connection) -> None:
 
 
 class WikidataDumpKB(KnowledgeBase):
-    """The :class:`KnowledgeBase` over an index built by :func:`index_dump` (read-only, offline).
-
-    * link: exact match of a mention name (most frequent first) with an English label or alias;
-      among several items with that name the most popular wins, then the smallest id.
-    * types: P31 values, preferred rank first.
-    * candidates: items with the type among their best-rank P31 values (as ``wdt:P31`` in SPARQL)
-      and >= ``min_names`` English names, ordered by numeric id.
-    """
+    """The :class:`KnowledgeBase` over an index built by :func:`index_dump` (read-only, offline): links by exact
+    English label/alias (most popular, then smallest id); candidates have the type among their best-rank P31
+    values (``wdt:P31``), ordered by id."""
 
     name = "wikidata-dump"
 
@@ -434,24 +406,22 @@ class WikidataDumpKB(KnowledgeBase):
         item = normalize_item_id(item_id)
         return item_number(item) if item else None
 
-    def types(self, item_id: str) -> list[str]:
+    def _values(self, column: str, table: str, item_id: str) -> list:
+        """``column`` of the item's rows of ``table`` in their order (none for an id that is not an item)."""
         number = self._number(item_id)
         if number is None:
             return []
-        return [f"Q{t}" for (t,) in self._query("SELECT type FROM types WHERE item = ? ORDER BY ord", (number,))]
+        return [v for (v,) in self._query(f"SELECT {column} FROM {table} WHERE item = ? ORDER BY ord", (number,))]
+
+    def types(self, item_id: str) -> list[str]:
+        return [f"Q{t}" for t in self._values("type", "types", item_id)]
 
     def names(self, item_id: str) -> list[str]:
-        number = self._number(item_id)
-        if number is None:
-            return []
-        return [n for (n,) in self._query("SELECT name FROM names WHERE item = ? ORDER BY ord", (number,))]
+        return self._values("name", "names", item_id)
 
     def demonyms(self, item_id: str) -> list[str]:
         """English P1549 demonyms of the item (indexed from the dump), preferred rank first."""
-        number = self._number(item_id)
-        if number is None:
-            return []
-        return [d for (d,) in self._query("SELECT demonym FROM demonyms WHERE item = ? ORDER BY ord", (number,))]
+        return self._values("demonym", "demonyms", item_id)
 
     def candidates(self, type_id: str, min_names: int, exclude: frozenset[str] = frozenset()) -> list[Candidate]:
         number = self._number(type_id)

@@ -1,13 +1,10 @@
-"""Reading Wikidata's entity JSON (the one format shared by ``wbgetentities`` and the JSON dumps).
-
-Both backends reduce an entity to an :class:`EntityRecord`: English names, P31 types and the
-counts behind popularity. Keeping this in one place makes the HTTP and the dump backends agree
-on the same item.
-"""
+"""Reading Wikidata's entity JSON (shared by ``wbgetentities`` and the dumps), so the HTTP and the dump
+backends agree on the same item."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +33,7 @@ def item_number(item_id: str) -> int:
 
 
 def snak_item_value(snak: Any) -> str | None:
-    """The item id a ``wikibase-item`` snak points to, or ``None`` (other datatypes, somevalue/novalue).
-
-    Hot path of dump indexing: trusts ``entity-type == "item"`` values to carry a valid id.
-    """
+    """The item id a ``wikibase-item`` snak points to, or ``None`` (other datatypes, somevalue/novalue)."""
     if not isinstance(snak, dict) or snak.get("snaktype") != "value":
         return None
     datavalue = snak.get("datavalue")
@@ -57,14 +51,8 @@ def snak_item_value(snak: Any) -> str | None:
 
 @dataclass(frozen=True)
 class EntityRecord:
-    """What the knowledge bases keep of one item.
-
-    ``types`` are the non-deprecated P31 values, preferred first; ``truthy_types`` only those of the
-    best rank (what SPARQL's ``wdt:P31`` returns). ``statements`` counts the item's own statements
-    (all properties, all ranks); ``item_values``
-    lists the items its statements' main values point to (qualifiers and references excluded,
-    self-references dropped) - the other half of popularity, counted on the target's side.
-    """
+    """What the knowledge bases keep of one item: ``truthy_types`` are the best-rank P31 values (SPARQL's
+    ``wdt:P31``); ``item_values`` the items its main values point to (popularity counted on their side)."""
 
     item_id: str
     names: tuple[str, ...]
@@ -83,11 +71,8 @@ class EntityRecord:
 def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     """Reduce one entity JSON object to an :class:`EntityRecord`; ``None`` for non-items/missing entities.
 
-    Raises ``KeyError``/``TypeError``/``AttributeError`` on statements without the JSON structure Wikidata
-    gives them (callers name the dump line or request).
-
-    Types are the P31 values, preferred rank first, deprecated statements and duplicates dropped,
-    otherwise in the order Wikidata lists them.
+    Types are the non-deprecated P31 values, preferred rank first. Raises ``KeyError``/``TypeError``/
+    ``AttributeError`` on malformed statements (callers name the dump line or request).
     """
     item_id = entity.get("id")
     if not is_item_id(item_id) or entity.get("type", "item") != "item" or "missing" in entity:
@@ -108,42 +93,36 @@ def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     for statement_list in claims.values():
         statements += len(statement_list)
         for statement in statement_list:
-            # the hot loop of dump indexing: only value snaks carry a datavalue
             datavalue = statement["mainsnak"].get("datavalue")
             if datavalue is not None and datavalue.get("type") == "wikibase-entityid":
                 target = snak_item_value(statement["mainsnak"])
                 if target is not None and target != item_id:
                     values.append(target)
 
-    typed = []
-    for statement in claims.get(INSTANCE_OF, []) or []:
-        if not isinstance(statement, dict):
-            continue
-        rank = statement.get("rank", "normal")
-        target = snak_item_value(statement.get("mainsnak"))
-        if target is not None and rank in _RANK_ORDER:
-            typed.append((_RANK_ORDER[rank], len(typed), target))
-    typed.sort()
-    types = tuple(dict.fromkeys(t for _, _, t in typed))
+    typed = _ranked(claims, INSTANCE_OF, snak_item_value)
     best = typed[0][0] if typed else None
-    truthy = tuple(dict.fromkeys(t for rank, _, t in typed if rank == best))
+    truthy = tuple(dict.fromkeys(t for rank, t in typed if rank == best))
+    demonyms = tuple(dict.fromkeys(text for _, text in _ranked(claims, DEMONYM, lambda snak: _text(snak, language))))
     return EntityRecord(
-        item_id, tuple(names), types, truthy, statements, tuple(values), parse_demonyms(claims, language)
+        item_id, tuple(names), tuple(dict.fromkeys(t for _, t in typed)), truthy, statements, tuple(values), demonyms
     )
 
 
-def parse_demonyms(claims: dict, language: str = "en") -> tuple[str, ...]:
-    """The ``language`` texts of an item's P1549 (demonym) statements, preferred rank first."""
+def _ranked(claims: dict, prop: str, value_of: Callable[[Any], Any]) -> list[tuple[int, Any]]:
+    """``(rank, value)`` of the non-deprecated ``prop`` statements with a value, preferred first, else in order."""
     ranked = []
-    for statement in claims.get(DEMONYM, []) or []:
-        if not isinstance(statement, dict) or statement.get("rank", "normal") not in _RANK_ORDER:
-            continue
-        snak = statement.get("mainsnak")
-        datavalue = snak.get("datavalue") if isinstance(snak, dict) else None
-        value = datavalue.get("value") if isinstance(datavalue, dict) else None
-        if isinstance(value, dict) and value.get("language") == language and isinstance(value.get("text"), str):
-            text = value["text"].strip()
-            if text:
-                ranked.append((_RANK_ORDER[statement.get("rank", "normal")], len(ranked), text))
-    ranked.sort()
-    return tuple(dict.fromkeys(text for _, _, text in ranked))
+    for statement in claims.get(prop, []) or []:
+        if isinstance(statement, dict) and statement.get("rank", "normal") in _RANK_ORDER:
+            value = value_of(statement.get("mainsnak"))
+            if value is not None:
+                ranked.append((_RANK_ORDER[statement.get("rank", "normal")], value))
+    return sorted(ranked, key=lambda pair: pair[0])
+
+
+def _text(snak: Any, language: str) -> str | None:
+    """The stripped ``language`` text of a monolingual-text snak (a P1549 demonym), or None."""
+    datavalue = snak.get("datavalue") if isinstance(snak, dict) else None
+    value = datavalue.get("value") if isinstance(datavalue, dict) else None
+    if isinstance(value, dict) and value.get("language") == language and isinstance(value.get("text"), str):
+        return value["text"].strip() or None
+    return None

@@ -1,34 +1,11 @@
-"""Building a renamed benchmark split (Env-DocRED / Env-Re-DocRED) into a complete dataset repository.
+"""Building a renamed benchmark split (Env-DocRED / Env-Re-DocRED) into a dataset folder that
+``datasets.load_dataset(folder)`` loads and ``push_to_hub`` publishes (layout: docs/benchmarks.md).
 
-``build_split`` renames every input document once per seed and writes one split of a dataset folder
-that ``datasets.load_dataset(folder)`` loads and ``push_to_hub`` publishes:
-
-* ``data/<split>-00000-of-0000N.parquet``: rows in input order (document, then seed), schema
-  :data:`envre_hf.documents.DOCUMENT_FEATURES` (config ``default``); ``data/seed<k>/<split>-*.parquet`` the rows
-  of one seed (config ``seed<k>``) and ``data/original/<split>-*.parquet`` the unrenamed input (config
-  ``original``), so ``load_dataset(folder, "seed0")`` / ``load_dataset(folder, "original")`` work; every row has
-  ``original_doc_id``, the original's title, to join a copy to its original;
-* ``README.md``: the dataset card (see :mod:`envre_hf.renaming.card`), rewritten after every split;
-* ``statistics.json``: construction statistics per split (also what the card and the CLI print);
-* ``names_used.json``: the new names each split introduced, for ``--exclude-names-from`` isolation;
-* ``errors/<split>.jsonl``: every (document, seed) that was not renamed, with its reason
-  (``on_error="skip"``); nothing is dropped silently;
-* ``json/<split>.json`` with ``export_json``: the split in DocRED JSON with provenance fields.
-
-This module only puts the jobs together, each owned by one module of :mod:`envre_hf.renaming`:
-
-* :mod:`~envre_hf.renaming.inputs`: reading the input (bad documents listed, not fatal) and its fingerprints;
-* :mod:`~envre_hf.renaming.output_folder`: the owned, locked folder and the mark of an unfinished split;
-* :mod:`~envre_hf.renaming.driver`: the renaming itself (process pool, progress bar, failures);
-* :mod:`~envre_hf.renaming.stats`, :mod:`~envre_hf.renaming.split_writer`, :mod:`~envre_hf.renaming.card`:
-  statistics, parquet shards and failure file, dataset card;
-* :mod:`~envre_hf.renaming.hub_upload`: publishing the folder.
-
-Nothing lost, nothing half-written: a non-empty folder not written by envre build is refused, and so is
-replacing a split built from another input, seeds, KB snapshot or renaming config unless ``overwrite=True``.
-Every document is renamed before the first file is replaced; a build stopped while it writes leaves its split
-marked unfinished (readers refuse it), and the same build run again writes the bytes of an uninterrupted one.
-The slow build, on Wikidata over HTTP, reruns from its reply cache.
+This module only puts the jobs together, each owned by one module: ``inputs`` (reading, fingerprints),
+``output_folder`` (the owned, locked folder), ``driver`` (the renaming), ``stats`` / ``split_writer`` / ``card``
+(statistics, parquet shards, card). A folder not written by envre build is refused, and so is replacing a split
+built differently unless ``overwrite=True``; every document is renamed before the first file is replaced, and a
+build stopped while it writes is rerun to the bytes of an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -45,10 +22,8 @@ from .inputs import PathLike, SourceInfo, in_file, read_input_documents, source_
 from .output_folder import BuildError, claim_output_folder, locked_output_folder, read_names, read_statistics
 from .split_writer import write_split
 
-try:  # what ``datasets`` accepts as a split name (``test-hard`` is not: its files would match ``test-*``)
-    from datasets.naming import _split_re as _DATASETS_SPLIT_RE
-except ImportError:  # pragma: no cover - older/newer datasets
-    _DATASETS_SPLIT_RE = r"^\w+(\.\w+)*$"
+#: What ``datasets`` accepts as a split name (its ``naming._split_re``): ``test-hard``'s files would match ``test-*``.
+_DATASETS_SPLIT_RE = r"^\w+(\.\w+)*$"
 
 
 def check_split_name(split: str) -> str:
@@ -73,7 +48,6 @@ class BuildConfig:
     export_json: bool = False
     #: Worker processes (fork); each takes ``chunk_size`` (document, seed) pairs at a time.
     num_proc: int = 1
-    #: The work unit of a worker process.
     chunk_size: int = 64
     progress: bool = True
     #: Replace a split built from another input / seeds / KB snapshot / renaming config.
@@ -142,12 +116,12 @@ def build_split(
     renaming_config: Any = None,
     card: dict[str, Any] | None = None,
 ) -> BuildResult:
-    """Rename every document of ``input_path`` with every seed into ``config.output_dir`` (see module doc).
+    """Rename every document of ``input_path`` with every seed into ``config.output_dir``.
 
-    ``kb_name``/``kb_snapshot`` and ``renaming_config`` are recorded (they decide the output together with
-    the input and the seeds); ``card`` holds :func:`envre_hf.renaming.card.write_dataset_card` options.
-    Raises :class:`DocumentError` on the first bad document when ``config.on_error == "fail"``, and
-    :class:`BuildError` for a folder that is not ours, a locked folder or a different build of the split.
+    ``kb_name``/``kb_snapshot`` and ``renaming_config`` are recorded (with the input and seeds they decide the
+    output); ``card`` holds :func:`~envre_hf.renaming.card.write_dataset_card` options. Raises
+    :class:`DocumentError` (``on_error="fail"``) or :class:`BuildError` (a folder not ours, locked, or holding
+    a different build of the split).
     """
     start = time.perf_counter()
     docs, parse_failures = read_input_documents(input_path, skip=config.on_error == "skip")

@@ -1,9 +1,6 @@
-"""The dataset card (``README.md``) of a built benchmark folder.
-
-The YAML header is what the Hub and ``datasets.load_dataset(folder)`` read: ``configs`` (the parquet files
-of each split), ``dataset_info`` (the :data:`~envre_hf.documents.DOCUMENT_FEATURES` schema and split sizes),
-license, task categories, pretty name. The body is written from ``statistics.json`` (see
-:mod:`envre_hf.renaming.stats`), so the card always describes the splits actually in the folder.
+"""The dataset card (``README.md``) of a built benchmark folder: the YAML header the Hub and
+``datasets.load_dataset(folder)`` read (configs, features, split sizes), and a body written from
+``statistics.json``, so the card always describes the splits actually in the folder.
 """
 
 from __future__ import annotations

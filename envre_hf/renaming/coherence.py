@@ -1,22 +1,8 @@
-"""Coherence figures of renamed copies: do they still read as real documents?
+"""Coherence figures of renamed copies, for the build statistics and the card (docs/coherence.md): year ranges
+running backwards, lifetimes inverted, demonym mentions given a demonym, "a"/"an" agreeing with a new name.
 
-Computed from the renamed copies alone (their ``substitutions`` give each renamed mention's
-original name; value rules and form matching keep a name's token count, so the original token
-at each position is known), per split, for the build statistics and the dataset card:
-
-* ``year_ranges``: "YEAR to YEAR", "YEAR – YEAR", "between YEAR and YEAR" (years as whole
-  tokens, 1000-2099): how many run backwards in the source and after renaming;
-* ``lifetimes``: entities with a date of birth (P569) and death (P570), each with a year: how
-  many are inverted (death before birth) in the source and after renaming, and how many changed
-  length;
-* ``demonyms``: mentions whose original name is a demonym ("American"): replaced by a demonym,
-  by something else, or left unchanged (with the reasons);
-* ``articles``: "a"/"an" right before a substituted mention (outside every mention): how many
-  agree with the new name (:func:`~envre_hf.renaming.forms.indefinite_article`) and how many
-  had to change because the original and the new name take different articles.
-
-:func:`pluralised_words` needs the originals too: the lowercase words that a count of one made
-plural (rule ``num``), to check that each is a noun.
+Computed from the copies alone: ``substitutions`` give each renamed mention's original name, and value rules and
+form matching keep a name's token count, so the original token at each position is known.
 """
 
 from __future__ import annotations
@@ -27,13 +13,12 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ..documents import Document
-from .forms import indefinite_article, is_demonym, pluralize
+from .forms import INDEFINITE, indefinite_article, is_demonym, pluralize
 from ..documents.tokenize import tokenize_name
 
 _YEAR = re.compile(r"^(1\d{3}|20\d{2})$")
 _RANGE_WORDS = frozenset({"to", "–", "-", "—", "until", "till", "through"})
 BIRTH, DEATH = "P569", "P570"
-_INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
 def _original_tokens(doc: Document) -> tuple[dict[tuple[int, int], list[str]], dict[int, str], set[int]]:
@@ -132,10 +117,7 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
             lifetimes["newly_inverted"] += new_b > new_d and not old_b > old_d
             lifetimes["length_changed"] += (new_d - new_b) != (old_d - old_b)
         # demonyms and articles
-        covered: dict[int, set[int]] = {}
-        for entity in doc.entities:
-            for mention in entity.mentions:
-                covered.setdefault(mention.sent_id, set()).update(range(mention.start, mention.end))
+        covered = doc.covered()
         for e, entity in enumerate(doc.entities):
             for mention in entity.mentions:
                 sent = doc.sents[mention.sent_id]
@@ -153,7 +135,7 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
                 if e not in renamed_entities or mention.start == 0:
                     continue
                 article = sent[mention.start - 1]
-                if article not in _INDEFINITE or mention.start - 1 in covered.get(mention.sent_id, ()):
+                if article not in INDEFINITE or mention.start - 1 in covered.get(mention.sent_id, ()):
                     continue
                 want = indefinite_article(new_tokens)
                 articles["before_new_names"] += 1

@@ -1,16 +1,10 @@
 """The one renaming driver: (document, seed) pairs through a pipeline, in order, with failures collected.
 
-Every caller that renames many documents goes through :class:`RenamingDriver` (``envre build``,
-:func:`~envre_hf.renaming.pipeline.rename_dataset`, the renamed dev set of a training run) and every single
-twin through :func:`rename_unit` (on-the-fly EVRT twins), so what happens to a document is defined once:
-
-* each copy depends only on its document and seed, so results come in the order of the units asked for,
-  whatever ``num_proc`` is (worker processes are forked and inherit pipeline and documents);
-* ``on_error="fail"`` raises the first bad document's :class:`DocumentError` naming its index and title;
-  ``"skip"`` returns it as a :class:`DocumentFailure` (also for an unexpected exception of the pipeline on
-  one document) and goes on. A :class:`KnowledgeBaseError` always stops: the KB failed, not the document;
-* leaks left in a copy are counted when asked (free with a pipeline that reports them), and the
-  ``datasets`` row of a copy is made in the worker that renamed it when asked.
+Everything that renames many documents goes through :class:`RenamingDriver` (``envre build``,
+``rename_dataset``, a training run's renamed dev set), each EVRT twin through :func:`rename_unit`, so what
+happens to a document is defined once (docs/renaming.md): results in unit order whatever ``num_proc``;
+``on_error="fail"`` raises the first bad document's located error, ``"skip"`` returns a
+:class:`DocumentFailure` and goes on; a :class:`KnowledgeBaseError` always stops (the KB failed, not the document).
 """
 
 from __future__ import annotations
@@ -122,7 +116,6 @@ class RenamingDriver:
     on_error: str = "fail"
     #: Worker processes (fork); each takes ``chunk_size`` units at a time.
     num_proc: int = 1
-    #: The work unit of a worker process.
     chunk_size: int = 64
     count_leaks: bool = False
     #: Also the ``datasets`` row of each copy (:func:`~envre_hf.documents.document_to_row`), made in the worker.
@@ -175,10 +168,8 @@ class RenamingDriver:
         self, docs: Sequence[Document], seeds: Sequence[int], *, desc: str = "renaming", progress: bool = True,
         leave: bool = True,
     ) -> list[Document]:
-        """The copies of ``docs`` for each of ``seeds``, seed-major (every document at ``seeds[0]``, then ...).
-
-        Needs ``on_error="fail"``: a list of copies has no place for a document that was not renamed.
-        """
+        """The copies of ``docs`` for each of ``seeds``, seed-major; needs ``on_error="fail"`` (a list of copies
+        has no place for a document that was not renamed)."""
         if self.on_error != "fail":
             raise ValueError("rename_documents returns copies only: use on_error='fail' (or run() to see failures)")
         units = [(i, seed) for seed in seeds for i in range(len(docs))]

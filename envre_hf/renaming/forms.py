@@ -1,23 +1,8 @@
-"""Surface-form classes of names, and the indefinite article a name takes.
+"""Surface-form classes of names, the indefinite article a name takes, and grammatical number after a count.
 
-A mention's *form* says how the name sits in its sentence. "an American politician" needs a
-demonym in that slot, "the U.S. Army" an acronym; putting "Kazakhstan" into the first reads as
-broken text rather than as a new name. The pipeline therefore gives each original name a new
-name of the same *hard* form (:func:`hard_form`):
-
-* ``demonym``: a demonym or adjective of a place, people or religion (``American``, ``South
-  Korean``, ``Shanghainese``, ``Catholic``; :func:`envre_hf.kb.demonyms.is_demonym`);
-* ``acronym``: one token of capitals (dots, ``&`` and digits allowed), ``NASA``, ``U.S.``;
-* ``plain``: anything else.
-
-*Soft* forms are preferred when the candidate has a name of that form, never required: a
-leading article (``The Beatles``) and, after one, a plural last word (``The Lakers``). A *possessive* name
-(last token ``'s``/``'``) keeps its ending: its stem is matched and the ending put back.
-
-:func:`indefinite_article` spells "a" or "an" for the first word of a name by letters, with the
-usual exceptions: letter-by-letter acronyms (``an MS``, ``a UN``), ``eu``/``uni``/``one`` words
-(``a European``, ``a University``, ``a one``), silent ``h`` (``an hour``) and numbers read aloud
-(``an 8``, ``an 11``, ``an 18``, ``an 80``).
+"an American politician" needs a demonym in that slot, "the U.S. Army" an acronym: the pipeline gives each
+original name a new name of the same *hard* form (demonym, acronym, plain); *soft* forms (a leading article,
+a plural after it) are preferred, never required, and a possessive ending is kept (docs/coherence.md).
 """
 
 from __future__ import annotations
@@ -83,6 +68,7 @@ _YOU_PREFIXES = (
 )  # fmt: skip
 _SILENT_H = ("hour", "honest", "honor", "honour", "heir")
 _ONE = ("one", "once")
+INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
 def _number_article(word: str) -> str:
@@ -142,13 +128,19 @@ _IRREGULAR = {
     "series": "series", "species": "species", "sheep": "sheep", "deer": "deer", "fish": "fish",
     "aircraft": "aircraft", "crisis": "crises", "thesis": "theses", "analysis": "analyses",
 }  # fmt: skip
-#: Words after "one" that are not the counted noun ("one of", "one hundred", "one more").
-_NOT_NOUN = frozenset(
+#: Words that end the noun phrase after a count ("one of", "one year later", "one million").
+_PHRASE_END = frozenset(
     """
     of and or but nor to in on at by for with from as into than that which who whom whose is was are were be been
     has had have will would can could may might must shall should do did does not no yes the a an this those these
     his her its their our my your one two hundred thousand million billion trillion dozen score most less
     another each every so too also just even half quarter third
+    about above across after against ago along among apart apiece around away back before behind below beneath
+    beside besides between beyond despite down during except inside like near off onto out outside over past
+    per since through throughout till toward towards under until up upon via within without when where while
+    whereas whether if because although though unless then there here now later earlier again alone together
+    ever never always already still yet either neither both all any some many much few several
+    i me he him she it we us they them you what
     """.split()
 )
 #: Modifiers that never are the counted noun but do not end its phrase ("one more song", "one single").
@@ -168,18 +160,6 @@ def is_count_of_one(tokens: Sequence[str], i: int) -> bool:
     return before not in ("-", "–") and not before.endswith("ty")
 
 
-#: Words that end the noun phrase after a count: prepositions, conjunctions, determiners, pronouns,
-#: auxiliaries, adverbs of time and number words ("one of", "one year later", "one million").
-_PHRASE_END = _NOT_NOUN | frozenset(
-    """
-    about above across after against ago along among apart apiece around away back before behind below beneath
-    beside besides between beyond despite down during except inside like near off onto out outside over past
-    per since through throughout till toward towards under until up upon via within without when where while
-    whereas whether if because although though unless then there here now later earlier again alone together
-    ever never always already still yet either neither both all any some many much few several
-    i me he him she it we us they them you what
-    """.split()
-)
 #: Common irregular past tenses: a word after the noun that is a verb, not the noun ("one song became").
 _IRREGULAR_PAST = frozenset(
     """
@@ -231,14 +211,11 @@ def is_count_noun(token: str) -> bool:
 
 
 def counted_noun(following: Sequence[str]) -> int | None:
-    """Index, among the tokens after a count of one, of the noun it counts (the word to pluralise).
+    """Index, among the tokens after a count of one, of the noun it counts: the last word of the phrase up to
+    a function word or punctuation ("one large main island in" -> ``island``).
 
-    The noun phrase runs over words up to a function word, a punctuation mark or the end, and its
-    noun is its last word: "one large main island in" -> ``island`` (the adjectives are skipped).
-    :data:`NO_NOUN` when nothing of a noun phrase follows ("one of the first", "one .", "one - time"), or
-    a unit ("1 mm") or a name ("1 May", "one Oscar") does; ``None`` when words follow but the noun cannot
-    be told (the last word looks like a verb, an adjective or a plural, or the phrase is long): then the
-    count must stay one, not guess.
+    :data:`NO_NOUN` when no noun phrase, a unit ("1 mm") or a name ("one Oscar") follows; ``None`` when the
+    noun cannot be told (a verb, an adjective, a plural, a long phrase): the count then stays one, not a guess.
     """
     n = 0
     while n < len(following) and following[n].isalpha() and following[n].lower() not in _PHRASE_END:
@@ -266,7 +243,6 @@ def pluralize(word: str) -> str:
 
 @dataclass(frozen=True)
 class NameForm:
-    """The form classes of one name (see the module docstring)."""
 
     hard: str
     article: bool

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import PathLike
 from ..documents.build_folder import WORK_DIR, unfinished_splits
 from ..hub_client import folder_files, push_folder
 from .output_folder import MARKER_FILE, BuildError, read_statistics
-
-PathLike = str | os.PathLike
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,21 @@
-"""What a build renames with what: the input's documents (bad ones listed, not fatal) and its fingerprints.
-
-The documents are read by the one document reader (:func:`envre_hf.documents.iter_documents`) with an
-``on_error`` callback, so one malformed document does not stop the others from being renamed with
-``on_error="skip"``. :class:`SourceInfo` records input, KB snapshot and renaming config: with the seeds they
-decide the output, so they decide whether a build may replace a split.
+"""What a build renames with what: the input's documents (bad ones listed, not fatal) and the fingerprints
+(input, KB snapshot, renaming config) that decide whether a build may replace a split.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import PathLike
 from ..documents import Document, DocumentError, iter_documents
 from ..documents.io import located_in_file
 from .driver import DocumentFailure
 
-PathLike = str | os.PathLike
 
 
 @dataclass(frozen=True)
@@ -65,11 +60,8 @@ def in_file(err: DocumentError, path: PathLike) -> DocumentError:
 def read_input_documents(
     path: PathLike, skip: bool = True
 ) -> tuple[list[Document | None], list[DocumentFailure]]:
-    """The documents of ``path`` by position (``None`` where one could not be parsed) and the parse failures.
-
-    Without ``skip`` the first bad document is raised, naming the file. Validation is the pipeline's job
-    (``RenamingConfig.validate``, per seed), so documents are only parsed here.
-    """
+    """The documents of ``path`` by position (``None`` where one could not be parsed) and the parse failures;
+    without ``skip`` the first bad document is raised. Validation is the pipeline's job, per seed."""
     docs: list[Document | None] = []
     failures: list[DocumentFailure] = []
 

@@ -1,12 +1,6 @@
-"""Name isolation: keep the names of one benchmark out of another renaming.
-
-A benchmark built with some names must not be evaluated against a model that saw those
-names during training-time perturbation, and vice versa. :func:`used_names` collects the new
-names a renaming used; :func:`document_names` collects every mention name of a split (e.g.
-the training split). Either set goes into ``RenamingConfig(exclude_names=...)``; the
-pipeline compares names by :func:`~envre_hf.documents.tokenize.name_key`, so spacing and case
-variants of an excluded name are excluded too. :func:`load_excluded_names` is the one reader of
-those names from files, for ``envre build --exclude-names-from`` and for training twins alike.
+"""Name isolation: keep the names of one benchmark out of another renaming (training twins must not see a
+benchmark's names). The names go into ``RenamingConfig(exclude_names=...)``, compared by ``name_key``;
+:func:`load_excluded_names` is the one reader of them from files (``envre build`` and training alike).
 """
 
 from __future__ import annotations
@@ -45,15 +39,9 @@ def document_names(docs: Iterable[Document], types: Iterable[str] | None = None)
 
 
 def load_excluded_names(sources: str | os.PathLike | Iterable[str | os.PathLike]) -> frozenset[str]:
-    """Names a renaming must not use, from one path or several.
-
-    * ``*.txt``: one name a line (blank lines ignored);
-    * an ``envre build`` folder with a ``names_used.json``, or a JSON file in that format: the names the build
-      introduced (every split);
-    * renamed documents (DocRED JSON / JSONL, an ``envre build`` folder without names file (all its splits), or
-      a ``datasets.save_to_disk`` folder): the new names of their substitutions (:func:`used_names`);
-    * documents without substitutions: every mention name (:func:`document_names`, e.g. the training split).
-    """
+    """Names a renaming must not use, from one path or several: ``*.txt`` (one a line), a ``names_used.json``
+    (or a build folder with one), renamed documents (their new names) or plain documents (every mention name);
+    see docs/renaming.md."""
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
     names: set[str] = set()
     for raw in paths:
@@ -91,10 +79,7 @@ def names_file_problem(raw: object) -> str | None:
 
 
 def _names_file(path: Path) -> set[str] | None:
-    """The names of a ``names_used.json``-format file, or ``None`` when ``path`` is something else.
-
-    A file named ``names_used.json`` must be one; another JSON file is one when it is an object with its format tag.
-    """
+    """The names of a ``names_used.json``-format file (any JSON object with its format tag), or ``None``."""
     if path.is_dir() or not path.name.endswith(".json"):
         return None
     if path.name != NAMES_FILE:

@@ -1,11 +1,6 @@
-"""Leak check: unannotated occurrences of an original name left in a renamed document.
-
-DocRED does not annotate every occurrence of a name, so replacing the mentions can leave the
-original name elsewhere in the text ("... the Loud Tour ..." outside any mention). A leak is
-a token sequence equal to the tokens of an original name of a renamed entity that overlaps
-no mention. :func:`find_leaks` counts them (leftmost-longest, non-overlapping);
-``RenamingConfig(fix_leaks=True)`` replaces each by the new name the entity got for that
-original name (:func:`leak_replacements`), which shifts later positions like step 4 does.
+"""Leak check: unannotated occurrences of an original name left in a renamed document ("... the Loud Tour ..."
+outside any mention: DocRED does not annotate every occurrence). ``RenamingConfig(fix_leaks=True)`` replaces
+each by the entity's new name for it.
 """
 
 from __future__ import annotations
@@ -39,11 +34,8 @@ def _originals_from_substitutions(doc: Document) -> dict[int, dict[str, list[str
 
 
 def find_leaks(doc: Document, originals: Mapping[int, Mapping[str, Sequence[str]]] | None = None) -> list[Leak]:
-    """Unannotated occurrences of original names in ``doc`` (a renamed copy).
-
-    ``originals[entity][original name]`` gives the tokens to look for; by default they are
-    read from ``doc.substitutions`` (the original names, tokenized).
-    """
+    """Unannotated occurrences of original names in ``doc`` (a renamed copy); ``originals[entity][name]``
+    gives the tokens to look for (by default from ``doc.substitutions``)."""
     if originals is None:
         originals = _originals_from_substitutions(doc)
     patterns: dict[str, list[tuple[tuple[str, ...], int, str]]] = {}
@@ -55,10 +47,7 @@ def find_leaks(doc: Document, originals: Mapping[int, Mapping[str, Sequence[str]
         return []
     for group in patterns.values():
         group.sort(key=lambda p: (-len(p[0]), p[1], p[2]))  # longest first, then deterministic
-    covered: dict[int, set[int]] = {}
-    for entity in doc.entities:
-        for mention in entity.mentions:
-            covered.setdefault(mention.sent_id, set()).update(range(mention.start, mention.end))
+    covered = doc.covered()
     leaks: list[Leak] = []
     for s, sent in enumerate(doc.sents):
         mask = covered.get(s, set())

@@ -1,11 +1,8 @@
 """The output folder of ``envre build``: ours (marker), one build at a time (lock), a split rewritten whole.
 
-A folder carries a marker (``.envre-build``); a non-empty folder without it is refused, so a folder that is not
-ours is never touched. A build holds ``flock`` on the marker while it runs, so a second build of the folder is
-refused at once, and the kernel drops the lock of a killed build. A split is renamed in memory first; while its
-files are then replaced (each one atomically, :mod:`envre_hf.atomic`), ``.build/<split>`` marks it unfinished
-and readers refuse the folder (:func:`envre_hf.documents.build_folder.unfinished_splits`). The fix for a kill
-is to run the same build again: renaming is deterministic, so it writes the bytes of an uninterrupted build.
+A non-empty folder without the marker (``.envre-build``) is never touched; a build holds ``flock`` on the
+marker (the kernel drops it for a killed build); while a split's files are replaced, ``.build/<split>`` marks
+it unfinished and readers refuse it. After a kill, the same build run again writes the same bytes.
 """
 
 from __future__ import annotations
@@ -17,13 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..atomic import fsync_dir, write_text
+from ..atomic import PathLike, fsync_dir, write_text
 from ..documents import DocumentError
 from ..documents.build_folder import STATISTICS_FILE, WORK_DIR
 from ..documents.io import parse_json, read_text
 from .isolation import NAMES_FILE, NAMES_FORMAT, names_file_problem
-
-PathLike = str | os.PathLike
 
 #: The marker of a folder written by envre build (created once, never replaced: builds lock it).
 MARKER_FILE = ".envre-build"
@@ -45,8 +40,8 @@ def _read_json(path: Path, default: Any) -> Any:
 
 
 def read_statistics(folder: Path) -> dict[str, dict[str, Any]]:
-    """``folder/statistics.json`` (``{}`` when absent); a file of another shape than a build writes (people edit
-    it) is a :class:`BuildError` naming it and what is wrong."""
+    """``folder/statistics.json`` (``{}`` when absent); one of another shape (people edit it) is a
+    :class:`BuildError` naming what is wrong."""
     path = folder / STATISTICS_FILE
     stats = _read_json(path, {})
     problem = None
@@ -100,9 +95,8 @@ def claim_output_folder(folder: PathLike) -> Path:
     return folder
 
 
-#: File descriptors of the build locks this process holds. A flock belongs to the open file, which forked
-#: children (the renaming workers) share: they close their copies at once, so that a ``kill -9`` of the build
-#: releases the lock then, not when the last orphaned worker has finished its chunk.
+#: Build locks this process holds: forked renaming workers close their copies at once, so a ``kill -9`` of the
+#: build releases the lock then, not when the last orphaned worker has finished its chunk.
 _HELD_LOCKS: set[int] = set()
 
 

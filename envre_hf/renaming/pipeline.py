@@ -1,71 +1,12 @@
 """The four-step renaming pipeline: link, type, retrieve a look-alike, substitute alias-wise.
 
-For every entity of a document (in entity order):
-
-1. **link** it to a knowledge-base item (``kb.link``);
-2. take the item's fine-grained **types**, most specific first (``kb.types``);
-3. **retrieve** items of that type with at least as many names as the entity has distinct
-   mention names (``kb.candidates(type, min_names, exclude={own item})``; the next type is
-   tried when none fits) and draw one with ``random.Random(f"{seed}|{doc.key}|{entity}")``,
-   so a choice depends only on the seed, the document and the entity, never on processing
-   order or on other documents;
-4. **substitute** alias-wise: the entity's distinct original names, most frequent first
-   (first appearance breaks ties), get the candidate's usable names in KB order (label
-   first, then aliases), each of the same **form** (``forms``): a demonym ("American") gets a
-   demonym of the candidate (its demonym-form names and ``kb.demonyms``), an acronym an
-   acronym, a plain name a plain name (an acronym when no plain one is left); a leading article
-   and a plural are preferred, a possessive ending is kept. A candidate that cannot serve every
-   form is skipped; when none can, the entity stays unchanged (``no-form-match``). Identical
-   original names get the same new name. A new name's leading "The" is dropped when the text
-   already has "the" right before a mention of that original name (no "the The Beatles"),
-   unless the shorter name would collide with another name.
-
-**Coherent values.** TIME names move by one year offset per document
-(:func:`~envre_hf.renaming.values.document_year_shift`, drawn from ``(seed, document)``): every
-year, range and decade moves by it and dated names keep month and day, so ranges still run
-forward, lifetimes keep their length and every date stays valid. A shifted year may equal
-another entity's *original* year (which moves on too), never a new name; when it equals a name
-that stays in the text, that entity is left unchanged (``value-collision``). NUM: a count of one
-pluralises the noun it counts ("one year" -> "three years", "one large island" -> "three large
-islands": inside the mention as part of the new name, outside it as a text edit when that token is
-in no mention; when it is part of another mention, or which word is the noun cannot be told, the
-entity is left unchanged, ``no-number-agreement``); no other count becomes
-one, and percentages stay within 0-100.
-
-**Articles.** After substitution, "a"/"an" right before a substituted mention (outside every
-mention) is set to agree with the new name (:func:`~envre_hf.renaming.forms.indefinite_article`);
-these edits replace one token by one token, so no span moves. :class:`RenameReport` counts them.
-
-A candidate name is *usable* when it is not in ``config.exclude_names`` (name isolation) and
-does not collide with any original name in the document, with a name already given to
-another entity, or with another new name of the same entity; names are compared by
-:func:`~envre_hf.documents.tokenize.name_key` (DocRED tokens, case-folded). NUM and TIME
-entities (``config.value_types``) get rule-based new values instead (``values``).
-
-**Overlap rule.** A mention is replaced only when no other mention overlaps its span, except
-mentions of the same entity with the identical span and name. An entity with any other
-overlapping or nested mention (37 pairs of different entities in the Re-DocRED test split) is
-left unchanged, and so is the entity it overlaps; their mentions still move with the rest
-of the sentence, so no span is ever corrupted.
-
-**Output.** The renamed copy keeps sentences count, labels, evidence, entity order and
-mention order; ``doc_id`` is ``f"{doc.key}#{seed}"``, ``orig_title`` the original title and
-``seed`` the seed. A renamed mention's tokens are the new name's DocRED tokens
-(:func:`~envre_hf.documents.tokenize.tokenize_name`) and its ``name`` is those tokens joined
-by single spaces, so ``" ".join(tokens) == name`` for every renamed mention (the original
-``name``/token mismatches such as ``"63.93%"`` are thereby normalised). Later positions in
-changed sentences shift; Re-DocRED's ``global_pos`` is recomputed, its ``index`` stays valid.
-A renamed entity's ``wikidata_id`` becomes the new item's id when that is a Wikidata Q-id
-and ``None`` otherwise, and its stale ``entity_linking`` is dropped. The title is replaced
-when it equals an original name of a renamed entity.
-
-``substitutions`` lists, per renamed entity, one :class:`Substitution` per distinct original
-name (``match`` = the KB's ``"exact"`` / ``"relaxed:<how>"``, or ``"rule"`` for values), and
-one record per unchanged entity (its most frequent name) with ``new_name == original_name``,
-``match`` = ``"unchanged:<reason>"`` (``unlinked``, ``untyped``, ``no-candidate``, ``no-form-match``,
-``overlap``, ``no-rule``, ``value-collision``, ``no-number-agreement``) and, when step 1/2 got that
-far, the entity's own item and type; see
-:func:`is_substituted`.
+Per entity, in entity order: link it to a KB item, take the item's types (most specific first), draw a
+candidate of that type with enough names from ``random.Random(f"{seed}|{doc.key}|{entity}")`` (so a choice
+depends only on seed, document and entity), and give each distinct original name (most frequent first) a
+usable candidate name of the same form. NUM/TIME entities get rule-made values (``values``), TIME moving by
+one year offset per document. Entities with overlapping mentions of another entity stay unchanged, so no
+span is corrupted. Every rule and guarantee is in docs/renaming.md and docs/coherence.md; ``substitutions``
+records one :class:`Substitution` per renamed name or one ``unchanged:<reason>`` record (:func:`is_substituted`).
 """
 
 from __future__ import annotations
@@ -79,9 +20,9 @@ from dataclasses import dataclass, field
 
 from ..documents import DOCUMENT_FEATURES, Document, Substitution, document_from_row, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
-from .forms import ACRONYM, DEMONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
 from .driver import RenamingDriver
-from .forms import is_count_of_one, is_one, pluralize, with_case
+from .forms import ACRONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
+from .forms import INDEFINITE, is_count_of_one, is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
 from .substitution import SpanReplacement, substitute
 from ..documents.tokenize import name_key, tokenize_name
@@ -96,8 +37,7 @@ RULES: dict[str, str] = {
     "possessive ending kept",
     "articles-1": "a/an right before a substituted mention agrees with the new name's first sound",
 }
-#: The versions of the rules that decide how a renamed text reads; recorded in the renaming config
-#: (and so in the build statistics and the card) so that two benchmark versions can be compared.
+#: Recorded in the config (so in the statistics and the card): two benchmark versions can be compared.
 RULE_VERSIONS = " ".join(RULES)
 
 UNCHANGED = "unchanged:"
@@ -119,8 +59,7 @@ class RenamingConfig:
     fix_leaks: bool = False
     #: Coarse types renamed by the NUM/TIME value rules instead of the KB; ``()`` sends all to the KB.
     value_types: tuple[str, ...] = ("NUM", "TIME")
-    #: Whether ``exclude_names`` also vetoes rule-made values (years, numbers); off since any
-    #: year or number appears in a large training split.
+    #: Whether ``exclude_names`` also vetoes rule-made values; off since any year appears in a large split.
     exclude_values: bool = False
     #: How many of ``kb.types(item)`` (most specific first) step 3 tries before giving up.
     max_types: int = 3
@@ -170,26 +109,6 @@ class _Choice:
     pluralize_after: tuple[tuple[int, int], ...] = ()
 
 
-class _Forms(list):
-    """The forms of an entity's original names: the order they are served in (stems before possessives)
-    and how many demonym/acronym names a candidate needs at least."""
-
-    def __init__(self, forms: list[NameForm]):
-        super().__init__(forms)
-        self.possessives = self.demonyms = self.acronyms = 0
-        for f in forms:
-            if f.possessive:
-                self.possessives += 1
-            elif f.hard == DEMONYM:
-                self.demonyms += 1
-            elif f.hard == ACRONYM:
-                self.acronyms += 1
-        order = range(len(forms))
-        self.order = sorted(order, key=lambda i: bool(forms[i].possessive)) if self.possessives else order
-        #: every name has the same form, without a possessive ending
-        self.uniform = not self.possessives and all(f == forms[0] for f in forms)
-
-
 def entity_rng(seed: int, doc_key: str, entity: int) -> random.Random:
     """The generator of one entity's draw: depends on nothing but (seed, document key, entity index)."""
     return random.Random(f"{seed}|{doc_key}|{entity}")
@@ -222,13 +141,8 @@ def _bare(key: str) -> str:
 
 
 def _fit_articles(doc: Document, e: int, tokens: dict[str, list[str]], taken: set[str]) -> dict[str, list[str]]:
-    """Drop a new name's leading "The" where the text already has "the" right before the mention.
-
-    Without this, "in the United States" renamed to "The Swingles" reads "in the The Swingles".
-    The article is dropped for every mention of that original name (one original name -> one new
-    name), and only when the shorter name stays distinct from the entity's other new names and
-    from every name already in use.
-    """
+    """Drop a new name's leading "The" where the text has "the" before a mention ("in the The Swingles"),
+    for every mention of that original name, when the shorter name stays distinct from every name in use."""
     preceded = set()
     for mention in doc.entities[e].mentions:
         if mention.start > 0 and doc.sents[mention.sent_id][mention.start - 1].casefold() == "the":
@@ -248,10 +162,8 @@ def _fit_articles(doc: Document, e: int, tokens: dict[str, list[str]], taken: se
 
 
 class RenamingPipeline:
-    """Renames the entities of documents with names drawn from a :class:`KnowledgeBase`.
-
-    Deterministic: the same documents, seed, config and KB snapshot give byte-identical output.
-    """
+    """Renames the entities of documents with names drawn from a :class:`KnowledgeBase`; the same documents,
+    seed, config and KB snapshot give byte-identical output."""
 
     def __init__(self, kb: KnowledgeBase, config: RenamingConfig | None = None):
         self.kb = kb
@@ -259,10 +171,7 @@ class RenamingPipeline:
         # article-insensitive: a benchmark that used "Gambia" (its "The" dropped) also excludes "The Gambia"
         keys = [name_key(n) for n in self.config.exclude_names]
         self._excluded = frozenset(keys) | frozenset(_bare(k) for k in keys)
-        # item -> (usable names as (name, key, form), number of demonym names, number of acronym names)
-        self._names_cache: dict[str, tuple[tuple[tuple[str, str, NameForm], ...], int, int]] = {}
-
-    # ------------------------------------------------------------------ public API
+        self._names_cache: dict[str, tuple[tuple[str, str, NameForm], ...]] = {}  # item -> usable (name, key, form)
 
     def rename(self, doc: Document, seed: int) -> Document:
         """The renamed copy of ``doc`` for ``seed`` (see the module docstring for every guarantee)."""
@@ -313,19 +222,15 @@ class RenamingPipeline:
             _settle_value_collisions(doc, choices, unchanged)
         subs: list[Substitution] = []
         originals: dict[int, dict[str, list[str]]] = {}
-        for e in range(len(doc.entities)):
-            names = all_names[e]
+        for e, names in all_names.items():
             choice = choices.get(e) or unchanged[e]
             report.outcomes[e] = choice.match
-            if e not in choices:
-                subs.append(
-                    Substitution(e, choice.item_id, choice.fine_type, names[0][0], names[0][0], choice.match)
-                )
-                continue
-            originals[e] = dict(names)
-            for name, _ in names:
-                new_name = " ".join(choice.new_tokens[name])
-                subs.append(Substitution(e, choice.item_id, choice.fine_type, name, new_name, choice.match))
+            if e in choices:
+                originals[e] = dict(names)
+                pairs = [(name, " ".join(choice.new_tokens[name])) for name, _ in names]
+            else:  # one record, the most frequent name
+                pairs = [(names[0][0], names[0][0])]
+            subs += [Substitution(e, choice.item_id, choice.fine_type, old, new, choice.match) for old, new in pairs]
         replacements, new_names = [], {}
         for e, choice in choices.items():
             for m, mention in enumerate(doc.entities[e].mentions):
@@ -339,16 +244,8 @@ class RenamingPipeline:
                 for name, tokens in choice.new_tokens.items():
                     if doc.title == name or title_key == name_key(name):
                         title = " ".join(tokens)
-        renamed = substitute(
-            doc,
-            replacements,
-            new_names,
-            title=title,
-            doc_id=f"{doc.key}#{seed}",
-            orig_title=doc.title,
-            seed=seed,
-            substitutions=subs,
-        )
+        renamed = substitute(doc, replacements, new_names, title=title, doc_id=f"{doc.key}#{seed}",
+                             orig_title=doc.title, seed=seed, substitutions=subs)
         for e, choice in choices.items():
             entity = renamed.entities[e]
             entity.wikidata_id = choice.item_id if choice.item_id and _QID.match(choice.item_id) else None
@@ -361,8 +258,6 @@ class RenamingPipeline:
             renamed = substitute(renamed, leak_replacements(leaks, new_tokens))
             report.leaks_fixed = len(leaks)
         return renamed, report
-
-    # ------------------------------------------------------------------ steps
 
     @staticmethod
     def _ordered_names(doc: Document, e: int) -> list[tuple[str, list[str]]]:
@@ -396,7 +291,7 @@ class RenamingPipeline:
         types = self.kb.types(item)
         if not types:
             return _Choice(item, None, UNCHANGED + "untyped", {})
-        forms = _Forms([form_of_tokens(tuple(tokens)) for _, tokens in names])
+        forms = [form_of_tokens(tuple(tokens)) for _, tokens in names]
         offered = False
         for fine_type in types[: self.config.max_types]:
             candidates = self.kb.candidates(fine_type, len(names), frozenset({item}))
@@ -440,13 +335,11 @@ class RenamingPipeline:
         return _Choice(None, values.fine_type, "rule", values.tokens, pluralize_after)
 
     def _candidate_names(self, item_id: str) -> tuple[tuple[str, str, NameForm], ...]:
-        """The item's names (KB order, demonyms appended) that are not excluded, as ``(name, key, form)``.
-
-        Cached per item (a KB snapshot is fixed); the per-document collision check is :meth:`_usable_names`'.
-        """
+        """The item's names (KB order, demonyms appended) that are not excluded, as ``(name, key, form)``;
+        cached per item (a KB snapshot is fixed)."""
         cached = self._names_cache.get(item_id)
         if cached is not None:
-            return cached[0]
+            return cached
         names = self.kb.names(item_id)
         extra = [d for d in self.kb.demonyms(item_id) if d not in names]
         out: list[tuple[str, str, NameForm]] = []
@@ -459,46 +352,21 @@ class RenamingPipeline:
             out.append((name, key, form_of(name)))
         if len(self._names_cache) > 200_000:
             self._names_cache.clear()
-        found = tuple(out)
-        demonyms = sum(1 for _, _, form in out if form.hard == DEMONYM)
-        acronyms = sum(1 for _, _, form in out if form.hard == ACRONYM)
-        self._names_cache[item_id] = (found, demonyms, acronyms)
+        found = self._names_cache[item_id] = tuple(out)
         return found
 
-    def _may_serve(self, item_id: str, forms: "_Forms") -> bool:
-        """Cheap check before :meth:`_usable_names`: enough demonym and acronym names at all."""
-        if not (forms.demonyms or forms.acronyms):
-            return True
-        cached = self._names_cache.get(item_id)
-        if cached is None:
-            self._candidate_names(item_id)
-            cached = self._names_cache[item_id]
-        return cached[1] >= forms.demonyms and cached[2] >= forms.acronyms
-
-    def _usable_names(self, item_id: str, forms: "_Forms", taken: set[str]) -> list[list[str]] | None:
+    def _usable_names(self, item_id: str, forms: list[NameForm], taken: set[str]) -> list[list[str]] | None:
         """New tokens for each original name's form, or ``None`` when the item cannot serve every form.
 
-        Each original name gets an unused candidate name of the same hard form (a plain name may
-        take an acronym when no plain name is left), preferring one with the same leading article
-        and plural; a possessive original (served after the plain names) gets an unused name of its
-        stem's form plus its ending: like every other original name, a name of its own among the
-        candidate's aliases, not necessarily the one its stem got (alias-wise substitution).
+        Each original name gets an unused name of the same hard form (a plain one may take an acronym),
+        preferring the same leading article and plural; a possessive gets a name of its own plus its ending.
         """
-        names = self._candidate_names(item_id)
-        if forms.uniform:  # fast path: the first names of exactly that form (what the general path picks too)
-            want = forms[0]
-            fast: list[list[str]] = []
-            for name, key, form in names:
-                if form == want and key not in taken:
-                    fast.append(tokenize_name(name))
-                    if len(fast) == len(forms):
-                        return fast
-        pool = [(name, form) for name, key, form in names if key not in taken]
-        if len(pool) < len(forms) - forms.possessives or not pool:
+        pool = [(name, form) for name, key, form in self._candidate_names(item_id) if key not in taken]
+        if len(pool) < sum(not f.possessive for f in forms) or not pool:
             return None
         used: set[int] = set()
         out: list[list[str] | None] = [None] * len(forms)
-        for i in forms.order:
+        for i in sorted(range(len(forms)), key=lambda i: bool(forms[i].possessive)):  # stems before possessives
             want = forms[i]
             best, best_score = -1, -1
             for j, (_, form) in enumerate(pool):
@@ -521,14 +389,14 @@ class RenamingPipeline:
         return out  # type: ignore[return-value]
 
     def _pick(
-        self, candidates: Sequence[Candidate], own: str, forms: "_Forms", rng: random.Random, taken: set[str]
+        self, candidates: Sequence[Candidate], own: str, forms: list[NameForm], rng: random.Random, taken: set[str]
     ) -> tuple[Candidate, list[list[str]]] | None:
         n = len(candidates)
         if n == 0:
             return None
 
         def try_one(candidate: Candidate) -> tuple[Candidate, list[list[str]]] | None:
-            if candidate.item_id == own or not self._may_serve(candidate.item_id, forms):
+            if candidate.item_id == own:
                 return None
             usable = self._usable_names(candidate.item_id, forms, taken)
             return None if usable is None else (candidate, usable)
@@ -546,17 +414,13 @@ class RenamingPipeline:
 
 
 _PERCENT_WORDS = ("%", "percent", "per", "pct")
-_INDEFINITE = frozenset({"a", "an", "A", "An", "AN"})
 
 
 def _value_context(doc: Document, e: int) -> tuple[bool, tuple[tuple[int, int], ...], bool]:
     """``(percent, (mention, offset) of each noun outside to pluralise, agreement impossible)`` for a value entity.
 
-    A mention ending in a count of one has the noun it counts (:func:`~envre_hf.renaming.forms.counted_noun`,
-    ``offset`` tokens after the mention's end, adjectives skipped) pluralised once the count changes. When
-    that noun cannot be told, or a word of its phrase is part of another mention (which must not change,
-    "one Oscar"), the entity is left unchanged instead (``no-number-agreement``): the count keeps its
-    grammatical number rather than the text guessing.
+    When the noun a count of one counts cannot be told, or belongs to another mention ("one Oscar"), the
+    entity stays unchanged (``no-number-agreement``) rather than the text guessing.
     """
     entity = doc.entities[e]
     percent = False
@@ -591,12 +455,8 @@ def _covered(doc: Document, sent_id: int, pos: int) -> bool:
 
 
 def _settle_value_collisions(doc: Document, choices: dict[int, _Choice], unchanged: dict[int, _Choice]) -> None:
-    """Undo shifted TIME values equal to a name that stays in the text (an unchanged entity's name).
-
-    With one year offset per document, "2007" -> "2010" is fine while the entity named "2010" moves on
-    too, but not when that entity stays: then the first one is left unchanged as well
-    (``value-collision``), until no new name equals a name left in place.
-    """
+    """Leave unchanged (``value-collision``) each shifted TIME value equal to a name that stays in the text,
+    until none is: "2007" -> "2010" is fine only while the entity named "2010" moves on too."""
     while True:
         kept = {name_key(m.name) for e in unchanged for m in doc.entities[e].mentions}
         clash = [
@@ -612,19 +472,15 @@ def _settle_value_collisions(doc: Document, choices: dict[int, _Choice], unchang
 
 
 def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tuple[int, int]:
-    """Make "a"/"an" before each substituted mention agree with its new name, and pluralise nouns after
-    counts of one; only tokens outside every mention change (same count: no span moves).
-
-    Returns ``(articles fixed, nouns pluralised)``. Edits go into ``renamed`` in place (its changed
-    sentences are its own lists; a sentence still shared with ``doc`` is copied first).
-    """
+    """Make "a"/"an" before each substituted mention agree with its new name and pluralise nouns after counts
+    of one, in ``renamed`` (one token for one: no span moves); returns ``(articles fixed, nouns pluralised)``."""
     edits: list[tuple[int, int, str, bool]] = []  # (sentence, position, new token, is an article)
     sents = renamed.sents
     for e, choice in choices.items():
         mentions = renamed.entities[e].mentions
         for mention in mentions:
             start = mention.start
-            if start == 0 or sents[mention.sent_id][start - 1] not in _INDEFINITE:
+            if start == 0 or sents[mention.sent_id][start - 1] not in INDEFINITE:
                 continue
             i = start - 1
             article = sents[mention.sent_id][i]
@@ -663,12 +519,7 @@ class _RenameBatch:
 
 
 def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], num_proc: int = 1, batch_size: int = 64):
-    """Renamed copies of every row of a document ``datasets.Dataset``, one copy per seed.
-
-    Rows come seed-major (all documents for ``seeds[0]``, then ``seeds[1]``, ...), in the
-    input order, whatever ``num_proc`` is: each copy depends only on its document and seed.
-    The dataset must have the columns of :data:`~envre_hf.documents.DOCUMENT_FEATURES`.
-    """
+    """Renamed copies of every row of a document ``datasets.Dataset``, seed-major, the same for any ``num_proc``."""
     from datasets import concatenate_datasets
 
     missing = set(DOCUMENT_FEATURES) - set(dataset.column_names)

@@ -1,12 +1,8 @@
 """Writing one split of a build folder: parquet shards, failure file, JSON export, names, statistics, card.
 
-The split is written from the renamed units in input order (document, then seed), whatever order they were
-renamed in, so a parallel or repeated build writes the same bytes as a plain one. Besides the ``default`` config's
-shards (``data/<split>-*``, every seed) it writes one config per seed (``data/seed<k>/<split>-*``, that seed's
-rows in input order) and ``original`` (``data/original/<split>-*``, the unrenamed input documents), the layout of
-peer benchmarks that ship each variant as its own config (:func:`config_data_files`). Each file is replaced
-atomically, card last, while :func:`~envre_hf.renaming.output_folder.unfinished_split` marks the split; the
-temporary files a killed write left are removed first.
+Rows go in input order (document, then seed) whatever order they were renamed in, so a parallel or repeated
+build writes the same bytes; besides ``default`` (every seed) there is one config per seed and ``original``, as
+peer benchmarks ship each variant. Each file is replaced atomically, card last, under the unfinished mark.
 """
 
 from __future__ import annotations
@@ -19,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_open, atomic_path, clean_temporary_files, write_json
-from ..documents import DOCUMENT_FEATURES, Document, document_to_row, write_documents
+from ..documents import Document, document_to_row, write_documents
+from ..documents.hf import rows_to_dataset
 from ..documents.build_folder import STATISTICS_FILE, WORK_DIR, is_shard_of
 from .card import write_dataset_card
 from .driver import DocumentFailure, RenamedUnit
@@ -38,19 +35,12 @@ def shard_names(split: str, n_rows: int) -> list[str]:
 
 
 def write_parquet(rows: list[dict[str, Any]], data_dir: Path, split: str) -> list[Path]:
-    """Parquet shards with the datasets schema metadata. Rows go to Arrow in one C++ call (what
-    ``Dataset.from_list`` writes too, byte for byte, at twice the cost)."""
-    import pyarrow as pa
-    from datasets import Dataset
-    from datasets.table import InMemoryTable
-
+    """Parquet shards with the datasets schema metadata."""
     data_dir.mkdir(parents=True, exist_ok=True)
     paths = [data_dir / name for name in shard_names(split, len(rows))]
     for i, path in enumerate(paths):
-        shard = rows[i * MAX_ROWS_PER_SHARD : (i + 1) * MAX_ROWS_PER_SHARD]
-        table = pa.Table.from_pylist(shard, schema=DOCUMENT_FEATURES.arrow_schema)
         with atomic_path(path) as tmp:
-            Dataset(InMemoryTable(table)).to_parquet(str(tmp))
+            rows_to_dataset(rows[i * MAX_ROWS_PER_SHARD : (i + 1) * MAX_ROWS_PER_SHARD]).to_parquet(str(tmp))
     return paths
 
 
@@ -92,12 +82,8 @@ def write_split(
     *,
     export_json: bool = False,
 ) -> tuple[list[Path], dict[str, Any], list[DocumentFailure]]:
-    """Write the split of ``results`` (in input order) into ``out`` (see the module doc).
-
-    ``card`` holds :func:`~envre_hf.renaming.card.write_dataset_card` options; ``originals`` the input documents
-    (``None`` where one could not be read), the ``original`` config. Returns the ``default`` shards, the split's
-    statistics and every (document, seed) not renamed.
-    """
+    """Write the split of ``results`` (in input order) into ``out``; ``originals`` (``None`` where unreadable)
+    make the ``original`` config. Returns the ``default`` shards, the statistics and the units not renamed."""
     done = [r for r in results if r.failure is None]
     rows = [r.row for r in done]
     config_rows = {seed_config(s): [r.row for r in done if r.seed == s] for s in seeds}

@@ -15,12 +15,8 @@ from .inputs import SourceInfo
 
 
 def substitution_rates(renamed: Iterable[Document]) -> dict[str, dict[str, float]]:
-    """Per coarse entity type (and ``"ALL"``): ``entities``, ``substituted`` and ``rate``.
-
-    An entity counts as substituted when its ``substitutions`` records are not
-    ``unchanged:<reason>``. Documents without ``substitutions`` (not renamed) count every
-    entity as unchanged.
-    """
+    """Per coarse entity type (and ``"ALL"``): ``entities``, ``substituted`` (records not ``unchanged:``)
+    and ``rate``."""
     totals: Counter[str] = Counter()
     done: Counter[str] = Counter()
     for doc in renamed:
@@ -52,12 +48,8 @@ def _entity_matches(renamed: Iterable[Document]) -> Iterable[tuple[str, str]]:
 
 
 def match_counts(renamed: Iterable[Document], by_type: bool = False) -> dict[str, Any]:
-    """Entities per outcome: ``exact``, ``relaxed``, ``rule`` or ``unchanged:<reason>``.
-
-    ``by_type``: per coarse type instead, ``{type: {"exact", "relaxed", "rule", "unchanged"}}`` (every key
-    present, reasons summed), which says per type how many new names kept the fine-grained KB type, how many
-    relaxed it (whether the labels still hold) and how many were rule-made values (NUM/TIME).
-    """
+    """Entities per outcome: ``exact``, ``relaxed``, ``rule`` or ``unchanged:<reason>``; ``by_type``: per
+    coarse type, ``{type: {"exact", "relaxed", "rule", "unchanged"}}`` (every key present, reasons summed)."""
     if not by_type:
         return dict(sorted(Counter(kind for _, kind in _entity_matches(renamed)).items()))
     table: dict[str, Counter[str]] = {}
@@ -76,9 +68,7 @@ def construction_statistics(
     source: SourceInfo,
     seeds: Sequence[int],
 ) -> dict[str, Any]:
-    """The numbers a dataset card reports: substitution rate per coarse type, type-match kinds (exact /
-    relaxed / rule / unchanged:<reason>, overall and per coarse type), leaks left in the text (``leaks[i]`` for ``renamed[i]``), names
-    used, KB snapshot, seeds, and the text coherence figures (``envre_hf.renaming.coherence``)."""
+    """The numbers a dataset card reports (``leaks[i]`` is the leak count of ``renamed[i]``)."""
     return {
         "source_documents": source_docs,
         "seeds": list(seeds),

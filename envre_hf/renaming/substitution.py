@@ -1,17 +1,13 @@
-"""Span replacement in tokenized sentences, with the position map that keeps every other span valid.
-
-Replacing ``sents[s][a:b]`` by tokens of another length shifts every later position in
-sentence ``s``. :func:`replace_spans` applies all replacements of a document at once and
-returns a :class:`SpanMap` that moves any old span to its new place. A span that partially
-overlaps a replaced one (or strictly contains one) has no well-defined new place, so
-:meth:`SpanMap.remap` refuses it; the pipeline never asks (see ``pipeline``'s overlap rule).
+"""Span replacement in tokenized sentences, with the position map that keeps every other span valid: a span
+that partially overlaps a replaced one has no well-defined new place, so :meth:`SpanMap.remap` refuses it
+(the pipeline never asks: see its overlap rule).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..documents import Document, Entity, Mention, Relation
 from ..documents.schema import sentence_offsets
@@ -69,11 +65,8 @@ class SpanMap:
 def replace_spans(
     sents: Sequence[list[str]], replacements: Iterable[SpanReplacement]
 ) -> tuple[list[list[str]], SpanMap]:
-    """New sentences (unchanged ones are shared, not copied) and the map of old spans to new ones.
-
-    Identical replacements (same span, same tokens) are merged; other overlaps raise
-    :class:`SpanOverlapError`.
-    """
+    """New sentences (unchanged ones shared) and the map of old spans to new ones; identical replacements are
+    merged, other overlaps raise :class:`SpanOverlapError`."""
     by_sent: dict[int, dict[tuple[int, int], tuple[str, ...]]] = {}
     for rep in replacements:
         if not rep.tokens:
@@ -125,13 +118,9 @@ def substitute(
     new_names: dict[tuple[int, int], str] | None = None,
     **fields: object,
 ) -> Document:
-    """A copy of ``doc`` with ``replacements`` applied and every mention moved to its new span.
-
-    ``new_names[(entity, mention)]`` sets a mention's new ``name``. Re-DocRED's ``global_pos``
-    is recomputed (dropped if its convention is not recognised); ``fields`` override
-    :class:`Document` fields of the copy (``doc_id``, ``substitutions``, ...). Raises
-    :class:`SpanOverlapError` when a mention partially overlaps a replaced span.
-    """
+    """A copy of ``doc`` with ``replacements`` applied and every mention moved to its new span; ``new_names``
+    sets mentions' new names, ``fields`` override fields of the copy, and Re-DocRED's ``global_pos`` is
+    recomputed (dropped if its convention is unknown)."""
     new_names = new_names or {}
     new_sents, span_map = replace_spans(doc.sents, replacements)
     changed = span_map.changed
@@ -162,18 +151,10 @@ def substitute(
                 )
             )
         entities.append(Entity(mentions=mentions, wikidata_id=entity.wikidata_id, extra=dict(entity.extra)))
-    values = {
-        "title": doc.title,
-        "sents": new_sents,
-        "entities": entities,
+    copies = {
         "relations": [Relation(r.h, r.t, r.r, list(r.evidence), dict(r.extra)) for r in doc.relations],
-        "doc_id": doc.doc_id,
-        "has_labels": doc.has_labels,
-        "orig_title": doc.orig_title,
-        "seed": doc.seed,
         "substitutions": None if doc.substitutions is None else list(doc.substitutions),
         "extra": dict(doc.extra),
     }
-    values.update(fields)
-    return Document(**values)  # type: ignore[arg-type]
+    return replace(doc, sents=new_sents, entities=entities, **{**copies, **fields})  # type: ignore[arg-type]
 

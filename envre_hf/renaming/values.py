@@ -1,29 +1,10 @@
 """Rule-based new values for NUM and TIME entities (step 4 without a knowledge base).
 
-Numbers and dates are not items a knowledge base can offer as look-alikes, so their mentions
-get new values that keep the surface format and differ from the original:
-
-* years ``2007`` -> another year within 30 (not past 2020 when the original was not); year
-  ranges ``2016–17`` keep their span; full dates ``August 31, 2017``, month-year ``May 2002``
-  and day-month forms change month, day (1-28) and year; decades ``1990s`` / ``90s`` move by
-  10-50 years; centuries ``19th century`` become another century (12th-21st);
-* numbers in digits keep their digit count, comma/decimal layout and trailing zeros
-  (``10,000`` -> ``40,000``, ``63.93`` -> ``17.42``), so percentages (``63.93 %``) and
-  currency amounts (``US$ 90 million``) keep their unit and scale words;
-* numbers and ordinals in words (``three``, ``Second``) become another word of the same kind,
-  capitalisation kept; clock times ``11:59`` get a valid new hour and minute.
-
-With ``year_shift`` (what the pipeline passes, one offset per document from
-:func:`document_year_shift`), years, year ranges and decades move by that offset instead of
-per-entity draws, and names with a year keep month and day: dates keep their order and
-intervals across the whole document. A count of one never stays one and nothing becomes one
-(so the noun it counts can be pluralised), and ``percent`` keeps values within 0-100.
-
-The rules work on the mention's DocRED tokens, one *piece* (a digit group, a month, a number
-word) at a time, so the tokenization never changes. Pieces are mapped per entity, so
-``2007`` and ``November 29, 2007`` of one entity both get the same new year, and the map is
-injective, so distinct names stay distinct. A name without any piece (``today``) has no rule:
-the entity is then left unchanged. Everything is drawn from the caller's seeded generator.
+Numbers and dates keep their surface format: years move (by the document's ``year_shift`` when given, so
+dates keep their order and intervals), digit counts, layout and trailing zeros are kept, number words stay
+number words (docs/renaming.md, docs/coherence.md). The rules rewrite one *piece* (a digit group, a month, a
+number word) of the DocRED tokens at a time, so tokenization never changes; pieces map injectively per entity,
+so ``2007`` and ``November 29, 2007`` of one entity get the same new year and distinct names stay distinct.
 """
 
 from __future__ import annotations
@@ -33,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .forms import NO_NOUN, counted_noun, is_count_of_one, is_one, pluralize
+from .forms import NO_NOUN, counted_noun, is_count_of_one, is_one, pluralize, with_case
 
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
@@ -105,12 +86,8 @@ def _leap(year: int) -> bool:
 
 
 def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random, max_shift: int = 30) -> int:
-    """One non-zero year offset for all TIME names of a document (tokens of each name).
-
-    Within ``max_shift``; no year moves past 2020 unless some original year already is past it,
-    none below 1000; with a 29 February in the document, leap years stay leap years (so every
-    date stays valid).
-    """
+    """One non-zero year offset for all TIME names of a document, within ``max_shift``: no year moves past 2020
+    (unless one already is) or below 1000, and with a 29 February leap years stay leap (every date stays valid)."""
     years = [y for tokens in time_names for y in years_in(tokens)]
     feb29 = [y for tokens in time_names if _feb29(tokens) for y in years_in(tokens)]
     top = max((y for y in years if y <= 2020), default=None)
@@ -131,14 +108,6 @@ def _ordinal_suffix(n: int) -> str:
     if 10 <= n % 100 <= 20:
         return "th"
     return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-
-
-def _match_case(template: str, word: str) -> str:
-    if template.isupper():  # templates are number words: never a lone capital
-        return word.upper()
-    if template[:1].isupper():
-        return word[:1].upper() + word[1:]
-    return word
 
 
 def _new_digits(digits: str, rng: random.Random) -> str:
@@ -163,7 +132,7 @@ def _with_layout(template: str, digits: str) -> str:
 
 def _new_number(text: str, digits: str, rng: random.Random, percent: bool) -> str:
     """New digits in ``text``'s layout; never ``1`` unless the original was (grammatical number), <= 100 for
-    percentages (``None``-free: a value that cannot comply is returned unchanged and refused by the caller)."""
+    percentages (a value that cannot comply comes back unchanged, which the caller refuses)."""
     for _ in range(20):
         new = _with_layout(text, _new_digits(digits, rng))
         if new == "1" and text != "1":
@@ -189,13 +158,8 @@ class ValueRename:
 
 
 class _PieceMap:
-    """Per-entity injective map of pieces (``(kind, text)`` -> new text).
-
-    ``year_shift`` (the document's offset, see :func:`document_year_shift`) replaces the random
-    year draw: every year moves by it, decades by it rounded to ten, and months and days of an
-    entity with a year are kept, so dates keep their order and intervals. ``percent`` keeps
-    numbers within 0-100.
-    """
+    """Per-entity injective map of pieces (``(kind, text)`` -> new text); ``year_shift`` moves every year by it
+    and decades by it rounded to ten, instead of random draws."""
 
     def __init__(
         self, rng: random.Random, time: bool, year_shift: int | None = None, keep_month_day: bool = False,
@@ -232,6 +196,11 @@ def _is_month(token: str) -> int | None:
     if token in _MONTH_FULL:
         return _MONTH_FULL[token]
     return _MONTH_ABBR.get(token.rstrip("."))
+
+
+def _near_month(tokens: Sequence[str], i: int) -> bool:
+    """A month name within two tokens of token ``i`` (a number there is a day)."""
+    return any(_is_month(tokens[j]) is not None for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens))
 
 
 def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list[str]) -> str | None:
@@ -295,8 +264,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
             value = int(m.group("ordinal"))
             nxt = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
             century = pieces.time and (nxt.startswith("centur") or nxt == "-" and i + 2 < len(tokens))
-            neighbours = [tokens[j] for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens)]
-            day = pieces.time and value <= 31 and any(_is_month(t) is not None for t in neighbours)
+            day = pieces.time and value <= 31 and _near_month(tokens, i)
             kinds.append("century" if century else "day" if day else "ordinal")
             hi = 21 if century else 28 if day else max(9, value * 2)
             lo = 12 if century and value >= 12 else 1
@@ -309,14 +277,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
         elif m.group("number"):
             digits = re.sub(r"\D", "", text)
             is_year = pieces.time and len(text) == 4 and text.isdigit() and 1000 <= int(text) <= 2099
-            neighbours = [tokens[j] for j in (i - 1, i + 1, i - 2, i + 2) if 0 <= j < len(tokens)]
-            is_day = (
-                pieces.time
-                and text.isdigit()
-                and len(text) <= 2
-                and 1 <= int(text) <= 31
-                and any(_is_month(t) is not None for t in neighbours)
-            )
+            is_day = pieces.time and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= 31 and _near_month(tokens, i)
             if is_year:
                 kinds.append("year")
                 new = pieces.year(text)
@@ -340,7 +301,7 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
             # "one" -> never "one", nothing -> "one": the noun after a count keeps its number
             choices = [w for w in group if w != "one"]
             new_word = pieces.get("word", lower, lambda: rng.choice(choices))
-            new = None if new_word is None else _match_case(text, new_word)
+            new = None if new_word is None else with_case(text, new_word)
         if new is None:
             return None
         out.append(new)
@@ -348,36 +309,26 @@ def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list
     return "".join(out)
 
 
+#: TIME formats by the kinds of pieces a name has, the first that fits wins.
+_TIME_FORMATS = (
+    ({"month", "day", "year"}, "date"), ({"month", "year"}, "month-year"), ({"month", "day"}, "day-month"),
+    ({"month"}, "month"), ({"century"}, "century"), ({"decade"}, "decade"), ({"year"}, "year"),
+    ({"clock"}, "clock"), ({"words"}, "words"),
+)  # fmt: skip
+
+
 def _fine_type(coarse: str, kinds: list[str], tokens: Sequence[str]) -> str:
     k = set(kinds)
     if coarse == "TIME":
-        if "month" in k and "day" in k and "year" in k:
-            fmt = "date"
-        elif "month" in k and "year" in k:
-            fmt = "month-year"
-        elif "month" in k:
-            fmt = "day-month" if "day" in k else "month"
-        elif "century" in k:
-            fmt = "century"
-        elif "decade" in k:
-            fmt = "decade"
-        elif "year" in k:
-            fmt = "year"
-        elif "clock" in k:
-            fmt = "clock"
-        else:
-            fmt = "words" if "words" in k else "number"
+        fmt = next((fmt for need, fmt in _TIME_FORMATS if need <= k), "number")
+    elif "%" in tokens:
+        fmt = "percent"
+    elif any(re.search(r"[$€£¥₹]", t) for t in tokens):
+        fmt = "currency"
+    elif "words" in k and "number" not in k:
+        fmt = "words"
     else:
-        if "%" in tokens:
-            fmt = "percent"
-        elif any(re.search(r"[$€£¥₹]", t) for t in tokens):
-            fmt = "currency"
-        elif "words" in k and "number" not in k:
-            fmt = "words"
-        elif "ordinal" in k:
-            fmt = "ordinal"
-        else:
-            fmt = "number"
+        fmt = "ordinal" if "ordinal" in k else "number"
     return f"{coarse}:{fmt}"
 
 
@@ -390,19 +341,12 @@ def rename_values(
     year_shift: int | None = None,
     percent: bool = False,
 ) -> ValueRename | None:
-    """New tokens for each ``(original name, original tokens)`` of one entity, most frequent first.
+    """New tokens for each ``(original name, original tokens)`` of one entity, most frequent first, or ``None``
+    when some name has no rule, its counted noun cannot be told, or no acceptable value was found.
 
-    ``accept(new_joined_name)`` may veto a value (exclusion lists, collisions); the whole entity
-    is redrawn up to ``attempts`` times. Returns ``None`` when some name has no rule or no
-    acceptable value was found. New names differ from every original name of the entity and
-    from each other.
-
-    ``year_shift`` (TIME): move every year by this offset instead of drawing one per entity, and
-    keep month and day of names with a year (see :func:`document_year_shift`). ``percent``
-    (NUM): the value is a percentage, kept within 0-100. A count of one that becomes another
-    number pluralises the noun it counts inside the name (``one year`` -> ``three years``, ``one
-    large island`` -> ``three large islands``; :func:`~envre_hf.renaming.forms.counted_noun`), and a
-    name whose counted noun cannot be told gets no value (``None``); no other count ever becomes one.
+    ``accept(new_joined_name)`` may veto a value (exclusions, collisions): the entity is redrawn up to
+    ``attempts`` times. ``year_shift`` (TIME) moves every year by one offset and keeps month and day of names
+    with a year; ``percent`` (NUM) keeps values within 0-100; a count of one that changes pluralises its noun.
     """
     if year_shift is not None and not year_shift:
         raise ValueError("year_shift must be non-zero (a zero shift changes no year)")
