@@ -30,11 +30,6 @@ from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import is_rule_based, names_by_frequency, normalize_item_id
 from .wikidata_json import EntityRecord, item_number, parse_entity
 
-try:  # optional: 1.4x faster indexing (entity JSON parsing dominates; hours on a full dump)
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - depends on the environment
-    _loads = json.loads
-
 #: Bumped when the index layout changes (an index of another version must be rebuilt).
 INDEX_FORMAT_VERSION = "2"  # 2: demonyms (P1549)
 
@@ -294,7 +289,7 @@ def _stream(
                 if text.endswith(b","):
                     text = text[:-1]
                 try:
-                    entity = _loads(text)
+                    entity = json.loads(text)
                 except ValueError as exc:
                     raise KnowledgeBaseError(
                         f"{dump_path}: line {line_no}: not an entity JSON object ({exc}): {text[:80]!r}"

@@ -73,13 +73,6 @@ class EVRTTrainingArguments(TrainingArguments):
             "choices": list(PCR_FORMS),
         },
     )
-    evrt_single_pass: bool = field(
-        default=True,
-        metadata={
-            "help": "Encode originals and twins in one forward pass (one padded batch of 2B documents); False: two "
-            "passes, as the released code does (same losses, more time and memory)."
-        },
-    )
     evrt_preset: str | None = field(
         default=None,
         metadata={

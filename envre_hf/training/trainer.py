@@ -3,8 +3,8 @@
 For a paired batch (originals + renamed twins, :mod:`~envre_hf.training.pairing`) the loss is
 ``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr`` (terms: :mod:`~envre_hf.training.consistency`), each
 logged unweighted as ``loss_clo``, ``loss_clp``, ``loss_rcr``, ``loss_pcr`` (the mean since the last log).
-Originals and twins share one forward call (``evrt_single_pass``) unless the family's loss needs more than
-logits and labels.
+Originals and twins take two forward calls, as in the released code (one call over both measured no faster:
+``benchmarks/bench_evrt.py``).
 
 Evaluation scores whole documents with the DocRED metric (:meth:`EVRTTrainer.evaluate`): with
 ``eval_documents={"dev": docs, ...}`` the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_ign_f1``,
@@ -53,10 +53,10 @@ class _ScoredSet:
     user_metrics: Callable[[EvalPrediction], dict[str, float]] | None
 
 
-def _pair_rows(outputs: Any, rows: slice | torch.Tensor, loss: torch.Tensor | None = None) -> Any:
-    """``outputs`` restricted to some pairs: a slice (one half of a paired forward) or a boolean mask (the pairs a
-    document and its twin both place, so the consistency losses never compare a pair with a different one).
-    Per-pair tensors (and tuples of them) are cut; other fields pass; ``loss`` replaces the loss (kept if None)."""
+def _pair_rows(outputs: Any, rows: torch.Tensor) -> Any:
+    """``outputs`` restricted to the pairs of a boolean mask (those a document and its twin both place, so the
+    consistency losses never compare a pair with a different one). Per-pair tensors (and tuples of them) are cut;
+    other fields, the loss included, pass."""
     n = outputs.logits.shape[0]
 
     def cut(value: Any) -> Any:
@@ -65,7 +65,7 @@ def _pair_rows(outputs: Any, rows: slice | torch.Tensor, loss: torch.Tensor | No
         return value[rows] if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == n else value
 
     fields = {f.name: cut(getattr(outputs, f.name)) for f in dataclasses.fields(outputs) if f.name != "loss"}
-    return type(outputs)(loss=outputs.loss if loss is None else loss, **fields)
+    return type(outputs)(loss=outputs.loss, **fields)
 
 
 class EVRTTrainer(Trainer):
@@ -219,10 +219,7 @@ class EVRTTrainer(Trainer):
             loss = outputs.loss.float()
             self._record("clo", loss)
             return (loss, outputs) if return_outputs else loss
-        if self._single_pass(model, inputs):
-            outputs, twin_out, clo, clp = self._paired_forward_once(model, inputs, use["clp"])
-        else:
-            outputs, twin_out, clo, clp = self._paired_forward_twice(model, inputs, use["clp"])
+        outputs, twin_out, clo, clp = self._paired_forward(model, inputs, use["clp"])
         loss = clo
         self._record("clo", clo)
         if use["clp"]:
@@ -242,38 +239,8 @@ class EVRTTrainer(Trainer):
             loss = loss + args.evrt_beta * pcr
         return (loss, outputs) if return_outputs else loss
 
-    def _single_pass(self, model: torch.nn.Module, inputs: dict[str, Any]) -> bool:
-        """Originals and twins share one encoder pass unless the loss needs more than (logits, labels)."""
-        target = self.accelerator.unwrap_model(model)
-        return (
-            self.args.evrt_single_pass
-            and callable(getattr(target, "loss_function", None))
-            and inputs.get("labels") is not None
-            and "teacher_logits" not in inputs
-        )
-
-    def _paired_forward_once(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
-        """One forward over originals + twins (2B documents); outputs split at the originals' pair count.
-
-        Each classification loss is the family's ``loss_function`` on its half, so L_clo and L_clp equal
-        the two-pass values (the halves only share padding, which the attention mask hides).
-        """
-        n_docs = int(inputs["num_originals"])
-        n_pairs = sum(len(doc_hts) for doc_hts in inputs["hts"][:n_docs])
-        labels = inputs["labels"]
-        batch = {k: v for k, v in inputs.items() if k not in ("num_originals", "labels")}
-        both = model(**self._forward_inputs(model, batch))
-        loss_fn = self.accelerator.unwrap_model(model).loss_function
-        labels = labels.to(both.logits.device)
-
-        first, second = slice(0, n_pairs), slice(n_pairs, None)
-        clo = loss_fn(both.logits[first], labels[first]).float()
-        clp = loss_fn(both.logits[second], labels[second]).float() if with_clp else None
-        outputs, twin_out = _pair_rows(both, first, loss=clo), _pair_rows(both, second, loss=clp)
-        return outputs, twin_out, clo, clp
-
-    def _paired_forward_twice(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
-        """Originals and twins in two forward calls (families whose loss needs extra inputs)."""
+    def _paired_forward(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
+        """Originals, then twins, each in its own forward call (so a family's loss may take extra inputs)."""
         original, twin = split_pair_batch(inputs)
         outputs = self._forward_with_loss(model, original)
         twin_inputs = self._forward_inputs(model, twin)
