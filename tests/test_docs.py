@@ -471,13 +471,15 @@ def test_the_set_up_prints_the_documented_statistics(sandbox):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_examples_run_as_written_and_print_their_samples(page, sandbox, monkeypatch):
+def test_examples_run_as_written_and_print_their_samples(page, sandbox, monkeypatch, request):
     folder, _, _ = sandbox
     monkeypatch.chdir(folder)
     monkeypatch.setattr(sys, "path", list(sys.path))  # kb.md adds tests/
     from envre_hf.models import registry
 
-    monkeypatch.setattr(registry, "_FAMILIES", dict(registry._FAMILIES))  # models.md registers a family
+    # models.md registers a family: restore the registry in place (HEAD_TYPES is a live view of it)
+    families = dict(registry._FAMILIES)
+    request.addfinalizer(lambda: (registry._FAMILIES.clear(), registry._FAMILIES.update(families)))
     namespace: dict = {"__name__": "__main__"}
     variables: dict[str, str] = {}
     before = _files(folder)

@@ -352,6 +352,9 @@ class _RecordingApi:
     def repo_info(self, repo_id, **kwargs):  # the push is confirmed against the repository's head
         return SimpleNamespace(sha="c0ffee")
 
+    def list_repo_files(self, repo_id, **kwargs):  # ... and against the files of the reported commit
+        return list(self.files)
+
 
 def test_push_uploads_weights_tokenizer_and_card(tokenizer, batch, tmp_path):
     from envre_hf.models.hub import push_docre_model
