@@ -1,7 +1,7 @@
-"""Shared HTTP plumbing for every client of the package: retries, credential redaction, one reply cache.
+"""Shared HTTP plumbing for every client of the package: bounds, retries, credential redaction, one reply cache.
 
-Why one module: the knowledge-base client (thousands of Wikidata questions while building a benchmark) and the
-ICL chat backend (one completion per test document) need the same things, and two copies drift apart:
+Why one module: the knowledge-base client (thousands of Wikidata questions while building a benchmark), the ICL
+chat backend (one completion per test document) and the Hub need the same things, and two copies drift apart:
 
 * :class:`RetryPolicy` retries a transient failure (connection error, timeout, HTTP 408/425/429/5xx, a broken
   reply) with exponential backoff (``backoff_factor * 2**attempt`` seconds, optional jitter, capped at
@@ -10,8 +10,8 @@ ICL chat backend (one completion per test document) need the same things, and tw
 * :class:`ResponseCache` is the one SQLite reply cache (table ``responses``: key, method, url, params, body),
   shared by the KB client (key: method + URL + sorted parameters, :func:`cache_key`) and the ICL backends (key:
   model + messages + generation parameters), so a rerun with the same cache file repeats no request;
-* :class:`CachedJSONClient` is the polite JSON-over-HTTP client the Wikidata KB runs on: a ``User-Agent`` on every
-  request, connect/read timeouts, payload checks for "busy, retry" replies (``maxlag``), and the cache above.
+* :class:`NetworkBounds` are the time limits of every request; one ``httpx`` transport keeps them
+  (:func:`envre_hf.hub_client.bounded_client`).
 
 Failures are :class:`HTTPRequestError` naming the request (credentials redacted); the KB turns them into
 ``KnowledgeBaseError`` and the ICL backend into ``BackendError``.
@@ -19,41 +19,22 @@ Failures are :class:`HTTPRequestError` naming the request (credentials redacted)
 
 from __future__ import annotations
 
-import contextvars
 import email.utils
 import hashlib
 import json
 import os
 import random
 import re
-import socket
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-import requests
-import urllib3
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-from .version import __version__
-
 T = TypeVar("T")
-
-#: Default ``User-Agent`` (Wikimedia's policy: tool/version plus a way to contact the operator).
-#: Override it with the ``user_agent`` argument or the ``ENVRE_USER_AGENT`` environment variable,
-#: ideally adding your own e-mail address.
-DEFAULT_USER_AGENT = (
-    f"envre-hf/{__version__} (https://github.com/envre-hf/envre-hf; envre-hf@users.noreply.github.com) "
-    f"python-requests/{requests.__version__}"
-)
 
 #: HTTP statuses that mean "try again later" rather than "your request is wrong".
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -118,10 +99,6 @@ class NetworkBounds:
 #: File name of the reply cache inside a cache folder.
 CACHE_FILE = "responses.sqlite"
 
-#: Decides whether a parsed JSON reply is a transient refusal; returns ``None`` for a good reply
-#: or a short reason (e.g. ``"maxlag"``) for one to retry.
-PayloadCheck = Callable[[Any], "str | None"]
-
 
 class HTTPRequestError(RuntimeError):
     """A request failed for good: retries exhausted, or a reply that retrying cannot fix (4xx, an error payload)."""
@@ -155,11 +132,6 @@ class Transient(Exception):
         super().__init__(problem)
         self.problem = problem
         self.retry_after = retry_after
-
-
-def user_agent_from_env(user_agent: str | None = None) -> str:
-    """The explicit ``user_agent``, else ``$ENVRE_USER_AGENT``, else :data:`DEFAULT_USER_AGENT`."""
-    return user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
 
 
 def cache_key(method: str, url: str, params: Mapping[str, Any]) -> str:
@@ -351,19 +323,6 @@ class RetryPolicy:
                    **kwargs)
 
 
-@dataclass
-class RequestStats:
-    """What the client did, per URL: requests sent over the network, retries, cache hits."""
-
-    sent: Counter = field(default_factory=Counter)
-    retries: Counter = field(default_factory=Counter)
-    cache_hits: Counter = field(default_factory=Counter)
-
-    @property
-    def total_sent(self) -> int:
-        return sum(self.sent.values())
-
-
 class ResponseCache:
     """The SQLite store of successful replies (one row per request key). Safe across threads and processes.
 
@@ -444,94 +403,17 @@ class ReplyTooSlow(HTTPRequestError):
     """A reply that did not arrive whole within :attr:`NetworkBounds.reply_deadline` (a trickle)."""
 
 
-def within_deadline(
-    chunks: Iterable[bytes], deadline: float, what: str = "", clock: Callable[[], float] = time.monotonic
-) -> Iterator[bytes]:
-    """The chunks of a reply body being read, or :class:`ReplyTooSlow` (``what``: the request, to name it) once
-    ``deadline`` seconds pass. Per-read timeouts never fire on a server sending a byte every two seconds; this
-    bounds the whole reply. The one deadline of our client and of the Hub's (:mod:`envre_hf.hub_client`)."""
-    start, size = clock(), 0
+def within_deadline(chunks: Iterable[bytes], deadline: float, what: str) -> Iterator[bytes]:
+    """The chunks of a reply body being read, or :class:`ReplyTooSlow` naming the request ``what`` once
+    ``deadline`` seconds pass: per-read timeouts never fire on a server sending a byte every two seconds."""
+    start, size = time.monotonic(), 0
     for chunk in chunks:
         size += len(chunk)
-        if clock() - start > deadline:
+        if time.monotonic() - start > deadline:
             raise ReplyTooSlow(
-                f"{what + ': ' if what else ''}the reply did not arrive whole within {deadline:g} s "
+                f"{what}: the reply did not arrive whole within {deadline:g} s "
                 f"(ENVRE_REPLY_DEADLINE; {size} bytes so far)"
             )
-        yield chunk
-
-
-def read_within(chunks: Iterable[bytes], deadline: float, clock: Callable[[], float] = time.monotonic) -> bytes:
-    """The bytes of ``chunks`` read whole within ``deadline`` seconds (:func:`within_deadline`)."""
-    return b"".join(within_deadline(chunks, deadline, clock=clock))
-
-
-#: Seconds the status line and headers of the reply awaited in this context may take (set per request).
-_HEAD_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("envre_head_deadline", default=None)
-
-
-class _HeadDeadline:
-    """Connection mixin: the reply's status line and headers arrive within the request's deadline. A server that
-    trickles them (every read within the read timeout) has its connection shut at the deadline, because
-    ``http.client`` reads headers before any caller sees a byte."""
-
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        deadline = _HEAD_DEADLINE.get()
-        if deadline is None:
-            return super().getresponse(*args, **kwargs)
-        expired = threading.Event()
-
-        def shut() -> None:
-            expired.set()
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except (OSError, AttributeError):  # already closed
-                pass
-
-        timer = threading.Timer(deadline, shut)
-        timer.daemon = True
-        timer.start()
-        try:
-            return super().getresponse(*args, **kwargs)
-        except Exception:
-            if expired.is_set():
-                raise ReplyTooSlow(
-                    f"the reply's headers did not arrive within {deadline:g} s (ENVRE_REPLY_DEADLINE)"
-                ) from None
-            raise
-        finally:
-            timer.cancel()
-
-
-class _HTTPConnection(_HeadDeadline, HTTPConnection):
-    pass
-
-
-class _HTTPSConnection(_HeadDeadline, HTTPSConnection):
-    pass
-
-
-class _HTTPPool(HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
-
-
-class _HTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
-
-
-class _BoundedAdapter(HTTPAdapter):
-    """requests' adapter with connections that keep :data:`_HEAD_DEADLINE`."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
-
-
-def _arriving(response: requests.Response) -> Iterator[bytes]:
-    """The body of a streamed ``response`` in the pieces the network delivers (``read1``: never waiting for a full
-    buffer, so :func:`read_within` sees every byte of a trickle as it comes)."""
-    raw = response.raw
-    while chunk := raw.read1(65536, decode_content=True):
         yield chunk
 
 
@@ -540,174 +422,3 @@ def server_of(url: str) -> str:
     parts = urlsplit(str(url))
     host = parts.netloc.rpartition("@")[2]
     return f"{parts.scheme}://{host}" if parts.scheme else redact_url(url)
-
-
-def _failure_kind(exc: BaseException) -> str:
-    """What a transport error means, in words (requests' own texts are long nested reprs)."""
-    text = str(exc)
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return "no connection within the connect timeout (ENVRE_CONNECT_TIMEOUT)"
-    if isinstance(exc, (requests.exceptions.ReadTimeout, requests.Timeout)) or "timed out" in text:
-        return "no answer within the read timeout (ENVRE_READ_TIMEOUT)"
-    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)) or (
-        "IncompleteRead" in text or "RemoteDisconnected" in text or "Connection aborted" in text
-    ):
-        return "the connection dropped before the reply was complete"
-    if "Connection refused" in text:
-        return "connection refused (is the server running at that address?)"
-    return "could not connect"
-
-
-class CachedJSONClient:
-    """GET/POST JSON requests with retries, backoff, ``Retry-After`` and the on-disk reply cache.
-
-    Args:
-        cache_dir: folder of the SQLite cache (``responses.sqlite``); ``None`` disables caching.
-        user_agent: sent on every request (see :func:`user_agent_from_env`).
-        timeout: seconds to wait for the connection and for each read (default: the bounds' own two timeouts).
-        max_retries: retries after the first attempt (default: :attr:`NetworkBounds.max_retries`).
-        backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
-        max_backoff: upper bound of one wait, including a server's ``Retry-After``.
-        sleep: the sleeping function (injectable for tests).
-        cache: an open :class:`ResponseCache` to use instead of ``cache_dir``'s.
-        bounds: the time limits (default :meth:`NetworkBounds.from_env`); ``timeout`` and ``max_retries`` override.
-    """
-
-    def __init__(
-        self,
-        cache_dir: str | os.PathLike[str] | None,
-        *,
-        user_agent: str | None = None,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        backoff_factor: float = 1.0,
-        max_backoff: float = 120.0,
-        sleep: Callable[[float], None] = time.sleep,
-        cache: ResponseCache | None = None,
-        bounds: NetworkBounds | None = None,
-    ):
-        self.user_agent = user_agent_from_env(user_agent)
-        bounds = bounds or NetworkBounds.from_env()
-        if timeout is not None:
-            bounds = replace(bounds, connect_timeout=float(timeout), read_timeout=float(timeout))
-        if max_retries is not None:
-            bounds = replace(bounds, max_retries=int(max_retries))
-        self.bounds = bounds
-        self.timeout = bounds.read_timeout
-        self.retry = RetryPolicy.from_bounds(
-            bounds, backoff_factor=float(backoff_factor), max_backoff=float(max_backoff), sleep=sleep
-        )
-        if cache is None and cache_dir is not None:
-            cache = ResponseCache.in_folder(cache_dir)
-        self.cache = cache
-        self.stats = RequestStats()
-        self._session: requests.Session | None = None
-
-    @property
-    def session(self) -> requests.Session:
-        if self._session is None:
-            session = requests.Session()
-            session.headers["User-Agent"] = self.user_agent
-            for prefix in ("http://", "https://"):
-                session.mount(prefix, _BoundedAdapter())
-            self._session = session
-        return self._session
-
-    def get_json(
-        self,
-        url: str,
-        params: Mapping[str, Any],
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        retry_payload: PayloadCheck | None = None,
-        error_payload: PayloadCheck | None = None,
-    ) -> Any:
-        """The parsed JSON reply to ``method url`` with ``params`` (query string for GET, form body for POST).
-
-        ``retry_payload`` flags a transient refusal inside a 200 reply (retried, never cached);
-        ``error_payload`` flags a permanent error reply (raised at once, never cached).
-        """
-        method = method.upper()
-        if method not in ("GET", "POST"):
-            raise ValueError(f"unsupported HTTP method {method!r}")
-        key = cache_key(method, url, params)
-        if self.cache is not None:
-            body = self.cache.get(key)
-            if body is not None:
-                self.stats.cache_hits[url] += 1
-                return json.loads(body)
-
-        secrets = request_secrets(headers, params)
-        what = redact(describe_request(method, url, params), secrets)
-
-        def attempt(n: int) -> Any:
-            if n:
-                self.stats.retries[url] += 1
-            self.stats.sent[url] += 1
-            head = _HEAD_DEADLINE.set(self.bounds.reply_deadline)
-            try:
-                response = self.session.request(
-                    method,
-                    url,
-                    params=params if method == "GET" else None,
-                    data=params if method == "POST" else None,
-                    headers=dict(headers or {}),
-                    timeout=(self.bounds.connect_timeout, self.bounds.read_timeout),
-                    stream=True,
-                )
-                try:
-                    body = read_within(_arriving(response), self.bounds.reply_deadline).decode(
-                        response.encoding or "utf-8", errors="replace"
-                    )
-                finally:
-                    response.close()
-            except (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                    requests.exceptions.ContentDecodingError, urllib3.exceptions.HTTPError) as exc:  # also mid-body
-                raise Transient(redact(f"{_failure_kind(exc)} ({type(exc).__name__})", secrets)) from None
-            except ReplyTooSlow as exc:
-                raise Transient(str(exc)) from None
-            except requests.RequestException as exc:  # e.g. invalid URL: retrying will not help
-                raise HTTPRequestError(redact(f"request failed: {what}: {exc}", secrets)) from None
-            finally:
-                _HEAD_DEADLINE.reset(head)
-            status = response.status_code
-            if status in RETRY_STATUSES:
-                raise Transient(f"HTTP {status} {response.reason}", parse_retry_after(response.headers.get("Retry-After")))
-            if status >= 400:
-                raise HTTPRequestError(
-                    redact(f"HTTP {status} {response.reason} for {what}: {redact(body, secrets)[:200]!r}", secrets)
-                )
-            try:
-                payload = json.loads(body)
-            except ValueError as exc:
-                looks = "an HTML page" if body.lstrip()[:1] == "<" else f"{len(body)} characters"
-                raise Transient(f"broken JSON reply ({looks}; {exc})") from None
-            if error_payload is not None and (reason := error_payload(payload)):
-                raise HTTPRequestError(f"error reply for {what}: {reason}")
-            if retry_payload is not None and (busy := retry_payload(payload)):
-                raise Transient(f"server busy ({busy})")
-            if self.cache is not None:
-                self.cache.put(key, method, url, params, body)
-            return payload
-
-        try:
-            return self.retry.run(attempt)
-        except RetriesExhausted as exc:
-            raise HTTPRequestError(
-                f"{server_of(url)} failed: giving up after {exc.attempts} attempts: {what}: last problem: {exc.problem}"
-            ) from None
-        except RetryLater as exc:
-            raise HTTPRequestError(f"{server_of(url)}: {what}: {exc}") from None
-
-    def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
-        if self.cache is not None:
-            self.cache.close()
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_session"] = None
-        return state

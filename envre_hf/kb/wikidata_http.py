@@ -12,20 +12,43 @@
   ``count_incoming=True`` plus the statements of *other* items whose main value is the item
   (one extra SPARQL query per item), which is what the dump backend counts.
 
-Every request goes through :class:`~envre_hf.http.CachedJSONClient` (User-Agent, ``maxlag``,
-retries with backoff, ``Retry-After``, SQLite cache): with the same ``cache_dir`` a rebuild sends
-no request at all, which also freezes the snapshot of a live, changing Wikidata. A failed request
+Every request goes through :class:`CachedJSONClient` (User-Agent, ``maxlag``, retries with backoff,
+``Retry-After``, SQLite cache): with the same ``cache_dir`` a rebuild sends no request at all, which also
+freezes the snapshot of a live, changing Wikidata. A failed request
 (:class:`~envre_hf.http.HTTPRequestError`) reaches the caller as :class:`KnowledgeBaseError`.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..documents import Document
-from ..http import CachedJSONClient, HTTPRequestError, redact_url
+from ..http import (
+    RETRY_STATUSES,
+    HTTPRequestError,
+    NetworkBounds,
+    ReplyTooSlow,
+    ResponseCache,
+    RetriesExhausted,
+    RetryLater,
+    RetryPolicy,
+    Transient,
+    cache_key,
+    describe_request,
+    parse_retry_after,
+    redact,
+    redact_url,
+    request_secrets,
+    server_of,
+)
+from ..hub_client import bounded_client
+from ..version import __version__
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import is_rule_based, names_by_frequency, normalize_item_id
 from .wikidata_json import EntityRecord, is_item_id, item_number, parse_entity
@@ -49,6 +72,184 @@ SPARQL_PREFIXES = (
 
 #: Queries longer than this go by POST (URLs of many kilobytes are refused by some proxies).
 _MAX_GET_QUERY = 1500
+
+#: Default ``User-Agent`` (Wikimedia's policy: tool/version plus a way to contact the operator). Override it with
+#: the ``user_agent`` argument or the ``ENVRE_USER_AGENT`` environment variable, ideally adding your own e-mail.
+DEFAULT_USER_AGENT = (
+    f"envre-hf/{__version__} (https://github.com/envre-hf/envre-hf; envre-hf@users.noreply.github.com)"
+)
+
+#: Decides whether a parsed JSON reply is a transient refusal; returns ``None`` for a good reply
+#: or a short reason (e.g. ``"maxlag"``) for one to retry.
+PayloadCheck = Callable[[Any], "str | None"]
+
+
+@dataclass
+class RequestStats:
+    """What the client did, per URL: requests sent over the network, retries, cache hits."""
+
+    sent: Counter = field(default_factory=Counter)
+    retries: Counter = field(default_factory=Counter)
+    cache_hits: Counter = field(default_factory=Counter)
+
+    @property
+    def total_sent(self) -> int:
+        return sum(self.sent.values())
+
+
+def _failure_kind(exc: Exception, httpx: Any) -> str:
+    """What a transport error means, in words."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "no connection within the connect timeout (ENVRE_CONNECT_TIMEOUT)"
+    if isinstance(exc, httpx.TimeoutException):
+        return "no answer within the read timeout (ENVRE_READ_TIMEOUT)"
+    if isinstance(exc, (httpx.ConnectError, httpx.ProxyError)):
+        refused = "refused" in str(exc).lower()
+        return "connection refused (is the server running at that address?)" if refused else "could not connect"
+    return "the connection dropped before the reply was complete"
+
+
+class CachedJSONClient:
+    """GET/POST JSON requests with retries, backoff, ``Retry-After`` and the on-disk reply cache.
+
+    Requests go through :func:`~envre_hf.hub_client.bounded_client`, the transport of the Hub and the ICL endpoint:
+    connect/read timeouts, the reply deadline on headers and body, a capped ``Retry-After``.
+
+    Args:
+        cache_dir: folder of the SQLite cache (``responses.sqlite``); ``None`` disables caching.
+        user_agent: sent on every request (default: ``$ENVRE_USER_AGENT``, else :data:`DEFAULT_USER_AGENT`).
+        timeout: seconds to wait for the connection and for each read (default: the bounds' own two timeouts).
+        max_retries: retries after the first attempt (default: :attr:`NetworkBounds.max_retries`).
+        backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
+        max_backoff: upper bound of one wait, including a server's ``Retry-After``.
+        sleep: the sleeping function (injectable for tests).
+        cache: an open :class:`~envre_hf.http.ResponseCache` to use instead of ``cache_dir``'s.
+        bounds: the time limits (default :meth:`NetworkBounds.from_env`); ``timeout`` and ``max_retries`` override.
+    """
+
+    def __init__(
+        self,
+        cache_dir: str | os.PathLike[str] | None,
+        *,
+        user_agent: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        backoff_factor: float = 1.0,
+        max_backoff: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
+        cache: ResponseCache | None = None,
+        bounds: NetworkBounds | None = None,
+    ):
+        self.user_agent = user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
+        bounds = bounds or NetworkBounds.from_env()
+        if timeout is not None:
+            bounds = replace(bounds, connect_timeout=float(timeout), read_timeout=float(timeout))
+        if max_retries is not None:
+            bounds = replace(bounds, max_retries=int(max_retries))
+        self.bounds = bounds
+        self.retry = RetryPolicy.from_bounds(
+            bounds, backoff_factor=float(backoff_factor), max_backoff=float(max_backoff), sleep=sleep
+        )
+        if cache is None and cache_dir is not None:
+            cache = ResponseCache.in_folder(cache_dir)
+        self.cache = cache
+        self.stats = RequestStats()
+        self._session: Any = None
+
+    @property
+    def session(self) -> Any:
+        """The ``httpx`` client, opened at the first request."""
+        if self._session is None:
+            self._session = bounded_client(self.bounds, headers={"User-Agent": self.user_agent})
+        return self._session
+
+    def get_json(
+        self,
+        url: str,
+        params: Mapping[str, Any],
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        retry_payload: PayloadCheck | None = None,
+        error_payload: PayloadCheck | None = None,
+    ) -> Any:
+        """The parsed JSON reply to ``method url`` with ``params`` (query string for GET, form body for POST).
+
+        ``retry_payload`` flags a transient refusal inside a 200 reply (retried, never cached);
+        ``error_payload`` flags a permanent error reply (raised at once, never cached).
+        """
+        from huggingface_hub.utils import httpx
+
+        method = method.upper()
+        if method not in ("GET", "POST"):
+            raise ValueError(f"unsupported HTTP method {method!r}")
+        key = cache_key(method, url, params)
+        if self.cache is not None:
+            body = self.cache.get(key)
+            if body is not None:
+                self.stats.cache_hits[url] += 1
+                return json.loads(body)
+
+        secrets = request_secrets(headers, params)
+        what = redact(describe_request(method, url, params), secrets)
+
+        def attempt(n: int) -> Any:
+            if n:
+                self.stats.retries[url] += 1
+            self.stats.sent[url] += 1
+            try:
+                response = self.session.request(
+                    method,
+                    url,
+                    params=params if method == "GET" else None,
+                    data=params if method == "POST" else None,
+                    headers=dict(headers or {}),
+                )
+            except ReplyTooSlow as exc:
+                raise Transient(str(exc)) from None
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.TooManyRedirects) as exc:  # retrying won't help
+                raise HTTPRequestError(redact(f"request failed: {what}: {exc}", secrets)) from None
+            except (httpx.TransportError, httpx.DecodingError) as exc:  # also mid-body
+                raise Transient(redact(f"{_failure_kind(exc, httpx)} ({type(exc).__name__})", secrets)) from None
+            body, status = response.text, response.status_code
+            if status in RETRY_STATUSES:
+                raise Transient(f"HTTP {status} {response.reason_phrase}",
+                                parse_retry_after(response.headers.get("Retry-After")))
+            if status >= 400:
+                raise HTTPRequestError(
+                    redact(f"HTTP {status} {response.reason_phrase} for {what}: {redact(body, secrets)[:200]!r}", secrets)
+                )
+            try:
+                payload = json.loads(body)
+            except ValueError as exc:
+                looks = "an HTML page" if body.lstrip()[:1] == "<" else f"{len(body)} characters"
+                raise Transient(f"broken JSON reply ({looks}; {exc})") from None
+            if error_payload is not None and (reason := error_payload(payload)):
+                raise HTTPRequestError(f"error reply for {what}: {reason}")
+            if retry_payload is not None and (busy := retry_payload(payload)):
+                raise Transient(f"server busy ({busy})")
+            if self.cache is not None:
+                self.cache.put(key, method, url, params, body)
+            return payload
+
+        try:
+            return self.retry.run(attempt)
+        except RetriesExhausted as exc:
+            raise HTTPRequestError(
+                f"{server_of(url)} failed: giving up after {exc.attempts} attempts: {what}: last problem: {exc.problem}"
+            ) from None
+        except RetryLater as exc:
+            raise HTTPRequestError(f"{server_of(url)}: {what}: {exc}") from None
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        if self.cache is not None:
+            self.cache.close()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_session": None}
 
 
 def _action_api_busy(payload: Any) -> str | None:

@@ -7,7 +7,8 @@ import time
 import pytest
 from _fault_server import FaultServer, chat_reply
 
-from envre_hf.http import REDACTED, CachedJSONClient, HTTPRequestError, NetworkBounds, redact, redact_url
+from envre_hf.http import REDACTED, HTTPRequestError, NetworkBounds, redact, redact_url
+from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl.backends import BackendError, OpenAIChatBackend
 
 FAST = dict(connect_timeout=1.0, read_timeout=0.5, reply_deadline=1.0, max_retries=2, retry_after_cap=2.0,
