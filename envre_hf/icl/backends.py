@@ -179,7 +179,10 @@ class OpenAIChatBackend:
             except HfHubHTTPError as err:
                 response = getattr(err, "response", None)
                 status = getattr(response, "status_code", None)
-                body = redact(_response_text(response), secrets)
+                try:
+                    body = redact(response.text if response is not None else "", secrets)
+                except Exception:  # a streamed body that was never read
+                    body = ""
                 if status is None or status in RETRY_STATUSES:
                     retry_after = parse_retry_after(response.headers.get("Retry-After")) if response is not None else None
                     raise Transient(f"HTTP {status}: {body[:200]}", retry_after) from None
@@ -211,14 +214,6 @@ class OpenAIChatBackend:
             raise BackendError(f"{self.url}: {exc}") from None
         except RetriesExhausted as exc:
             raise BackendError(f"{self.url}: giving up after {exc.attempts} attempts; last error: {exc.problem}") from None
-
-
-def _response_text(response: Any) -> str:
-    """The body of an error reply, as far as it can be read."""
-    try:
-        return response.text if response is not None else ""
-    except Exception:  # a streamed body that was never read
-        return ""
 
 
 class LocalBackend:

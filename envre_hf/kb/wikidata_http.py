@@ -175,7 +175,7 @@ class CachedJSONClient:
     ) -> Any:
         """The parsed JSON reply to ``method url`` with ``params`` (query string for GET, form body for POST).
 
-        ``retry_payload`` flags a transient refusal inside a 200 reply (retried, never cached);
+        ``retry_payload`` flags a transient refusal inside a 200 reply (retried, never cached); then
         ``error_payload`` flags a permanent error reply (raised at once, never cached).
         """
         from huggingface_hub.utils import httpx
@@ -224,10 +224,10 @@ class CachedJSONClient:
             except ValueError as exc:
                 looks = "an HTML page" if body.lstrip()[:1] == "<" else f"{len(body)} characters"
                 raise Transient(f"broken JSON reply ({looks}; {exc})") from None
-            if error_payload is not None and (reason := error_payload(payload)):
-                raise HTTPRequestError(f"error reply for {what}: {reason}")
             if retry_payload is not None and (busy := retry_payload(payload)):
                 raise Transient(f"server busy ({busy})")
+            if error_payload is not None and (reason := error_payload(payload)):
+                raise HTTPRequestError(f"error reply for {what}: {reason}")
             if self.cache is not None:
                 self.cache.put(key, method, url, params, body)
             return payload
@@ -265,9 +265,7 @@ def _action_api_error(payload: Any) -> str | None:
     if not isinstance(payload, dict):
         return f"unexpected reply of type {type(payload).__name__}"
     error = payload.get("error")
-    if isinstance(error, dict) and error.get("code") != "maxlag":
-        return f"{error.get('code')}: {error.get('info', '')}"
-    return None
+    return f"{error.get('code')}: {error.get('info', '')}" if isinstance(error, dict) else None
 
 
 def _parse_entities(payload: Any, language: str) -> tuple[dict[str, EntityRecord | None], str | None]:
@@ -397,19 +395,14 @@ class WikidataHTTPKB(KnowledgeBase):
         except HTTPRequestError as exc:  # the KB's callers handle KnowledgeBaseError only
             raise KnowledgeBaseError(str(exc)) from exc
 
-    def _action(self, params: dict[str, Any], check: Any = None) -> Any:
+    def _action(self, params: dict[str, Any], check: PayloadCheck | None = None) -> Any:
         """An action API reply; ``check(payload)`` names what is wrong with its shape (then raised, never cached:
         a cached bad reply would fail every rerun of the build the same way)."""
         params = {**params, "format": "json"}
         if self.maxlag is not None:
             params["maxlag"] = self.maxlag
-
-        def error(payload: Any) -> str | None:
-            if _action_api_busy(payload):
-                return None  # maxlag: retried (retry_payload), not an error
-            return _action_api_error(payload) or (check(payload) if check is not None else None)
-
-        return self._get_json(self.api_url, params, retry_payload=_action_api_busy, error_payload=error)
+        return self._get_json(self.api_url, params, retry_payload=_action_api_busy,
+                              error_payload=lambda reply: _action_api_error(reply) or (check(reply) if check else None))
 
     def sparql(self, query: str) -> list[dict[str, Any]]:
         """The ``results.bindings`` of a SELECT query (GET, or POST for long queries)."""
