@@ -255,72 +255,52 @@ def parse_retry_after(value: str | None) -> float | None:
 class RetryPolicy:
     """How often and how long to wait before trying a request again.
 
-    Attributes:
-        max_retries: retries after the first attempt (so ``max_retries + 1`` attempts in all).
-        backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
-        max_backoff: upper bound of one wait, including a server's ``Retry-After``.
-        jitter: up to this fraction is added to each backoff, so parallel workers do not retry in lockstep.
-        retry_after_cap: a ``Retry-After`` longer than this is not waited: :class:`RetryLater` says when to retry.
-        budget: no retry starts later than this many seconds after the first attempt (``None``: no limit).
-        sleep: the sleeping function (injectable for tests); ``clock`` the matching clock.
+    ``bounds`` give the retries after the first attempt, the ``Retry-After`` cap and the retry budget. The wait after
+    failed attempt ``n`` is ``backoff_factor * 2**n`` seconds plus up to ``jitter`` of it (parallel workers do not
+    retry in lockstep), never shorter than the server's ``Retry-After``, at most ``max_backoff``; ``sleep`` is
+    injectable for tests.
     """
 
-    max_retries: int = 5
+    bounds: NetworkBounds
     backoff_factor: float = 1.0
     max_backoff: float = 120.0
     jitter: float = 0.1
-    retry_after_cap: float = NetworkBounds.retry_after_cap
-    budget: float | None = NetworkBounds.retry_budget
     sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.monotonic
     _rng: random.Random = field(default_factory=lambda: random.Random(0), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (0-based): the backoff, or longer if the server asks."""
-        backoff = self.backoff_factor * (2**attempt)
-        if self.jitter:
-            backoff *= 1.0 + self.jitter * self._rng.random()
-        if retry_after is not None:
-            backoff = max(backoff, retry_after)
-        return min(backoff, self.max_backoff)
+        if self.bounds.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.bounds.max_retries}")
 
     def run(self, attempt: Callable[[int], T], on_retry: Callable[[int, str], None] | None = None) -> T:
         """``attempt(n)`` for n = 0, 1, ... until it returns; it raises :class:`Transient` to be tried again.
 
         ``on_retry(n, problem)`` is called before waiting after failed attempt ``n``. Raises
-        :class:`RetriesExhausted` after the last attempt, or once the next wait would end past ``budget``;
-        :class:`RetryLater` when the server asks for a wait over ``retry_after_cap``; any other exception from
-        ``attempt`` ends the loop at once.
+        :class:`RetriesExhausted` after the last attempt, or once the next wait would end past the budget;
+        :class:`RetryLater` when the server asks for a wait over the cap; any other exception from ``attempt``
+        ends the loop at once.
         """
+        b = self.bounds
         problem = "no attempt made"
-        start = self.clock()
-        for n in range(self.max_retries + 1):
+        start = time.monotonic()
+        for n in range(b.max_retries + 1):
             try:
                 return attempt(n)
             except Transient as exc:
                 problem = exc.problem
-                if exc.retry_after is not None and exc.retry_after > self.retry_after_cap:
-                    raise RetryLater(exc.retry_after, self.retry_after_cap, problem) from None
-                if n < self.max_retries:
-                    wait = self.delay(n, exc.retry_after)
-                    if self.budget is not None and self.clock() - start + wait > self.budget:
+                if exc.retry_after is not None and exc.retry_after > b.retry_after_cap:
+                    raise RetryLater(exc.retry_after, b.retry_after_cap, problem) from None
+                if n < b.max_retries:
+                    wait = self.backoff_factor * (2**n) * (1.0 + self.jitter * self._rng.random())
+                    wait = min(max(wait, exc.retry_after or 0.0), self.max_backoff)
+                    if time.monotonic() - start + wait > b.retry_budget:
                         raise RetriesExhausted(
-                            n + 1, f"{problem} (no retry past {self.budget:g} s, ENVRE_RETRY_BUDGET)"
+                            n + 1, f"{problem} (no retry past {b.retry_budget:g} s, ENVRE_RETRY_BUDGET)"
                         ) from None
                     if on_retry is not None:
                         on_retry(n, problem)
                     self.sleep(wait)
-        raise RetriesExhausted(self.max_retries + 1, problem)
-
-    @classmethod
-    def from_bounds(cls, bounds: NetworkBounds, **kwargs: Any) -> RetryPolicy:
-        """The policy of ``bounds`` (retries, ``Retry-After`` cap, budget); ``kwargs`` set the backoff and sleep."""
-        return cls(max_retries=bounds.max_retries, retry_after_cap=bounds.retry_after_cap, budget=bounds.retry_budget,
-                   **kwargs)
+        raise RetriesExhausted(b.max_retries + 1, problem)
 
 
 class ResponseCache:

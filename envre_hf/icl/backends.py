@@ -135,8 +135,8 @@ class OpenAIChatBackend:
         self.seed = seed
         self.timeout = timeout
         # no jitter: one client asks one question at a time, and the waits stay predictable
-        self.retry = RetryPolicy.from_bounds(NetworkBounds.from_env(max_retries=max_retries), backoff_factor=backoff,
-                                             max_backoff=max_backoff, jitter=0.0, sleep=sleep)
+        self.retry = RetryPolicy(NetworkBounds.from_env(max_retries=max_retries), backoff_factor=backoff,
+                                 max_backoff=max_backoff, jitter=0.0, sleep=sleep)
         self.cache = open_cache(cache_path)
         if not os.environ.get(api_key_env):
             logger.warning("environment variable %s is not set: requests are sent without an API key", api_key_env)

@@ -141,15 +141,9 @@ class CachedJSONClient:
         bounds: NetworkBounds | None = None,
     ):
         self.user_agent = user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
-        bounds = bounds or NetworkBounds.from_env()
-        if timeout is not None:
-            bounds = replace(bounds, connect_timeout=float(timeout), read_timeout=float(timeout))
-        if max_retries is not None:
-            bounds = replace(bounds, max_retries=int(max_retries))
-        self.bounds = bounds
-        self.retry = RetryPolicy.from_bounds(
-            bounds, backoff_factor=float(backoff_factor), max_backoff=float(max_backoff), sleep=sleep
-        )
+        overrides = {"connect_timeout": timeout, "read_timeout": timeout, "max_retries": max_retries}
+        self.bounds = replace(bounds or NetworkBounds.from_env(), **{k: v for k, v in overrides.items() if v is not None})
+        self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=max_backoff, sleep=sleep)
         if cache is None and cache_dir is not None:
             cache = ResponseCache.in_folder(cache_dir)
         self.cache = cache
