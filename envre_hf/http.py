@@ -1,20 +1,10 @@
-"""Shared HTTP plumbing for every client of the package: bounds, retries, credential redaction, one reply cache.
-
-Why one module: the knowledge-base client (thousands of Wikidata questions while building a benchmark), the ICL
-chat backend (one completion per test document) and the Hub need the same things, and two copies drift apart:
-
-* :class:`RetryPolicy` retries a transient failure (connection error, timeout, HTTP 408/425/429/5xx, a broken
-  reply) with exponential backoff (``backoff_factor * 2**attempt`` seconds, optional jitter, capped at
-  ``max_backoff``), waiting at least as long as the server's ``Retry-After`` says (:func:`parse_retry_after`);
-* :func:`request_secrets` / :func:`redact` keep API keys and tokens out of every error text and log line;
-* :class:`ResponseCache` is the one SQLite reply cache (table ``responses``: key, method, url, params, body),
-  shared by the KB client (key: method + URL + sorted parameters, :func:`cache_key`) and the ICL backends (key:
-  model + messages + generation parameters), so a rerun with the same cache file repeats no request;
-* :class:`NetworkBounds` are the time limits of every request; one ``httpx`` transport keeps them
-  (:func:`envre_hf.hub_client.bounded_client`).
+"""Shared HTTP plumbing of the Wikidata KB client, the ICL chat backend and the Hub (two copies drift apart):
+the time limits of every request (:class:`NetworkBounds`, kept by one ``httpx`` transport,
+:func:`envre_hf.hub_client.bounded_client`), retries (:class:`RetryPolicy`), credential redaction (:func:`redact`)
+and the one SQLite reply cache (:class:`ResponseCache`), so a rerun with the same cache file repeats no request.
 
 Failures are :class:`HTTPRequestError` naming the request (credentials redacted); the KB turns them into
-``KnowledgeBaseError`` and the ICL backend into ``BackendError``.
+``KnowledgeBaseError`` and the ICL backend into ``BackendError``. See docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -29,9 +19,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 T = TypeVar("T")
@@ -40,14 +30,12 @@ T = TypeVar("T")
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
-
 @dataclass(frozen=True)
 class NetworkBounds:
     """How long any request of the package may wait: the one policy of the KB client, the ICL endpoint and the Hub.
 
-    Every value has an environment variable (``ENVRE_CONNECT_TIMEOUT``, ``ENVRE_READ_TIMEOUT``,
-    ``ENVRE_REPLY_DEADLINE``, ``ENVRE_MAX_RETRIES``, ``ENVRE_RETRY_AFTER_CAP``, ``ENVRE_RETRY_BUDGET``) so a user
-    on a slow link can widen them and tests can shrink them; see docs/reliability.md.
+    Every value has an environment variable, ``ENVRE_`` + its name in capitals (``ENVRE_READ_TIMEOUT``), so a user
+    on a slow link can widen them and tests can shrink them.
 
     Attributes:
         connect_timeout: seconds to open the connection.
@@ -67,20 +55,12 @@ class NetworkBounds:
     retry_after_cap: float = 30.0
     retry_budget: float = 60.0
 
-    _ENV: ClassVar[dict[str, str]] = {
-        "connect_timeout": "ENVRE_CONNECT_TIMEOUT",
-        "read_timeout": "ENVRE_READ_TIMEOUT",
-        "reply_deadline": "ENVRE_REPLY_DEADLINE",
-        "max_retries": "ENVRE_MAX_RETRIES",
-        "retry_after_cap": "ENVRE_RETRY_AFTER_CAP",
-        "retry_budget": "ENVRE_RETRY_BUDGET",
-    }
-
     @classmethod
     def from_env(cls, **overrides: Any) -> NetworkBounds:
-        """The defaults, replaced by the ``ENVRE_*`` variables that are set, then by ``overrides`` not ``None``."""
+        """The defaults, replaced by the ``ENVRE_<FIELD>`` variables that are set, then by ``overrides`` not ``None``."""
         values: dict[str, Any] = {}
-        for name, var in cls._ENV.items():
+        for name in (f.name for f in fields(cls)):
+            var = f"ENVRE_{name.upper()}"
             text = os.environ.get(var, "").strip()
             if not text:
                 continue
@@ -207,8 +187,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     text = str(text)
     known = {*secrets, *_KNOWN_SECRETS, *(os.environ.get(var, "") for var in SECRET_ENV_VARS)}
     for secret in sorted((s for s in known if len(s) >= 4), key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, REDACTED)
+        text = text.replace(secret, REDACTED)
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
@@ -304,11 +283,8 @@ class RetryPolicy:
 
 
 class ResponseCache:
-    """The SQLite store of successful replies (one row per request key). Safe across threads and processes.
-
-    ``path`` is the SQLite file; :meth:`in_folder` gives the file of a cache folder. The KB client and the ICL
-    backends write rows to the same table, told apart by their keys and by the ``method`` column.
-    """
+    """The SQLite store of successful replies at ``path`` (table ``responses``, one row per request key), safe across
+    threads and processes; the KB client and the ICL backends write rows told apart by key and ``method`` column."""
 
     COLUMNS = ("key", "method", "url", "params", "body", "stored")
 

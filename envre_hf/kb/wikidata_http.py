@@ -110,21 +110,16 @@ def _failure_kind(exc: Exception, httpx: Any) -> str:
 
 
 class CachedJSONClient:
-    """GET/POST JSON requests with retries, backoff, ``Retry-After`` and the on-disk reply cache.
-
-    Requests go through :func:`~envre_hf.hub_client.bounded_client`, the transport of the Hub and the ICL endpoint:
-    connect/read timeouts, the reply deadline on headers and body, a capped ``Retry-After``.
+    """GET/POST JSON requests with retries (:class:`~envre_hf.http.RetryPolicy`) and the on-disk reply cache, sent
+    through the bounded transport of the Hub and the ICL endpoint (:func:`~envre_hf.hub_client.bounded_client`).
 
     Args:
         cache_dir: folder of the SQLite cache (``responses.sqlite``); ``None`` disables caching.
         user_agent: sent on every request (default: ``$ENVRE_USER_AGENT``, else :data:`DEFAULT_USER_AGENT`).
-        timeout: seconds to wait for the connection and for each read (default: the bounds' own two timeouts).
-        max_retries: retries after the first attempt (default: :attr:`NetworkBounds.max_retries`).
-        backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
-        max_backoff: upper bound of one wait, including a server's ``Retry-After``.
-        sleep: the sleeping function (injectable for tests).
+        timeout: seconds to wait for the connection and for each read; ``max_retries``: retries after the first
+            attempt (both override ``bounds``, default :meth:`~envre_hf.http.NetworkBounds.from_env`).
+        backoff_factor, max_backoff, sleep: the retry waits in seconds (see ``RetryPolicy``).
         cache: an open :class:`~envre_hf.http.ResponseCache` to use instead of ``cache_dir``'s.
-        bounds: the time limits (default :meth:`NetworkBounds.from_env`); ``timeout`` and ``max_retries`` override.
     """
 
     def __init__(
