@@ -189,8 +189,6 @@ class OpenAIChatBackend:
                 raise BackendError(f"{self.url} answered HTTP {status}: {body[:500]}") from None
             except ReplyTooSlow as err:
                 raise Transient(str(err)) from None
-            except RetryLater as err:
-                raise BackendError(f"{self.url}: {err}") from None
             except (InferenceTimeoutError, httpx.TimeoutException) as err:
                 raise Transient(f"timeout after {self.timeout:g} s ({type(err).__name__})") from None
             except httpx.TransportError as err:
