@@ -290,34 +290,30 @@ def candidates_query(type_id: str, min_names: int, language: str, limit: int, of
     """The SPARQL text of one page of step 3 (items of ``type_id`` with >= ``min_names`` names)."""
     if not is_item_id(type_id):
         raise ValueError(f"not a Wikidata item id: {type_id!r}")
-    return (
-        SPARQL_PREFIXES
-        + "SELECT ?item (COUNT(DISTINCT ?name) AS ?names) WHERE {\n"
-        + f"  ?item wdt:P31 wd:{type_id} .\n"
-        + "  { ?item rdfs:label ?name } UNION { ?item skos:altLabel ?name }\n"
-        + f'  FILTER(LANG(?name) = "{language}")\n'
-        + "}\n"
-        + "GROUP BY ?item\n"
-        + f"HAVING (COUNT(DISTINCT ?name) >= {int(min_names)})\n"
-        + "ORDER BY ?item\n"
-        + f"LIMIT {int(limit)} OFFSET {int(offset)}\n"
-    )
+    return f"""{SPARQL_PREFIXES}SELECT ?item (COUNT(DISTINCT ?name) AS ?names) WHERE {{
+  ?item wdt:P31 wd:{type_id} .
+  {{ ?item rdfs:label ?name }} UNION {{ ?item skos:altLabel ?name }}
+  FILTER(LANG(?name) = "{language}")
+}}
+GROUP BY ?item
+HAVING (COUNT(DISTINCT ?name) >= {int(min_names)})
+ORDER BY ?item
+LIMIT {int(limit)} OFFSET {int(offset)}
+"""
 
 
 def incoming_query(item_id: str) -> str:
     """SPARQL counting the statements of other items whose main value is ``item_id``."""
     if not is_item_id(item_id):
         raise ValueError(f"not a Wikidata item id: {item_id!r}")
-    return (
-        SPARQL_PREFIXES
-        + "SELECT (COUNT(?statement) AS ?n) WHERE {\n"
-        + f"  ?statement ?ps wd:{item_id} .\n"
-        + "  ?property wikibase:statementProperty ?ps .\n"
-        + "  ?subject ?p ?statement .\n"
-        + "  ?property wikibase:claim ?p .\n"
-        + f"  FILTER(?subject != wd:{item_id})\n"
-        + "}\n"
-    )
+    return f"""{SPARQL_PREFIXES}SELECT (COUNT(?statement) AS ?n) WHERE {{
+  ?statement ?ps wd:{item_id} .
+  ?property wikibase:statementProperty ?ps .
+  ?subject ?p ?statement .
+  ?property wikibase:claim ?p .
+  FILTER(?subject != wd:{item_id})
+}}
+"""
 
 
 class WikidataHTTPKB(KnowledgeBase):
