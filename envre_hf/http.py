@@ -1,72 +1,41 @@
-"""Shared HTTP plumbing for every client of the package: retries, credential redaction, one reply cache.
-
-Why one module: the knowledge-base client (thousands of Wikidata questions while building a benchmark) and the
-ICL chat backend (one completion per test document) need the same things, and two copies drift apart:
-
-* :class:`RetryPolicy` retries a transient failure (connection error, timeout, HTTP 408/425/429/5xx, a broken
-  reply) with exponential backoff (``backoff_factor * 2**attempt`` seconds, optional jitter, capped at
-  ``max_backoff``), waiting at least as long as the server's ``Retry-After`` says (:func:`parse_retry_after`);
-* :func:`request_secrets` / :func:`redact` keep API keys and tokens out of every error text and log line;
-* :class:`ResponseCache` is the one SQLite reply cache (table ``responses``: key, method, url, params, body),
-  shared by the KB client (key: method + URL + sorted parameters, :func:`cache_key`) and the ICL backends (key:
-  model + messages + generation parameters), so a rerun with the same cache file repeats no request;
-* :class:`CachedJSONClient` is the polite JSON-over-HTTP client the Wikidata KB runs on: a ``User-Agent`` on every
-  request, connect/read timeouts, payload checks for "busy, retry" replies (``maxlag``), and the cache above.
+"""Shared HTTP plumbing of the Wikidata KB client, the ICL chat backend and the Hub (two copies drift apart):
+the time limits of every request (:class:`NetworkBounds`, kept by one ``httpx`` transport,
+:func:`envre_hf.hub_client.bounded_client`), retries (:class:`RetryPolicy`), credential redaction (:func:`redact`)
+and the one SQLite reply cache (:class:`ResponseCache`), so a rerun with the same cache file repeats no request.
 
 Failures are :class:`HTTPRequestError` naming the request (credentials redacted); the KB turns them into
-``KnowledgeBaseError`` and the ICL backend into ``BackendError``.
+``KnowledgeBaseError`` and the ICL backend into ``BackendError``. See docs/reliability.md.
 """
 
 from __future__ import annotations
 
-import contextvars
 import email.utils
 import hashlib
 import json
 import os
 import random
 import re
-import socket
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
-
-import requests
-import urllib3
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-from .version import __version__
 
 T = TypeVar("T")
 
-#: Default ``User-Agent`` (Wikimedia's policy: tool/version plus a way to contact the operator).
-#: Override it with the ``user_agent`` argument or the ``ENVRE_USER_AGENT`` environment variable,
-#: ideally adding your own e-mail address.
-DEFAULT_USER_AGENT = (
-    f"envre-hf/{__version__} (https://github.com/envre-hf/envre-hf; envre-hf@users.noreply.github.com) "
-    f"python-requests/{requests.__version__}"
-)
-
 #: HTTP statuses that mean "try again later" rather than "your request is wrong".
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
-
 
 
 @dataclass(frozen=True)
 class NetworkBounds:
     """How long any request of the package may wait: the one policy of the KB client, the ICL endpoint and the Hub.
 
-    Every value has an environment variable (``ENVRE_CONNECT_TIMEOUT``, ``ENVRE_READ_TIMEOUT``,
-    ``ENVRE_REPLY_DEADLINE``, ``ENVRE_MAX_RETRIES``, ``ENVRE_RETRY_AFTER_CAP``, ``ENVRE_RETRY_BUDGET``) so a user
-    on a slow link can widen them and tests can shrink them; see docs/reliability.md.
+    Every value has an environment variable, ``ENVRE_`` + its name in capitals (``ENVRE_READ_TIMEOUT``), so a user
+    on a slow link can widen them and tests can shrink them.
 
     Attributes:
         connect_timeout: seconds to open the connection.
@@ -86,20 +55,12 @@ class NetworkBounds:
     retry_after_cap: float = 30.0
     retry_budget: float = 60.0
 
-    _ENV: ClassVar[dict[str, str]] = {
-        "connect_timeout": "ENVRE_CONNECT_TIMEOUT",
-        "read_timeout": "ENVRE_READ_TIMEOUT",
-        "reply_deadline": "ENVRE_REPLY_DEADLINE",
-        "max_retries": "ENVRE_MAX_RETRIES",
-        "retry_after_cap": "ENVRE_RETRY_AFTER_CAP",
-        "retry_budget": "ENVRE_RETRY_BUDGET",
-    }
-
     @classmethod
     def from_env(cls, **overrides: Any) -> NetworkBounds:
-        """The defaults, replaced by the ``ENVRE_*`` variables that are set, then by ``overrides`` not ``None``."""
+        """The defaults, replaced by the ``ENVRE_<FIELD>`` variables that are set, then by ``overrides`` not ``None``."""
         values: dict[str, Any] = {}
-        for name, var in cls._ENV.items():
+        for name in (f.name for f in fields(cls)):
+            var = f"ENVRE_{name.upper()}"
             text = os.environ.get(var, "").strip()
             if not text:
                 continue
@@ -117,10 +78,6 @@ class NetworkBounds:
 
 #: File name of the reply cache inside a cache folder.
 CACHE_FILE = "responses.sqlite"
-
-#: Decides whether a parsed JSON reply is a transient refusal; returns ``None`` for a good reply
-#: or a short reason (e.g. ``"maxlag"``) for one to retry.
-PayloadCheck = Callable[[Any], "str | None"]
 
 
 class HTTPRequestError(RuntimeError):
@@ -155,11 +112,6 @@ class Transient(Exception):
         super().__init__(problem)
         self.problem = problem
         self.retry_after = retry_after
-
-
-def user_agent_from_env(user_agent: str | None = None) -> str:
-    """The explicit ``user_agent``, else ``$ENVRE_USER_AGENT``, else :data:`DEFAULT_USER_AGENT`."""
-    return user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
 
 
 def cache_key(method: str, url: str, params: Mapping[str, Any]) -> str:
@@ -235,8 +187,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     text = str(text)
     known = {*secrets, *_KNOWN_SECRETS, *(os.environ.get(var, "") for var in SECRET_ENV_VARS)}
     for secret in sorted((s for s in known if len(s) >= 4), key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, REDACTED)
+        text = text.replace(secret, REDACTED)
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
@@ -283,93 +234,57 @@ def parse_retry_after(value: str | None) -> float | None:
 class RetryPolicy:
     """How often and how long to wait before trying a request again.
 
-    Attributes:
-        max_retries: retries after the first attempt (so ``max_retries + 1`` attempts in all).
-        backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
-        max_backoff: upper bound of one wait, including a server's ``Retry-After``.
-        jitter: up to this fraction is added to each backoff, so parallel workers do not retry in lockstep.
-        retry_after_cap: a ``Retry-After`` longer than this is not waited: :class:`RetryLater` says when to retry.
-        budget: no retry starts later than this many seconds after the first attempt (``None``: no limit).
-        sleep: the sleeping function (injectable for tests); ``clock`` the matching clock.
+    ``bounds`` give the retries after the first attempt, the ``Retry-After`` cap and the retry budget. The wait after
+    failed attempt ``n`` is ``backoff_factor * 2**n`` seconds plus up to ``jitter`` of it (parallel workers do not
+    retry in lockstep), never shorter than the server's ``Retry-After``, at most ``max_backoff``; ``sleep`` is
+    injectable for tests.
     """
 
-    max_retries: int = 5
+    bounds: NetworkBounds
     backoff_factor: float = 1.0
     max_backoff: float = 120.0
     jitter: float = 0.1
-    retry_after_cap: float = NetworkBounds.retry_after_cap
-    budget: float | None = NetworkBounds.retry_budget
     sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.monotonic
     _rng: random.Random = field(default_factory=lambda: random.Random(0), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (0-based): the backoff, or longer if the server asks."""
-        backoff = self.backoff_factor * (2**attempt)
-        if self.jitter:
-            backoff *= 1.0 + self.jitter * self._rng.random()
-        if retry_after is not None:
-            backoff = max(backoff, retry_after)
-        return min(backoff, self.max_backoff)
+        if self.bounds.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.bounds.max_retries}")
 
     def run(self, attempt: Callable[[int], T], on_retry: Callable[[int, str], None] | None = None) -> T:
         """``attempt(n)`` for n = 0, 1, ... until it returns; it raises :class:`Transient` to be tried again.
 
         ``on_retry(n, problem)`` is called before waiting after failed attempt ``n``. Raises
-        :class:`RetriesExhausted` after the last attempt, or once the next wait would end past ``budget``;
-        :class:`RetryLater` when the server asks for a wait over ``retry_after_cap``; any other exception from
-        ``attempt`` ends the loop at once.
+        :class:`RetriesExhausted` after the last attempt, or once the next wait would end past the budget;
+        :class:`RetryLater` when the server asks for a wait over the cap; any other exception from ``attempt``
+        ends the loop at once.
         """
+        b = self.bounds
         problem = "no attempt made"
-        start = self.clock()
-        for n in range(self.max_retries + 1):
+        start = time.monotonic()
+        for n in range(b.max_retries + 1):
             try:
                 return attempt(n)
             except Transient as exc:
                 problem = exc.problem
-                if exc.retry_after is not None and exc.retry_after > self.retry_after_cap:
-                    raise RetryLater(exc.retry_after, self.retry_after_cap, problem) from None
-                if n < self.max_retries:
-                    wait = self.delay(n, exc.retry_after)
-                    if self.budget is not None and self.clock() - start + wait > self.budget:
+                if exc.retry_after is not None and exc.retry_after > b.retry_after_cap:
+                    raise RetryLater(exc.retry_after, b.retry_after_cap, problem) from None
+                if n < b.max_retries:
+                    wait = self.backoff_factor * (2**n) * (1.0 + self.jitter * self._rng.random())
+                    wait = min(max(wait, exc.retry_after or 0.0), self.max_backoff)
+                    if time.monotonic() - start + wait > b.retry_budget:
                         raise RetriesExhausted(
-                            n + 1, f"{problem} (no retry past {self.budget:g} s, ENVRE_RETRY_BUDGET)"
+                            n + 1, f"{problem} (no retry past {b.retry_budget:g} s, ENVRE_RETRY_BUDGET)"
                         ) from None
                     if on_retry is not None:
                         on_retry(n, problem)
                     self.sleep(wait)
-        raise RetriesExhausted(self.max_retries + 1, problem)
-
-    @classmethod
-    def from_bounds(cls, bounds: NetworkBounds, **kwargs: Any) -> RetryPolicy:
-        """The policy of ``bounds`` (retries, ``Retry-After`` cap, budget); ``kwargs`` set the backoff and sleep."""
-        return cls(max_retries=bounds.max_retries, retry_after_cap=bounds.retry_after_cap, budget=bounds.retry_budget,
-                   **kwargs)
-
-
-@dataclass
-class RequestStats:
-    """What the client did, per URL: requests sent over the network, retries, cache hits."""
-
-    sent: Counter = field(default_factory=Counter)
-    retries: Counter = field(default_factory=Counter)
-    cache_hits: Counter = field(default_factory=Counter)
-
-    @property
-    def total_sent(self) -> int:
-        return sum(self.sent.values())
+        raise RetriesExhausted(b.max_retries + 1, problem)
 
 
 class ResponseCache:
-    """The SQLite store of successful replies (one row per request key). Safe across threads and processes.
-
-    ``path`` is the SQLite file; :meth:`in_folder` gives the file of a cache folder. The KB client and the ICL
-    backends write rows to the same table, told apart by their keys and by the ``method`` column.
-    """
+    """The SQLite store of successful replies at ``path`` (table ``responses``, one row per request key), safe across
+    threads and processes; the KB client and the ICL backends write rows told apart by key and ``method`` column."""
 
     COLUMNS = ("key", "method", "url", "params", "body", "stored")
 
@@ -444,94 +359,17 @@ class ReplyTooSlow(HTTPRequestError):
     """A reply that did not arrive whole within :attr:`NetworkBounds.reply_deadline` (a trickle)."""
 
 
-def within_deadline(
-    chunks: Iterable[bytes], deadline: float, what: str = "", clock: Callable[[], float] = time.monotonic
-) -> Iterator[bytes]:
-    """The chunks of a reply body being read, or :class:`ReplyTooSlow` (``what``: the request, to name it) once
-    ``deadline`` seconds pass. Per-read timeouts never fire on a server sending a byte every two seconds; this
-    bounds the whole reply. The one deadline of our client and of the Hub's (:mod:`envre_hf.hub_client`)."""
-    start, size = clock(), 0
+def within_deadline(chunks: Iterable[bytes], deadline: float, what: str) -> Iterator[bytes]:
+    """The chunks of a reply body being read, or :class:`ReplyTooSlow` naming the request ``what`` once
+    ``deadline`` seconds pass: per-read timeouts never fire on a server sending a byte every two seconds."""
+    start, size = time.monotonic(), 0
     for chunk in chunks:
         size += len(chunk)
-        if clock() - start > deadline:
+        if time.monotonic() - start > deadline:
             raise ReplyTooSlow(
-                f"{what + ': ' if what else ''}the reply did not arrive whole within {deadline:g} s "
+                f"{what}: the reply did not arrive whole within {deadline:g} s "
                 f"(ENVRE_REPLY_DEADLINE; {size} bytes so far)"
             )
-        yield chunk
-
-
-def read_within(chunks: Iterable[bytes], deadline: float, clock: Callable[[], float] = time.monotonic) -> bytes:
-    """The bytes of ``chunks`` read whole within ``deadline`` seconds (:func:`within_deadline`)."""
-    return b"".join(within_deadline(chunks, deadline, clock=clock))
-
-
-#: Seconds the status line and headers of the reply awaited in this context may take (set per request).
-_HEAD_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("envre_head_deadline", default=None)
-
-
-class _HeadDeadline:
-    """Connection mixin: the reply's status line and headers arrive within the request's deadline. A server that
-    trickles them (every read within the read timeout) has its connection shut at the deadline, because
-    ``http.client`` reads headers before any caller sees a byte."""
-
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        deadline = _HEAD_DEADLINE.get()
-        if deadline is None:
-            return super().getresponse(*args, **kwargs)
-        expired = threading.Event()
-
-        def shut() -> None:
-            expired.set()
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except (OSError, AttributeError):  # already closed
-                pass
-
-        timer = threading.Timer(deadline, shut)
-        timer.daemon = True
-        timer.start()
-        try:
-            return super().getresponse(*args, **kwargs)
-        except Exception:
-            if expired.is_set():
-                raise ReplyTooSlow(
-                    f"the reply's headers did not arrive within {deadline:g} s (ENVRE_REPLY_DEADLINE)"
-                ) from None
-            raise
-        finally:
-            timer.cancel()
-
-
-class _HTTPConnection(_HeadDeadline, HTTPConnection):
-    pass
-
-
-class _HTTPSConnection(_HeadDeadline, HTTPSConnection):
-    pass
-
-
-class _HTTPPool(HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
-
-
-class _HTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
-
-
-class _BoundedAdapter(HTTPAdapter):
-    """requests' adapter with connections that keep :data:`_HEAD_DEADLINE`."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
-
-
-def _arriving(response: requests.Response) -> Iterator[bytes]:
-    """The body of a streamed ``response`` in the pieces the network delivers (``read1``: never waiting for a full
-    buffer, so :func:`read_within` sees every byte of a trickle as it comes)."""
-    raw = response.raw
-    while chunk := raw.read1(65536, decode_content=True):
         yield chunk
 
 
@@ -540,174 +378,3 @@ def server_of(url: str) -> str:
     parts = urlsplit(str(url))
     host = parts.netloc.rpartition("@")[2]
     return f"{parts.scheme}://{host}" if parts.scheme else redact_url(url)
-
-
-def _failure_kind(exc: BaseException) -> str:
-    """What a transport error means, in words (requests' own texts are long nested reprs)."""
-    text = str(exc)
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return "no connection within the connect timeout (ENVRE_CONNECT_TIMEOUT)"
-    if isinstance(exc, (requests.exceptions.ReadTimeout, requests.Timeout)) or "timed out" in text:
-        return "no answer within the read timeout (ENVRE_READ_TIMEOUT)"
-    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)) or (
-        "IncompleteRead" in text or "RemoteDisconnected" in text or "Connection aborted" in text
-    ):
-        return "the connection dropped before the reply was complete"
-    if "Connection refused" in text:
-        return "connection refused (is the server running at that address?)"
-    return "could not connect"
-
-
-class CachedJSONClient:
-    """GET/POST JSON requests with retries, backoff, ``Retry-After`` and the on-disk reply cache.
-
-    Args:
-        cache_dir: folder of the SQLite cache (``responses.sqlite``); ``None`` disables caching.
-        user_agent: sent on every request (see :func:`user_agent_from_env`).
-        timeout: seconds to wait for the connection and for each read (default: the bounds' own two timeouts).
-        max_retries: retries after the first attempt (default: :attr:`NetworkBounds.max_retries`).
-        backoff_factor: base of the exponential backoff in seconds (tests use tiny values).
-        max_backoff: upper bound of one wait, including a server's ``Retry-After``.
-        sleep: the sleeping function (injectable for tests).
-        cache: an open :class:`ResponseCache` to use instead of ``cache_dir``'s.
-        bounds: the time limits (default :meth:`NetworkBounds.from_env`); ``timeout`` and ``max_retries`` override.
-    """
-
-    def __init__(
-        self,
-        cache_dir: str | os.PathLike[str] | None,
-        *,
-        user_agent: str | None = None,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        backoff_factor: float = 1.0,
-        max_backoff: float = 120.0,
-        sleep: Callable[[float], None] = time.sleep,
-        cache: ResponseCache | None = None,
-        bounds: NetworkBounds | None = None,
-    ):
-        self.user_agent = user_agent_from_env(user_agent)
-        bounds = bounds or NetworkBounds.from_env()
-        if timeout is not None:
-            bounds = replace(bounds, connect_timeout=float(timeout), read_timeout=float(timeout))
-        if max_retries is not None:
-            bounds = replace(bounds, max_retries=int(max_retries))
-        self.bounds = bounds
-        self.timeout = bounds.read_timeout
-        self.retry = RetryPolicy.from_bounds(
-            bounds, backoff_factor=float(backoff_factor), max_backoff=float(max_backoff), sleep=sleep
-        )
-        if cache is None and cache_dir is not None:
-            cache = ResponseCache.in_folder(cache_dir)
-        self.cache = cache
-        self.stats = RequestStats()
-        self._session: requests.Session | None = None
-
-    @property
-    def session(self) -> requests.Session:
-        if self._session is None:
-            session = requests.Session()
-            session.headers["User-Agent"] = self.user_agent
-            for prefix in ("http://", "https://"):
-                session.mount(prefix, _BoundedAdapter())
-            self._session = session
-        return self._session
-
-    def get_json(
-        self,
-        url: str,
-        params: Mapping[str, Any],
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        retry_payload: PayloadCheck | None = None,
-        error_payload: PayloadCheck | None = None,
-    ) -> Any:
-        """The parsed JSON reply to ``method url`` with ``params`` (query string for GET, form body for POST).
-
-        ``retry_payload`` flags a transient refusal inside a 200 reply (retried, never cached);
-        ``error_payload`` flags a permanent error reply (raised at once, never cached).
-        """
-        method = method.upper()
-        if method not in ("GET", "POST"):
-            raise ValueError(f"unsupported HTTP method {method!r}")
-        key = cache_key(method, url, params)
-        if self.cache is not None:
-            body = self.cache.get(key)
-            if body is not None:
-                self.stats.cache_hits[url] += 1
-                return json.loads(body)
-
-        secrets = request_secrets(headers, params)
-        what = redact(describe_request(method, url, params), secrets)
-
-        def attempt(n: int) -> Any:
-            if n:
-                self.stats.retries[url] += 1
-            self.stats.sent[url] += 1
-            head = _HEAD_DEADLINE.set(self.bounds.reply_deadline)
-            try:
-                response = self.session.request(
-                    method,
-                    url,
-                    params=params if method == "GET" else None,
-                    data=params if method == "POST" else None,
-                    headers=dict(headers or {}),
-                    timeout=(self.bounds.connect_timeout, self.bounds.read_timeout),
-                    stream=True,
-                )
-                try:
-                    body = read_within(_arriving(response), self.bounds.reply_deadline).decode(
-                        response.encoding or "utf-8", errors="replace"
-                    )
-                finally:
-                    response.close()
-            except (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                    requests.exceptions.ContentDecodingError, urllib3.exceptions.HTTPError) as exc:  # also mid-body
-                raise Transient(redact(f"{_failure_kind(exc)} ({type(exc).__name__})", secrets)) from None
-            except ReplyTooSlow as exc:
-                raise Transient(str(exc)) from None
-            except requests.RequestException as exc:  # e.g. invalid URL: retrying will not help
-                raise HTTPRequestError(redact(f"request failed: {what}: {exc}", secrets)) from None
-            finally:
-                _HEAD_DEADLINE.reset(head)
-            status = response.status_code
-            if status in RETRY_STATUSES:
-                raise Transient(f"HTTP {status} {response.reason}", parse_retry_after(response.headers.get("Retry-After")))
-            if status >= 400:
-                raise HTTPRequestError(
-                    redact(f"HTTP {status} {response.reason} for {what}: {redact(body, secrets)[:200]!r}", secrets)
-                )
-            try:
-                payload = json.loads(body)
-            except ValueError as exc:
-                looks = "an HTML page" if body.lstrip()[:1] == "<" else f"{len(body)} characters"
-                raise Transient(f"broken JSON reply ({looks}; {exc})") from None
-            if error_payload is not None and (reason := error_payload(payload)):
-                raise HTTPRequestError(f"error reply for {what}: {reason}")
-            if retry_payload is not None and (busy := retry_payload(payload)):
-                raise Transient(f"server busy ({busy})")
-            if self.cache is not None:
-                self.cache.put(key, method, url, params, body)
-            return payload
-
-        try:
-            return self.retry.run(attempt)
-        except RetriesExhausted as exc:
-            raise HTTPRequestError(
-                f"{server_of(url)} failed: giving up after {exc.attempts} attempts: {what}: last problem: {exc.problem}"
-            ) from None
-        except RetryLater as exc:
-            raise HTTPRequestError(f"{server_of(url)}: {what}: {exc}") from None
-
-    def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
-        if self.cache is not None:
-            self.cache.close()
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_session"] = None
-        return state

@@ -9,7 +9,8 @@ reply deadline on the headers and the body (a trickle ends), no wait on a ``Retr
 says when to retry). The Hub's own retries (``http_backoff``: 5, waits up to 8 s) are kept, within the retry
 budget. All of it goes through httpx's own API: a transport, and ``httpcore``'s ``trace`` extension. The same
 client carries the ICL endpoint's requests (``InferenceClient``), so they get the same bounds; and
-``HF_HUB_OFFLINE`` blocks only requests to the Hub there, not a local OpenAI-compatible server.
+``HF_HUB_OFFLINE`` blocks only requests to the Hub there, not a local OpenAI-compatible server. The Wikidata KB
+client opens its own client on the same transport (:func:`bounded_client`).
 
 :func:`hub_errors` turns what a Hub call raises (an HTTP error, a dropped connection, a timeout, an HTML page
 where JSON was expected) into :class:`HubError`: one line naming the Hub, the action and what to do, credentials
@@ -76,26 +77,19 @@ def configure_hub(bounds: NetworkBounds | None = None) -> NetworkBounds:
         if bounds == _INSTALLED:
             return bounds
         from huggingface_hub import set_client_factory
-        from huggingface_hub.utils import httpx
 
-        transport_class = _transport_class(httpx)
-
-        def factory():
-            return httpx.Client(
-                event_hooks={"request": [_request_hook]},
-                follow_redirects=True,
-                timeout=_timeout(httpx, bounds),
-                transport=transport_class(bounds),
-            )
-
-        set_client_factory(factory)
+        set_client_factory(lambda: bounded_client(bounds, event_hooks={"request": [_request_hook]}))
         _INSTALLED = bounds
     return bounds
 
 
-def _timeout(httpx, bounds: NetworkBounds):
-    return httpx.Timeout(connect=bounds.connect_timeout, read=bounds.read_timeout, write=bounds.read_timeout,
-                         pool=bounds.connect_timeout)
+def bounded_client(bounds: NetworkBounds, **kwargs):
+    """An ``httpx`` client keeping ``bounds`` on every request: the Hub's (:func:`configure_hub`) and the KB's."""
+    from huggingface_hub.utils import httpx
+
+    timeout = httpx.Timeout(connect=bounds.connect_timeout, read=bounds.read_timeout, write=bounds.read_timeout,
+                            pool=bounds.connect_timeout)
+    return httpx.Client(follow_redirects=True, timeout=timeout, transport=_transport_class(httpx)(bounds), **kwargs)
 
 
 def _request_hook(request) -> None:
@@ -134,7 +128,7 @@ def _transport_class(httpx):
         """Timeouts on every request, a capped ``Retry-After``, and the reply deadline on headers and body.
 
         The headers are read inside ``httpcore`` before we see a byte, so their deadline is a timer that shuts the
-        connection's socket, as in our own client (:class:`envre_hf.http._HeadDeadline`). The socket comes from
+        connection's socket. The socket comes from
         ``httpcore``'s ``trace`` extension for a new connection; a reused one is among the idle connections this
         transport last saw to the same server (each tracked from its reply's ``network_stream``), so the timer shuts
         those: an idle one shut by mistake is only dropped and reopened by the pool. The Hub's own retries are kept
@@ -220,7 +214,7 @@ class _RetryChains:
     attempt (a transport error, a cut reply, a retry status), within a short gap (its waits are at most 8 s, or a
     ``Retry-After`` under the cap). One that would start more than ``retry_budget`` seconds after the first attempt
     is refused: :class:`~envre_hf.http.RetriesExhausted` naming the request and the last problem. Our own retry
-    loops (the ICL endpoint) never start one that late, so they are not affected.
+    loops (the KB client, the ICL endpoint) never start one that late, so they are not affected.
     """
 
     def __init__(self, bounds: NetworkBounds):

@@ -197,7 +197,7 @@ def error_message(err: BaseException) -> str | None:
 
     Credentials are redacted (:func:`envre_hf.http.redact`): a server body echoing a token never reaches stderr.
     """
-    from ..http import redact  # lazy: requests only when an error is printed
+    from ..http import redact  # lazy: start-up time
 
     message = _message(err)
     return None if message is None else redact(message)

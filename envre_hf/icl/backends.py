@@ -135,8 +135,8 @@ class OpenAIChatBackend:
         self.seed = seed
         self.timeout = timeout
         # no jitter: one client asks one question at a time, and the waits stay predictable
-        self.retry = RetryPolicy.from_bounds(NetworkBounds.from_env(max_retries=max_retries), backoff_factor=backoff,
-                                             max_backoff=max_backoff, jitter=0.0, sleep=sleep)
+        self.retry = RetryPolicy(NetworkBounds.from_env(max_retries=max_retries), backoff_factor=backoff,
+                                 max_backoff=max_backoff, jitter=0.0, sleep=sleep)
         self.cache = open_cache(cache_path)
         if not os.environ.get(api_key_env):
             logger.warning("environment variable %s is not set: requests are sent without an API key", api_key_env)
@@ -179,15 +179,16 @@ class OpenAIChatBackend:
             except HfHubHTTPError as err:
                 response = getattr(err, "response", None)
                 status = getattr(response, "status_code", None)
-                body = redact(_response_text(response), secrets)
+                try:
+                    body = redact(response.text if response is not None else "", secrets)
+                except Exception:  # a streamed body that was never read
+                    body = ""
                 if status is None or status in RETRY_STATUSES:
                     retry_after = parse_retry_after(response.headers.get("Retry-After")) if response is not None else None
                     raise Transient(f"HTTP {status}: {body[:200]}", retry_after) from None
                 raise BackendError(f"{self.url} answered HTTP {status}: {body[:500]}") from None
             except ReplyTooSlow as err:
                 raise Transient(str(err)) from None
-            except RetryLater as err:
-                raise BackendError(f"{self.url}: {err}") from None
             except (InferenceTimeoutError, httpx.TimeoutException) as err:
                 raise Transient(f"timeout after {self.timeout:g} s ({type(err).__name__})") from None
             except httpx.TransportError as err:
@@ -211,14 +212,6 @@ class OpenAIChatBackend:
             raise BackendError(f"{self.url}: {exc}") from None
         except RetriesExhausted as exc:
             raise BackendError(f"{self.url}: giving up after {exc.attempts} attempts; last error: {exc.problem}") from None
-
-
-def _response_text(response: Any) -> str:
-    """The body of an error reply, as far as it can be read."""
-    try:
-        return response.text if response is not None else ""
-    except Exception:  # a streamed body that was never read
-        return ""
 
 
 class LocalBackend:

@@ -93,7 +93,7 @@ def _relation_id(part: str, schema: RelationSchema, name2id: dict[str, str]) -> 
 def _split(body: str) -> list[str] | None:
     """Three parts (subject, relation, object) of a triple body, or None."""
     for sep in (";", "|", "\t"):
-        parts = [p for p in body.split(sep)]
+        parts = body.split(sep)
         if len(parts) == 3:
             return parts
         if len(parts) > 3:  # a separator inside the relation name

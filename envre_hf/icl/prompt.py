@@ -125,10 +125,7 @@ def format_triples(doc: Document, numbering: Sequence[int], schema: RelationSche
     return "\n".join(f"<{h}; {schema.id2name[r]}; {t}>" for h, t, r in triples)
 
 
-def _block(
-    header: str, doc: Document, schema: RelationSchema, with_triples: bool, numbering: Sequence[int] | None = None
-) -> str:
-    numbering = entity_numbering(doc) if numbering is None else numbering
+def _block(header: str, doc: Document, schema: RelationSchema, with_triples: bool, numbering: Sequence[int]) -> str:
     parts = [header, "Document:", mark_mentions(doc, numbering), "Entities:", entity_list(doc, numbering), "Triples:"]
     if with_triples:
         parts.append(format_triples(doc, numbering, schema))
@@ -171,31 +168,20 @@ class PromptBuilder:
             parts.append(CONSISTENCY_GUIDANCE)
         return "\n\n".join(parts)
 
-    def demonstrations(self, test_doc: Document) -> list[tuple[Document, Document | None]]:
-        """(demonstration, renamed copy or None) pairs for ``test_doc``."""
+    def build(self, test_doc: Document) -> Prompt:
+        """The prompt for ``test_doc``; raises :class:`DocumentError` on a malformed document."""
         cfg = self.config
         titles = [t for t in (test_doc.title, test_doc.orig_title) if t]
         demos = draw_demonstrations(self.train, cfg.k, cfg.seed, test_doc.key, titles)
-        pairs: list[tuple[Document, Document | None]] = []
-        for demo in demos:
-            renamed = self.renamer(demo, cfg.seed) if cfg.da and self.renamer is not None else None
-            pairs.append((demo, renamed))
-        return pairs
-
-    def build(self, test_doc: Document) -> Prompt:
-        """The prompt for ``test_doc``; raises :class:`DocumentError` on a malformed document."""
         blocks = [self.header()]
-        keys = []
-        for i, (demo, renamed) in enumerate(self.demonstrations(test_doc), start=1):
-            keys.append(demo.key)
+        for i, demo in enumerate(demos, start=1):
             numbering = entity_numbering(demo)
             blocks.append(_block(f"Example {i}", demo, self.schema, True, numbering))
-            if renamed is not None:
+            if cfg.da:
                 # The twin keeps the original's numbers, so its triples are literally the same lines.
+                renamed = self.renamer(demo, cfg.seed)
                 blocks.append(_block(f"Example {i} (renamed copy)", renamed, self.schema, True, numbering))
-        blocks.append(_block("Test document", test_doc, self.schema, False))
-        return Prompt(
-            messages=[{"role": "user", "content": "\n\n".join(blocks)}],
-            numbering=entity_numbering(test_doc),
-            demonstrations=keys,
-        )
+        numbering = entity_numbering(test_doc)
+        blocks.append(_block("Test document", test_doc, self.schema, False, numbering))
+        return Prompt(messages=[{"role": "user", "content": "\n\n".join(blocks)}], numbering=numbering,
+                      demonstrations=[demo.key for demo in demos])

@@ -11,15 +11,15 @@ linkable but are never offered (:func:`evident_kind`). See docs/renaming.md.
 from __future__ import annotations
 
 import hashlib
+import re
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-import re
-
 from ..documents import Document, docred_schema
+from ..documents.tokenize import tokenize_name
 from .base import Candidate, KnowledgeBase
 from .demonyms import is_demonym
-from ..documents.tokenize import tokenize_name
 
 #: Role placeholder of the last type of an item's ladder: any pool entity of the coarse type.
 ANY_ROLE = "*"
@@ -108,14 +108,14 @@ def describe_type(type_id: str) -> str:
 
 def _entity_names(doc: Document, entity_index: int) -> list[str]:
     """Distinct token forms of an entity's mentions, most frequent first (first appearance breaks ties)."""
-    counts: dict[str, int] = {}
+    counts: Counter = Counter()
     for mention in doc.entities[entity_index].mentions:
         tokens = mention.tokens(doc.sents)
         joined = " ".join(tokens)
         # only names the DocRED tokenizer reproduces, so a name re-enters text with its own tokens
         if joined.strip() and tokenize_name(joined) == tokens:
-            counts[joined] = counts.get(joined, 0) + 1
-    return sorted(counts, key=lambda n: -counts[n])
+            counts[joined] += 1
+    return [name for name, _ in counts.most_common()]
 
 
 class CorpusKB(KnowledgeBase):
@@ -162,7 +162,6 @@ class CorpusKB(KnowledgeBase):
                 digest.update(f"{item_id}\t{signatures[e]}\t{chr(31).join(names)}\n".encode())
         self._snapshot = f"corpus:{len(self._ids)}:{digest.hexdigest()[:16]}"
         self._external: dict[str, tuple[str, list[str]]] = {}
-        self._last_doc: tuple[Document, list[str]] | None = None
         self._cache_size = cache_size
         self._make_caches()
 
@@ -177,7 +176,6 @@ class CorpusKB(KnowledgeBase):
         state = dict(self.__dict__)
         for cache in ("_query", "_match"):
             state.pop(cache)  # caches are rebuilt in worker processes
-        state["_last_doc"] = None
         state["_external"] = {}
         return state
 
@@ -188,9 +186,7 @@ class CorpusKB(KnowledgeBase):
     def link(self, doc: Document, entity_index: int) -> str | None:
         """The pool item of a pool document's entity; other documents' entities are registered on the fly
         (as ``corpus:<key>#<index>~external`` when a different pool entity has that id)."""
-        if self._last_doc is None or self._last_doc[0] is not doc:
-            self._last_doc = (doc, _signatures(doc))
-        signature = self._last_doc[1][entity_index]
+        signature = role_signature(doc, entity_index)
         item_id = f"{PREFIX}{doc.key}#{entity_index}"
         i = self._index.get(item_id)
         if i is not None:

@@ -4,6 +4,7 @@ conventions the KB backends share."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from ..documents import Document, Entity
 from .base import Candidate, KnowledgeBase
@@ -25,12 +26,7 @@ def normalize_item_id(value: str | None) -> str | None:
 def names_by_frequency(entity: Entity) -> list[str]:
     """The entity's distinct mention names, most frequent first (first appearance breaks ties): the names
     backends search for, in this order, when linking by name."""
-    counts: dict[str, int] = {}
-    for mention in entity.mentions:
-        name = mention.name.strip()
-        if name:
-            counts[name] = counts.get(name, 0) + 1
-    return sorted(counts, key=lambda n: -counts[n])  # stable: first appearance breaks ties
+    return [name for name, _ in Counter(m.name.strip() for m in entity.mentions if m.name.strip()).most_common()]
 
 
 def is_rule_based(entity: Entity) -> bool:

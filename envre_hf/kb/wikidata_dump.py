@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import contextlib
 import gzip
 import hashlib
 import json
@@ -18,7 +19,6 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -109,12 +109,7 @@ def _open_dump(raw: IO[bytes], name: str) -> IO[bytes]:
     raise KnowledgeBaseError(f"{name}: unknown dump compression (expected .json, .json.gz or .json.bz2)")
 
 
-def _remove_index(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-
-
-@contextmanager
+@contextlib.contextmanager
 def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -201,7 +196,8 @@ def index_dump(
     fingerprint = dump_fingerprint(dump_path)
     expected = {"format_version": INDEX_FORMAT_VERSION, "dump_fingerprint": fingerprint, "language": language}
     if not resume:
-        _remove_index(index_path)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(str(index_path) + suffix).unlink(missing_ok=True)
     index_path.parent.mkdir(parents=True, exist_ok=True)
     existed = index_path.exists()
     conn = sqlite3.connect(index_path, isolation_level=None)
@@ -235,7 +231,10 @@ def index_dump(
             items_this_run = _stream(conn, dump_path, state, batch_size, max_items, language, progress)
         meta = _read_meta(conn)
         if meta.get("complete") == "1":
-            _single_file(conn)
+            # one self-contained file, readable read-only (redone by every run: a kill before this leaves WAL
+            # mode); WAL stays if a reader holds it
+            with contextlib.suppress(sqlite3.OperationalError):
+                conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
     return IndexStats(
@@ -314,25 +313,11 @@ def _stream(
                 if batch.entities >= batch_size:
                     commit()
             commit()
-            if not stopped:
-                _finalize(conn)
+            if not stopped:  # lookup indexes and popularity, then complete: one transaction, safe to redo
+                with _transaction(conn):
+                    for statement in _FINALIZE:
+                        conn.execute(statement)
     return items_this_run
-
-
-def _finalize(conn: sqlite3.Connection) -> None:
-    """Lookup indexes and popularity, then mark the index complete - one transaction, safe to redo."""
-    with _transaction(conn):
-        for statement in _FINALIZE:
-            conn.execute(statement)
-
-
-def _single_file(conn: sqlite3.Connection) -> None:
-    """A complete index as one self-contained file, readable in read-only mode (done again by every run on a
-    complete index: a kill between the last commit and this leaves WAL mode); WAL stays if a reader holds it."""
-    try:
-        conn.execute("PRAGMA journal_mode=DELETE")
-    except sqlite3.OperationalError:
-        pass
 
 
 class WikidataDumpKB(KnowledgeBase):

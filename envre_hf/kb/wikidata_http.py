@@ -12,20 +12,43 @@
   ``count_incoming=True`` plus the statements of *other* items whose main value is the item
   (one extra SPARQL query per item), which is what the dump backend counts.
 
-Every request goes through :class:`~envre_hf.http.CachedJSONClient` (User-Agent, ``maxlag``,
-retries with backoff, ``Retry-After``, SQLite cache): with the same ``cache_dir`` a rebuild sends
-no request at all, which also freezes the snapshot of a live, changing Wikidata. A failed request
+Every request goes through :class:`CachedJSONClient` (User-Agent, ``maxlag``, retries with backoff,
+``Retry-After``, SQLite cache): with the same ``cache_dir`` a rebuild sends no request at all, which also
+freezes the snapshot of a live, changing Wikidata. A failed request
 (:class:`~envre_hf.http.HTTPRequestError`) reaches the caller as :class:`KnowledgeBaseError`.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..documents import Document
-from ..http import CachedJSONClient, HTTPRequestError, redact_url
+from ..http import (
+    RETRY_STATUSES,
+    HTTPRequestError,
+    NetworkBounds,
+    ReplyTooSlow,
+    ResponseCache,
+    RetriesExhausted,
+    RetryLater,
+    RetryPolicy,
+    Transient,
+    cache_key,
+    describe_request,
+    parse_retry_after,
+    redact,
+    redact_url,
+    request_secrets,
+    server_of,
+)
+from ..hub_client import bounded_client
+from ..version import __version__
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import is_rule_based, names_by_frequency, normalize_item_id
 from .wikidata_json import EntityRecord, is_item_id, item_number, parse_entity
@@ -50,6 +73,173 @@ SPARQL_PREFIXES = (
 #: Queries longer than this go by POST (URLs of many kilobytes are refused by some proxies).
 _MAX_GET_QUERY = 1500
 
+#: Default ``User-Agent`` (Wikimedia's policy: tool/version plus a way to contact the operator). Override it with
+#: the ``user_agent`` argument or the ``ENVRE_USER_AGENT`` environment variable, ideally adding your own e-mail.
+DEFAULT_USER_AGENT = (
+    f"envre-hf/{__version__} (https://github.com/envre-hf/envre-hf; envre-hf@users.noreply.github.com)"
+)
+
+#: Decides whether a parsed JSON reply is a transient refusal; returns ``None`` for a good reply
+#: or a short reason (e.g. ``"maxlag"``) for one to retry.
+PayloadCheck = Callable[[Any], "str | None"]
+
+
+@dataclass
+class RequestStats:
+    """What the client did, per URL: requests sent over the network, retries, cache hits."""
+
+    sent: Counter = field(default_factory=Counter)
+    retries: Counter = field(default_factory=Counter)
+    cache_hits: Counter = field(default_factory=Counter)
+
+    @property
+    def total_sent(self) -> int:
+        return sum(self.sent.values())
+
+
+def _failure_kind(exc: Exception, httpx: Any) -> str:
+    """What a transport error means, in words."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "no connection within the connect timeout (ENVRE_CONNECT_TIMEOUT)"
+    if isinstance(exc, httpx.TimeoutException):
+        return "no answer within the read timeout (ENVRE_READ_TIMEOUT)"
+    if isinstance(exc, (httpx.ConnectError, httpx.ProxyError)):
+        refused = "refused" in str(exc).lower()
+        return "connection refused (is the server running at that address?)" if refused else "could not connect"
+    return "the connection dropped before the reply was complete"
+
+
+class CachedJSONClient:
+    """GET/POST JSON requests with retries (:class:`~envre_hf.http.RetryPolicy`) and the on-disk reply cache, sent
+    through the bounded transport of the Hub and the ICL endpoint (:func:`~envre_hf.hub_client.bounded_client`).
+
+    Args:
+        cache_dir: folder of the SQLite cache (``responses.sqlite``); ``None`` disables caching.
+        user_agent: sent on every request (default: ``$ENVRE_USER_AGENT``, else :data:`DEFAULT_USER_AGENT`).
+        timeout: seconds to wait for the connection and for each read; ``max_retries``: retries after the first
+            attempt (both override ``bounds``, default :meth:`~envre_hf.http.NetworkBounds.from_env`).
+        backoff_factor, max_backoff, sleep: the retry waits in seconds (see ``RetryPolicy``).
+        cache: an open :class:`~envre_hf.http.ResponseCache` to use instead of ``cache_dir``'s.
+    """
+
+    def __init__(
+        self,
+        cache_dir: str | os.PathLike[str] | None,
+        *,
+        user_agent: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        backoff_factor: float = 1.0,
+        max_backoff: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
+        cache: ResponseCache | None = None,
+        bounds: NetworkBounds | None = None,
+    ):
+        self.user_agent = user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
+        overrides = {"connect_timeout": timeout, "read_timeout": timeout, "max_retries": max_retries}
+        self.bounds = replace(bounds or NetworkBounds.from_env(), **{k: v for k, v in overrides.items() if v is not None})
+        self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=max_backoff, sleep=sleep)
+        if cache is None and cache_dir is not None:
+            cache = ResponseCache.in_folder(cache_dir)
+        self.cache = cache
+        self.stats = RequestStats()
+        self._session: Any = None
+
+    @property
+    def session(self) -> Any:
+        """The ``httpx`` client, opened at the first request."""
+        if self._session is None:
+            self._session = bounded_client(self.bounds, headers={"User-Agent": self.user_agent})
+        return self._session
+
+    def get_json(
+        self,
+        url: str,
+        params: Mapping[str, Any],
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        retry_payload: PayloadCheck | None = None,
+        error_payload: PayloadCheck | None = None,
+    ) -> Any:
+        """The parsed JSON reply to ``method url`` with ``params`` (query string for GET, form body for POST).
+
+        ``retry_payload`` flags a transient refusal inside a 200 reply (retried, never cached); then
+        ``error_payload`` flags a permanent error reply (raised at once, never cached).
+        """
+        from huggingface_hub.utils import httpx
+
+        method = method.upper()
+        if method not in ("GET", "POST"):
+            raise ValueError(f"unsupported HTTP method {method!r}")
+        key = cache_key(method, url, params)
+        if self.cache is not None:
+            body = self.cache.get(key)
+            if body is not None:
+                self.stats.cache_hits[url] += 1
+                return json.loads(body)
+
+        secrets = request_secrets(headers, params)
+        what = redact(describe_request(method, url, params), secrets)
+
+        def attempt(n: int) -> Any:
+            if n:
+                self.stats.retries[url] += 1
+            self.stats.sent[url] += 1
+            try:
+                response = self.session.request(
+                    method,
+                    url,
+                    params=params if method == "GET" else None,
+                    data=params if method == "POST" else None,
+                    headers=dict(headers or {}),
+                )
+            except ReplyTooSlow as exc:
+                raise Transient(str(exc)) from None
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.TooManyRedirects) as exc:  # retrying won't help
+                raise HTTPRequestError(redact(f"request failed: {what}: {exc}", secrets)) from None
+            except (httpx.TransportError, httpx.DecodingError) as exc:  # also mid-body
+                raise Transient(redact(f"{_failure_kind(exc, httpx)} ({type(exc).__name__})", secrets)) from None
+            body, status = response.text, response.status_code
+            if status in RETRY_STATUSES:
+                raise Transient(f"HTTP {status} {response.reason_phrase}",
+                                parse_retry_after(response.headers.get("Retry-After")))
+            if status >= 400:
+                raise HTTPRequestError(
+                    redact(f"HTTP {status} {response.reason_phrase} for {what}: {redact(body, secrets)[:200]!r}", secrets)
+                )
+            try:
+                payload = json.loads(body)
+            except ValueError as exc:
+                looks = "an HTML page" if body.lstrip()[:1] == "<" else f"{len(body)} characters"
+                raise Transient(f"broken JSON reply ({looks}; {exc})") from None
+            if retry_payload is not None and (busy := retry_payload(payload)):
+                raise Transient(f"server busy ({busy})")
+            if error_payload is not None and (reason := error_payload(payload)):
+                raise HTTPRequestError(f"error reply for {what}: {reason}")
+            if self.cache is not None:
+                self.cache.put(key, method, url, params, body)
+            return payload
+
+        try:
+            return self.retry.run(attempt)
+        except RetriesExhausted as exc:
+            raise HTTPRequestError(
+                f"{server_of(url)} failed: giving up after {exc.attempts} attempts: {what}: last problem: {exc.problem}"
+            ) from None
+        except RetryLater as exc:
+            raise HTTPRequestError(f"{server_of(url)}: {what}: {exc}") from None
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        if self.cache is not None:
+            self.cache.close()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_session": None}
+
 
 def _action_api_busy(payload: Any) -> str | None:
     """``"maxlag"`` when the action API asks the client to wait (an error reply with HTTP 200)."""
@@ -64,9 +254,7 @@ def _action_api_error(payload: Any) -> str | None:
     if not isinstance(payload, dict):
         return f"unexpected reply of type {type(payload).__name__}"
     error = payload.get("error")
-    if isinstance(error, dict) and error.get("code") != "maxlag":
-        return f"{error.get('code')}: {error.get('info', '')}"
-    return None
+    return f"{error.get('code')}: {error.get('info', '')}" if isinstance(error, dict) else None
 
 
 def _parse_entities(payload: Any, language: str) -> tuple[dict[str, EntityRecord | None], str | None]:
@@ -102,34 +290,30 @@ def candidates_query(type_id: str, min_names: int, language: str, limit: int, of
     """The SPARQL text of one page of step 3 (items of ``type_id`` with >= ``min_names`` names)."""
     if not is_item_id(type_id):
         raise ValueError(f"not a Wikidata item id: {type_id!r}")
-    return (
-        SPARQL_PREFIXES
-        + "SELECT ?item (COUNT(DISTINCT ?name) AS ?names) WHERE {\n"
-        + f"  ?item wdt:P31 wd:{type_id} .\n"
-        + "  { ?item rdfs:label ?name } UNION { ?item skos:altLabel ?name }\n"
-        + f'  FILTER(LANG(?name) = "{language}")\n'
-        + "}\n"
-        + "GROUP BY ?item\n"
-        + f"HAVING (COUNT(DISTINCT ?name) >= {int(min_names)})\n"
-        + "ORDER BY ?item\n"
-        + f"LIMIT {int(limit)} OFFSET {int(offset)}\n"
-    )
+    return f"""{SPARQL_PREFIXES}SELECT ?item (COUNT(DISTINCT ?name) AS ?names) WHERE {{
+  ?item wdt:P31 wd:{type_id} .
+  {{ ?item rdfs:label ?name }} UNION {{ ?item skos:altLabel ?name }}
+  FILTER(LANG(?name) = "{language}")
+}}
+GROUP BY ?item
+HAVING (COUNT(DISTINCT ?name) >= {int(min_names)})
+ORDER BY ?item
+LIMIT {int(limit)} OFFSET {int(offset)}
+"""
 
 
 def incoming_query(item_id: str) -> str:
     """SPARQL counting the statements of other items whose main value is ``item_id``."""
     if not is_item_id(item_id):
         raise ValueError(f"not a Wikidata item id: {item_id!r}")
-    return (
-        SPARQL_PREFIXES
-        + "SELECT (COUNT(?statement) AS ?n) WHERE {\n"
-        + f"  ?statement ?ps wd:{item_id} .\n"
-        + "  ?property wikibase:statementProperty ?ps .\n"
-        + "  ?subject ?p ?statement .\n"
-        + "  ?property wikibase:claim ?p .\n"
-        + f"  FILTER(?subject != wd:{item_id})\n"
-        + "}\n"
-    )
+    return f"""{SPARQL_PREFIXES}SELECT (COUNT(?statement) AS ?n) WHERE {{
+  ?statement ?ps wd:{item_id} .
+  ?property wikibase:statementProperty ?ps .
+  ?subject ?p ?statement .
+  ?property wikibase:claim ?p .
+  FILTER(?subject != wd:{item_id})
+}}
+"""
 
 
 class WikidataHTTPKB(KnowledgeBase):
@@ -196,19 +380,14 @@ class WikidataHTTPKB(KnowledgeBase):
         except HTTPRequestError as exc:  # the KB's callers handle KnowledgeBaseError only
             raise KnowledgeBaseError(str(exc)) from exc
 
-    def _action(self, params: dict[str, Any], check: Any = None) -> Any:
+    def _action(self, params: dict[str, Any], check: PayloadCheck | None = None) -> Any:
         """An action API reply; ``check(payload)`` names what is wrong with its shape (then raised, never cached:
         a cached bad reply would fail every rerun of the build the same way)."""
         params = {**params, "format": "json"}
         if self.maxlag is not None:
             params["maxlag"] = self.maxlag
-
-        def error(payload: Any) -> str | None:
-            if _action_api_busy(payload):
-                return None  # maxlag: retried (retry_payload), not an error
-            return _action_api_error(payload) or (check(payload) if check is not None else None)
-
-        return self._get_json(self.api_url, params, retry_payload=_action_api_busy, error_payload=error)
+        return self._get_json(self.api_url, params, retry_payload=_action_api_busy,
+                              error_payload=lambda reply: _action_api_error(reply) or (check(reply) if check else None))
 
     def sparql(self, query: str) -> list[dict[str, Any]]:
         """The ``results.bindings`` of a SELECT query (GET, or POST for long queries)."""

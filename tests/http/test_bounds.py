@@ -7,7 +7,8 @@ import time
 import pytest
 from _fault_server import FaultServer, chat_reply
 
-from envre_hf.http import REDACTED, CachedJSONClient, HTTPRequestError, NetworkBounds, redact, redact_url
+from envre_hf.http import REDACTED, HTTPRequestError, NetworkBounds, redact, redact_url
+from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl.backends import BackendError, OpenAIChatBackend
 
 FAST = dict(connect_timeout=1.0, read_timeout=0.5, reply_deadline=1.0, max_retries=2, retry_after_cap=2.0,
@@ -94,7 +95,7 @@ def test_env_variables_set_the_bounds(monkeypatch):
 def test_icl_endpoint_trickle_and_retry_after_are_bounded(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for key, value in FAST.items():
-        monkeypatch.setenv(NetworkBounds._ENV[key], str(value))
+        monkeypatch.setenv(f"ENVRE_{key.upper()}", str(value))
     s = FaultServer(ok_body=chat_reply())
     try:
         s.script = [("trickle", 0.2)] * 3
@@ -178,7 +179,7 @@ def test_cli_icl_with_trickling_headers_is_one_line_naming_the_endpoint(redocred
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for key, value in {**FAST, "read_timeout": 1.5, "max_retries": 1}.items():
-        monkeypatch.setenv(NetworkBounds._ENV[key], str(value))
+        monkeypatch.setenv(f"ENVRE_{key.upper()}", str(value))
     docs = tmp_path / "docs.json"
     write_documents(redocred_dev[:1], docs)
     s = FaultServer(ok_body=chat_reply())

@@ -12,7 +12,8 @@ import pytest
 from _chat_server import ChatServer
 
 from envre_hf.documents import Document, Entity, Mention, Relation, docred_schema, write_documents
-from envre_hf.http import CACHE_FILE, CachedJSONClient, HTTPRequestError
+from envre_hf.http import CACHE_FILE, HTTPRequestError
+from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl import (
     CONSISTENCY_GUIDANCE,
     BackendError,

@@ -10,11 +10,11 @@ from email.utils import formatdate
 import pytest
 
 from envre_hf.documents import Document, Entity, Mention
-from envre_hf.http import CachedJSONClient, cache_key, parse_retry_after
+from envre_hf.http import cache_key, parse_retry_after
 from envre_hf.kb import KnowledgeBaseError, PrecomputedLinks, WikidataHTTPKB
 from envre_hf.kb.base import distinct_names
 from kb_fixtures.synthetic import synthetic_entities
-from envre_hf.kb.wikidata_http import MAX_IDS_PER_REQUEST
+from envre_hf.kb.wikidata_http import MAX_IDS_PER_REQUEST, CachedJSONClient
 from kb_fixtures.fake_wikidata import FakeWikidata, english_names, truthy_p31
 
 N_ITEMS = 300
