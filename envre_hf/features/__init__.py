@@ -5,11 +5,9 @@ from .collator import DocRECollator
 from .featurize import (
     DEFAULT_MARKER,
     FEATURE_COLUMNS,
-    FeaturizeStats,
     entity_pairs,
     featurize_dataset,
     featurize_document,
-    featurize_stats,
     multi_hot_labels,
     pair_index,
 )
@@ -18,7 +16,6 @@ __all__ = [
     "DEFAULT_MARKER",
     "FEATURE_COLUMNS",
     "DocRECollator",
-    "FeaturizeStats",
     "LengthGroupedSampler",
     "dataset_lengths",
     "feature_length",
@@ -26,7 +23,6 @@ __all__ = [
     "entity_pairs",
     "featurize_dataset",
     "featurize_document",
-    "featurize_stats",
     "multi_hot_labels",
     "pair_index",
 ]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from datasets import Dataset, Features, List, Value
@@ -41,16 +40,6 @@ FEATURE_COLUMNS = Features(
         "dropped_mentions": Value("int32"),
     }
 )
-
-
-@dataclass
-class FeaturizeStats:
-    """What truncation (``max_seq_length``) cost: mentions and entities that could not be placed."""
-
-    documents: int = 0
-    mentions: int = 0
-    dropped_mentions: int = 0
-    documents_with_drops: int = 0
 
 
 def pair_index(h: int, t: int, n_entities: int) -> int:
@@ -249,26 +238,13 @@ def featurize_dataset(
         load_from_cache_file=load_from_cache_file,
         desc="Featurizing documents",
     )
-    if max_seq_length is not None:
-        stats = featurize_stats(out)
-        if stats.dropped_mentions:
-            logger.warning(
-                "max_seq_length=%d dropped %d mentions in %d of %d documents",
-                max_seq_length,
-                stats.dropped_mentions,
-                stats.documents_with_drops,
-                stats.documents,
-            )
+    dropped = out["dropped_mentions"] if max_seq_length is not None else []
+    if any(dropped):
+        logger.warning(
+            "max_seq_length=%d dropped %d mentions in %d of %d documents",
+            max_seq_length,
+            sum(dropped),
+            sum(1 for n in dropped if n),
+            len(dropped),
+        )
     return out
-
-
-def featurize_stats(features: Dataset | list[dict[str, Any]]) -> FeaturizeStats:
-    """Totals over featurized documents: documents, placed mentions, dropped mentions."""
-    rows = features.select_columns(["entity_pos", "dropped_mentions"]) if isinstance(features, Dataset) else features
-    stats = FeaturizeStats()
-    for row in rows:
-        stats.documents += 1
-        stats.mentions += sum(len(span) for span in row["entity_pos"])
-        stats.dropped_mentions += row["dropped_mentions"]
-        stats.documents_with_drops += bool(row["dropped_mentions"])
-    return stats

@@ -8,7 +8,6 @@ in one commit. The card (README.md) names the encoder, the head, the training da
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from .configuration_docre import portable_name
 from .modeling_docre import DocREPreTrainedModel
 from .registry import get_family
 from ..atomic import write_text
+from ..documents.sources import _HUB_ID
 from ..hub_client import push_folder
 
 _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
@@ -26,12 +26,6 @@ _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 
 #: Scores that go into the card's ``model-index`` (as percentages), with their display names.
 _INDEX_METRICS = {"f1": "F1", "ign_f1": "Ign F1", "precision": "Precision", "recall": "Recall"}
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-
-
-def is_hub_id(name: str | None) -> bool:
-    """True for what can be a Hub repository id (``org/name`` or ``name``) and is not a local path."""
-    return bool(name) and bool(_HUB_ID.match(name)) and not os.path.exists(name)
 
 
 def _fmt(value: Any) -> str:
@@ -60,11 +54,11 @@ def model_card(
     """
     config = model.config
     datasets = [training_data] if isinstance(training_data, str) else list(training_data or [])
-    datasets = [portable_name(d) if not is_hub_id(d) else d for d in datasets]
-    hub_datasets = [d for d in datasets if is_hub_id(d) and "/" in d]
+    datasets = [portable_name(d) for d in datasets]  # a Hub id stays, a local path becomes a folder name
+    hub_datasets = [d for d in datasets if _HUB_ID.fullmatch(d)]
     raw_encoder = config.encoder_name_or_path or getattr(config.encoder, "_name_or_path", "") or config.encoder.model_type
     encoder = portable_name(raw_encoder)
-    base_model = encoder if is_hub_id(encoder) and "/" in encoder else None
+    base_model = encoder if _HUB_ID.fullmatch(encoder) else None
     name = model_name or f"{config.head_type}-{encoder.rsplit('/', 1)[-1]}"
     eval_results = []
     for set_name, values in (scores or {}).items():

@@ -12,8 +12,7 @@ import torch.nn.functional as F
 
 from .losses import _NEG as _NEG_INF
 from .losses import threshold_margins
-
-__all__ = ["AFL_WEIGHTS", "adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss"]
+from .registry import AFL_WEIGHTS
 
 
 def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
@@ -23,11 +22,6 @@ def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
         )
     if logits.shape[1] < 2:
         raise ValueError("need the threshold class 0 and at least one relation class")
-
-
-#: ``adaptive_focal_loss`` weights of a positive term: the released KD-DocRE code's ``1 + (1 - p) ** gamma``
-#: (its ``losses.py``), or the paper's focal ``(1 - p) ** gamma``.
-AFL_WEIGHTS = ("released", "paper")
 
 
 def adaptive_focal_loss(

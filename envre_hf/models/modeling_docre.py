@@ -187,15 +187,11 @@ def pair_chunks(n_pairs: int, pair_budget: int | None) -> list[slice]:
 
 def pair_contexts(
     sequence_output: torch.Tensor, entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor,
-    pair_doc: torch.Tensor, entities_per_doc: Sequence[int], pair_budget: int | None = None,
+    pair_doc: torch.Tensor, entities_per_doc: Sequence[int],
 ) -> torch.Tensor:
-    """Localized contexts (sum_pairs x H) of :func:`pair_attention` weights, ``pair_budget`` pairs at a time."""
-    chunks = [
-        localized_context(sequence_output, pair_attention(entity_att, h_idx[c], t_idx[c], pair_doc[c], entities_per_doc),
-                          pair_doc[c])
-        for c in pair_chunks(h_idx.numel(), pair_budget)
-    ]
-    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+    """Localized contexts (sum_pairs x H) of the pairs' :func:`pair_attention` weights."""
+    ht = pair_attention(entity_att, h_idx, t_idx, pair_doc, entities_per_doc)
+    return localized_context(sequence_output, ht, pair_doc)
 
 
 class _GroupOuter(torch.autograd.Function):
@@ -542,11 +538,44 @@ class DocREPreTrainedModel(PreTrainedModel):
         pair_budget: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Head embeddings, tail embeddings and localized contexts of every pair (each sum_pairs x H); the
-        contexts ``pair_budget`` pairs at a time (:func:`pair_contexts`)."""
+        contexts ``pair_budget`` pairs at a time."""
         emb, att, per_doc = pool_entities(sequence_output, attention, entity_pos)
-        h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
-        context = pair_contexts(sequence_output, att, h_idx, t_idx, pair_doc, per_doc, pair_budget)
-        return emb[h_idx], emb[t_idx], context
+        h, t, doc = hts_index(hts, per_doc, sequence_output.device)
+        chunks = pair_chunks(h.numel(), pair_budget)
+        contexts = [pair_contexts(sequence_output, att, h[c], t[c], doc[c], per_doc) for c in chunks]
+        return emb[h], emb[t], contexts[0] if len(contexts) == 1 else torch.cat(contexts)
+
+    # ------------------------------------------------------------------ forward
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        entity_pos: Sequence[EntityPos],
+        hts: Sequence[Sequence[Sequence[int]]],
+        labels: torch.Tensor | None = None,
+        output_pair_representations: bool = True,
+        pair_budget: int | None = None,
+        **unused: Any,
+    ) -> DocREModelOutput:
+        """Logits for every pair of ``hts`` (documents concatenated in batch order) by the family's :meth:`pair_logits`,
+        and its ``loss_function`` given ``labels``; ``unused`` swallows collator extras such as ``doc_keys``.
+        ``pair_budget``: score at most that many pairs at a time where the family can, so that memory stops growing
+        with the pairs beyond it."""
+        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
+        logits, features, factors = self.pair_logits(
+            sequence_output, attention, entity_pos, hts, output_pair_representations, pair_budget
+        )
+        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=factors)
+
+    def pair_logits(
+        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[EntityPos],
+        hts: Sequence[Sequence[Sequence[int]]], keep_features: bool, pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        """The family's head over :meth:`encode`'s outputs: ``(logits, pair_representations, bilinear_factors)``
+        (:class:`DocREModelOutput`); ``keep_features=False``: no pair representations are needed."""
+        raise NotImplementedError(f"{type(self).__name__} defines no pair_logits")
 
     # ------------------------------------------------------------------ decoding
 

@@ -21,11 +21,10 @@ from transformers import initialization as init
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import balanced_threshold_loss
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear_classify
+from .modeling_docre import DocREPreTrainedModel, group_bilinear_classify
 from .pair_matrix import PairIndex, PairUNet
-from .registry import CHANNEL_TYPES, DocuNetHeadConfig
+from .registry import DocuNetHeadConfig
 
-__all__ = ["CHANNEL_TYPES", "DocuNetHeadConfig", "DocuNetModel"]
 
 class DocuNetModel(DocREPreTrainedModel):
     """DocuNet: pair channel map -> U-Net -> ``tanh(W [e; unet(h, t)])`` -> group bilinear classifier.
@@ -68,21 +67,11 @@ class DocuNetModel(DocREPreTrainedModel):
         cosine = F.cosine_similarity(hs, ts, dim=-1).unsqueeze(-1)
         return torch.cat([dot, cosine, self.channel_bilinear(hs, ts)], dim=-1)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        entity_pos: Sequence[Any],
-        hts: Sequence[Any],
-        labels: torch.Tensor | None = None,
-        output_pair_representations: bool = True,
-        pair_budget: int | None = None,
-        **unused: Any,
-    ) -> DocREModelOutput:
-        """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
-        collator extras such as ``doc_keys``; ``pair_budget``: localized contexts that many pairs at a time (the
-        U-Net's pair map is whole by design)."""
-        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
+    def pair_logits(
+        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[Any], hts: Sequence[Any],
+        keep_features: bool, pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor]]:
+        """``pair_budget``: localized contexts that many pairs at a time (the U-Net's pair map is whole by design)."""
         hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts, pair_budget)
         index = PairIndex.build(hts, [len(e) for e in entity_pos], device=hs.device)
         image = index.scatter(self.pair_channels(hs, ts, rs)).permute(0, 3, 1, 2)  # B x C x N x N
@@ -90,8 +79,5 @@ class DocuNetModel(DocREPreTrainedModel):
         cells = index.gather(segmented)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, cells], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, cells], dim=-1)))
-        features, logits = group_bilinear_classify(  # ATLOP's group bilinear
-            zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
-        )
-        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt))
+        features, logits = group_bilinear_classify(zh, zt, self.config.block_size, self.bilinear, keep_features)
+        return logits, features, (zh, zt)

@@ -1,15 +1,8 @@
-"""The entity-pair matrix shared by the KD-DocRE and DocuNet heads.
+"""The entity-pair matrix (row = head entity, column = tail entity) of the KD-DocRE and DocuNet heads.
 
-Both heads reason over the ``n_e x n_e`` matrix of a document's entity pairs (row = head entity,
-column = tail entity) instead of over independent pairs. The batch of documents is padded to
-``B x N x N x C`` (``N`` = the largest entity count of the batch); every operation keeps the padded
-cells out of the real ones (attention masks, zeroed convolution inputs), so a document's logits do
-not depend on what it is batched with.
-
-* :class:`PairIndex` maps the flat pair list of a batch (the concatenated ``hts`` of its documents,
-  the order of ``logits``) to matrix cells and back, with pure indexing (no loops over pairs).
-* :class:`AxialTransformer` - KD-DocRE's two-hop reasoning: attention along each row and each column.
-* :class:`PairUNet` - DocuNet's U-shaped segmentation network over the matrix as an image.
+A batch is padded to ``B x N x N x C`` (``N``: the most entities of a document); every operation keeps the padded
+cells out of the real ones (attention masks, zeroed convolution inputs), so that a document's logits do not depend
+on what it is batched with.
 """
 
 from __future__ import annotations
@@ -23,16 +16,11 @@ from torch import nn
 
 from .modeling_docre import hts_index  # the base's flattening of hts (batch-global entity ids)
 
-__all__ = ["AxialTransformer", "AxialTransformerLayer", "PairIndex", "PairUNet"]
-
 
 @dataclass
 class PairIndex:
-    """Where each pair of a batch sits in the padded ``B x N x N`` pair matrix.
-
-    ``batch``, ``head``, ``tail`` are LongTensors of length ``sum_pairs`` in ``hts`` order;
-    ``entity_mask`` (B x N, bool) marks real entities.
-    """
+    """Where each pair of a batch sits in the padded ``B x N x N`` pair matrix: ``batch``, ``head``, ``tail``
+    (sum_pairs, in ``hts`` order, the order of the logits); ``entity_mask`` (B x N, bool) marks real entities."""
 
     batch: torch.Tensor
     head: torch.Tensor
@@ -58,14 +46,9 @@ class PairIndex:
         entity_mask = torch.arange(n_max, device=device).unsqueeze(0) < counts.unsqueeze(1)
         return cls(batch=batch, head=head, tail=tail, entity_mask=entity_mask)
 
-    @property
-    def size(self) -> tuple[int, int]:
-        """``(B, N)``: documents and padded entity count."""
-        return self.entity_mask.shape[0], self.entity_mask.shape[1]
-
     def scatter(self, values: torch.Tensor) -> torch.Tensor:
         """``sum_pairs x C`` values into a zero ``B x N x N x C`` matrix (unlisted cells stay 0)."""
-        b, n = self.size
+        b, n = self.entity_mask.shape
         out = values.new_zeros(b, n, n, values.shape[-1])
         out[self.batch, self.head, self.tail] = values
         return out

@@ -158,8 +158,8 @@ def iter_decoded(
     :func:`predict` (``envre evaluate --model``) and of the ``document-relation-extraction`` pipeline.
 
     ``buffer`` documents are read at a time (all by default) and batched by length among themselves
-    (:func:`iter_logits`), so a stream is never read whole. ``top_k`` and ``threshold``: see
-    :meth:`~envre_hf.models.DocREPreTrainedModel.decode`.
+    (:func:`iter_logits`, which also explains ``autocast``), so a stream is never read whole. ``top_k`` and
+    ``threshold``: see :meth:`~envre_hf.models.DocREPreTrainedModel.decode`.
     """
     pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0
     stream = iter(docs)
@@ -173,26 +173,15 @@ def iter_decoded(
             yield DecodedDocument(doc, features[i]["hts"], logits[i], model.decode(logits[i], top_k, threshold))
 
 
-def predict(
-    model: DocREPreTrainedModel,
-    docs: Sequence[Document],
-    tokenizer: Any,
-    batch_size: int = 4,
-    top_k: int | None = None,
-    max_seq_length: int | None = None,
-    schema: RelationSchema | None = None,
-    progress: bool = True,
-    autocast: str | None = None,
-) -> list[dict[str, Any]]:
-    """Predict every document's relations; rows follow document order, then pair order (batches are
-    sorted by length inside, see :func:`iter_logits`, which also explains ``autocast``).
+def predict(model: DocREPreTrainedModel, docs: Sequence[Document], tokenizer: Any, **options: Any) -> list[dict[str, Any]]:
+    """Every document's relations as official-format rows, in document order, then pair order; ``options``: those
+    of :func:`iter_decoded` (``batch_size``, ``top_k``, ``max_seq_length``, ``schema``, ``progress``, ``autocast``,
+    ``threshold``).
 
-    A relation r is predicted for a pair when logit_r > logit_0 (the threshold class), keeping at
-    most ``top_k`` per pair (``model.config.top_k`` by default). Rows carry ``doc_id`` when the
-    document has one (renamed copies), so scoring matches them to ``Document.key``.
+    Rows carry ``doc_id`` when the document has one (renamed copies), so scoring matches them to ``Document.key``.
     """
-    decoded = iter_decoded(model, docs, tokenizer, batch_size, top_k, max_seq_length, schema, progress, autocast)
-    return [row for d in decoded for row in decode_predictions(d.document, d.hts, d.multi_hot, schema)]
+    decoded = iter_decoded(model, docs, tokenizer, **options)
+    return [row for d in decoded for row in decode_predictions(d.document, d.hts, d.multi_hot, options.get("schema"))]
 
 
 def load_for_inference(
