@@ -11,18 +11,3 @@ from .featurize import (
     multi_hot_labels,
     pair_index,
 )
-
-__all__ = [
-    "DEFAULT_MARKER",
-    "FEATURE_COLUMNS",
-    "DocRECollator",
-    "LengthGroupedSampler",
-    "dataset_lengths",
-    "feature_length",
-    "length_sorted_batches",
-    "entity_pairs",
-    "featurize_dataset",
-    "featurize_document",
-    "multi_hot_labels",
-    "pair_index",
-]

@@ -1,15 +1,8 @@
-"""DocRED documents -> encoder inputs with entity markers (the ATLOP scheme).
+"""DocRED documents -> encoder inputs with entity markers (the ATLOP scheme; docs/models.md "Features").
 
-Every mention is wrapped in marker words (``*`` by default) before tokenization; a mention's
-position is its start marker, whose contextual embedding stands for the mention. The words are
-tokenized in one call (``is_split_into_words``) and mapped back with ``word_ids()``, so any fast
-tokenizer works and its own special tokens ([CLS]/[SEP], <s>/</s>, ...) are used as they are.
-
-Overlapping or nested mentions are fine: one marker is inserted per distinct start token and one
-per distinct end token (mentions sharing a start share its marker), so every mention keeps a well
-defined span. Nothing is truncated by default: models encode long inputs in overlapping windows.
-With ``max_seq_length`` set, mentions past the cap are dropped and counted, and a warning names
-the document and the counts.
+The marked words are tokenized in one call (``is_split_into_words``) and mapped back with ``word_ids()``, so any
+fast tokenizer works with its own special tokens. One marker per distinct start token and one per distinct end
+token: overlapping or nested mentions keep well defined spans.
 """
 
 from __future__ import annotations
@@ -153,18 +146,12 @@ def featurize_document(
     marker: str = DEFAULT_MARKER,
     align_with: Document | None = None,
 ) -> dict[str, Any]:
-    """Encoder inputs of one document.
+    """Encoder inputs of one document: ``input_ids``, ``entity_pos`` (per entity its mentions' ``(start marker,
+    one past the end marker)`` in ``input_ids``), ``hts`` (all ordered pairs, row-major), ``labels`` (n_pairs x
+    num_labels multi-hot, class 0 = none; None unlabelled), ``doc_key`` and ``dropped_mentions`` (lost to the cap).
 
-    Returns ``input_ids`` (special tokens included), ``entity_pos`` (per entity a list of
-    ``(start, end)`` positions in ``input_ids``: ``start`` = the start marker, ``end`` = one past the
-    end marker), ``hts`` (all ordered pairs, row-major), ``labels`` (n_pairs x num_labels multi-hot,
-    class 0 = none; ``None`` for unlabelled documents), ``doc_key`` and ``dropped_mentions`` (mentions
-    lost to ``max_seq_length``; always 0 without a cap).
-
-    ``align_with``: another version of the document with the same entities and mentions (a renamed twin,
-    or the original of a twin). A mention is then kept only when it fits under ``max_seq_length`` in both
-    texts, so a document and its twin keep the same mentions although the cap cuts them at different
-    places (EVRT compares their pairs row by row).
+    ``align_with``: the same document renamed (a twin, or a twin's original): a mention is kept only when it fits
+    under ``max_seq_length`` in both texts, so that twins keep the same mentions (EVRT compares them row by row).
     """
     schema = schema if schema is not None else docred_schema()
     if doc.num_entities < 1:
@@ -215,12 +202,8 @@ def featurize_dataset(
     num_proc: int | None = None,
     load_from_cache_file: bool | None = None,
 ) -> Dataset:
-    """Featurize a document dataset (``DOCUMENT_FEATURES`` rows, or a list of Documents) with ``datasets.map``.
-
-    The result is cached by ``datasets`` like any map (keyed on the function, tokenizer and
-    arguments) and can run on ``num_proc`` processes. Columns: :data:`FEATURE_COLUMNS`. Warns with totals
-    when ``max_seq_length`` dropped mentions.
-    """
+    """Featurize a document dataset (``DOCUMENT_FEATURES`` rows, or Documents) with ``datasets.map`` (cached, on
+    ``num_proc`` processes) into :data:`FEATURE_COLUMNS`; warns with totals when ``max_seq_length`` dropped mentions."""
     dataset = data if isinstance(data, Dataset) else documents_to_dataset(data)
     schema = schema if schema is not None else docred_schema()
 

@@ -1,12 +1,10 @@
 """Stage 3: DocRE models as transformers ``PreTrainedModel``s.
 
 ``import envre_hf.models`` registers the ``docre`` model type and the ``document-relation-extraction`` pipeline
-with transformers (see :mod:`envre_hf.models.auto`): ``AutoModel.from_pretrained(dir)`` then returns the saved
-family. Saved models also carry their code (``auto_map``) for users without envre-hf (``trust_remote_code=True``).
-The families are listed once, in :mod:`envre_hf.models.registry`.
+with transformers (:mod:`envre_hf.models.auto`); saved models also carry their code for users without envre-hf.
 """
 
-from .auto import DocREModel, register, register_pipeline
+from .auto import DocREModel, register
 from .configuration_docre import DocREConfig, encoder_window, portable_name
 from .hub import model_card, prepare_upload, push_docre_model
 from .losses import adaptive_thresholding_loss, none_class_ranking_loss
@@ -29,4 +27,3 @@ from .registry import (
 )
 
 register()
-register_pipeline()

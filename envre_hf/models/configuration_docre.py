@@ -1,9 +1,6 @@
-"""``DocREConfig``: one configuration class for every DocRE model family of envre-hf.
-
-The encoder's configuration is kept whole as the ``encoder`` sub-config, so a saved model rebuilds its encoder
-without downloading anything; ``head_type`` names the family (:mod:`envre_hf.models.registry`). Shipped with
-every saved model (``auto_map``) for transformers' remote-code loader: imports only transformers and siblings.
-"""
+"""``DocREConfig``: one configuration class for every DocRE model family, the encoder's kept whole as a sub-config
+(a saved model rebuilds its encoder without downloading anything). Shipped with every saved model (remote code):
+imports only transformers and siblings."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Sharing trained DocRE models: model card + weights + tokenizer, pushed with ``huggingface_hub``.
-
-:func:`prepare_upload` writes exactly what would be uploaded into a folder (inspectable and
-testable offline); :func:`push_docre_model` then creates the repository and uploads that folder
-in one commit. The card (README.md) names the encoder, the head, the training data and the scores.
-"""
+"""Sharing trained DocRE models: model card + weights + tokenizer, written into a folder by :func:`prepare_upload`
+(inspectable offline), which :func:`push_docre_model` uploads in one commit."""
 
 from __future__ import annotations
 
@@ -44,14 +40,10 @@ def model_card(
     model_name: str | None = None,
     tags: list[str] | None = None,
 ) -> str:
-    """The README.md text: YAML metadata (``model-index`` included), then encoder, head, data, EVRT, scores, usage.
-
-    ``training_data`` names datasets: Hub ids go into the metadata, anything else only into the text.
-    ``scores`` maps an evaluation set name to a score dict (``DocREScores.to_dict()`` or any
-    ``{metric: fraction}``); fractions are shown as percentages. ``eval_datasets`` gives the Hub id of
-    each evaluation set (e.g. ``{"dev": "thunlp/docred", "dev_renamed": "envre/env_redocred"}``).
-    ``evrt`` holds the EVRT training settings to list. No local absolute path is ever written.
-    """
+    """The README.md text: YAML metadata (``model-index`` included), then encoder, head, data, EVRT, scores, usage;
+    never a local absolute path. ``training_data``: Hub ids also go into the metadata. ``scores``: evaluation set
+    name -> ``{metric: fraction}`` (e.g. ``DocREScores.to_dict()``); ``eval_datasets``: set name -> Hub id;
+    ``evrt``: the EVRT training settings to list."""
     config = model.config
     datasets = [training_data] if isinstance(training_data, str) else list(training_data or [])
     datasets = [portable_name(d) for d in datasets]  # a Hub id stays, a local path becomes a folder name

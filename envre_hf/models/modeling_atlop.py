@@ -1,10 +1,5 @@
-"""ATLOP (Zhou et al., AAAI 2021) and NCRL (Zhou & Lee, IJCAI 2022) as one transformers model.
-
-Both share the architecture: logsumexp mention pooling, localized context pooling from the
-encoder's last-layer attention, head/tail extractors ``tanh(W [e; c])`` and a group bilinear
-classifier; they differ only in the loss (``head_type`` ``"atlop"``: adaptive thresholding,
-``"ncrl"``: none-class ranking). ``pair_representations`` is the group-bilinear feature vector
-the classifier consumes (emb_size * block_size per pair).
+"""ATLOP (Zhou et al., AAAI 2021) and NCRL (Zhou & Lee, IJCAI 2022): one network (localized context pooling,
+``tanh(W [e; c])`` extractors, group bilinear classifier), two losses (adaptive thresholding, none-class ranking).
 """
 
 from __future__ import annotations

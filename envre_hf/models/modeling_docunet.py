@@ -1,23 +1,18 @@
-"""DocuNet (Zhang et al., IJCAI 2021) as a transformers model.
+"""DocuNet (Zhang et al., IJCAI 2021): relation extraction as semantic segmentation of the entity-pair matrix.
 
-DocuNet reads the document's ``n_e x n_e`` entity-pair matrix as an image and relation extraction as its
-semantic segmentation: each cell (h, t) gets a few channels (a projection of the pair's localized context, or
-the similarities of the two entity embeddings), and a U-Net (:class:`~envre_hf.models.pair_matrix.PairUNet`)
-gives each cell a feature that sees the neighbouring pairs, i.e. the other relations of the same entities.
-ATLOP's extractors and group bilinear classify it, trained with DocuNet's balanced loss
-(:func:`~envre_hf.models.losses_kd_docunet.balanced_threshold_loss`). Settings: :class:`DocuNetHeadConfig`.
+Each cell (h, t) gets a few channels (a projection of the pair's localized context, or the two entity embeddings'
+similarities); a U-Net gives each cell a feature that sees the neighbouring pairs, i.e. the other relations of the
+same entities. Trained with DocuNet's balanced loss.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import initialization as init
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import balanced_threshold_loss
@@ -27,11 +22,7 @@ from .registry import DocuNetHeadConfig
 
 
 class DocuNetModel(DocREPreTrainedModel):
-    """DocuNet: pair channel map -> U-Net -> ``tanh(W [e; unet(h, t)])`` -> group bilinear classifier.
-
-    ``pair_representations`` is the group-bilinear feature vector the classifier consumes
-    (emb_size * block_size per pair), as for ATLOP.
-    """
+    """Pair channel map -> U-Net -> ``tanh(W [e; unet(h, t)])`` -> group bilinear classifier (as ATLOP's)."""
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
@@ -48,13 +39,6 @@ class DocuNetModel(DocREPreTrainedModel):
         self.tail_extractor = nn.Linear(hidden + settings.unet_out_channels, config.emb_size)
         self.bilinear = nn.Linear(config.emb_size * config.block_size, config.num_labels)
         self.post_init()
-
-    def _init_weights(self, module: nn.Module) -> None:
-        super()._init_weights(module)
-        if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):  # Kaiming (ReLU network), zero bias
-            init.kaiming_uniform_(module.weight, a=math.sqrt(5))
-            if module.bias is not None:
-                init.zeros_(module.bias)
 
     def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return balanced_threshold_loss(logits, labels)

@@ -1,11 +1,6 @@
-"""KD-DocRE (Tan et al., Findings of ACL 2022) as a transformers model.
-
-ATLOP's pair features, projected to ``pair_dim``, laid out as the document's ``n_e x n_e`` entity-pair matrix
-and refined by axial attention along its rows and columns, so that (h, t) gathers evidence from (h, k) and
-(k, t): two-hop reasoning. Trained with the adaptive focal loss
-(:func:`~envre_hf.models.losses_kd_docunet.adaptive_focal_loss`); with ``use_distillation``, ``teacher_logits``
-(sum_pairs x num_labels, ``hts`` order) add ``distillation_weight`` times the MSE to the teacher.
-Settings: :class:`KDDocREHeadConfig`.
+"""KD-DocRE (Tan et al., Findings of ACL 2022): ATLOP's pair features laid out as the entity-pair matrix and
+refined by axial attention, so that (h, t) gathers evidence from (h, k) and (k, t); the adaptive focal loss, and
+with ``use_distillation`` the MSE to ``teacher_logits`` (sum_pairs x num_labels, ``hts`` order).
 """
 
 from __future__ import annotations
@@ -22,11 +17,10 @@ from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_biline
 from .pair_matrix import AxialTransformer, PairIndex
 from .registry import KDDocREHeadConfig
 
-class KDDocREModel(DocREPreTrainedModel):
-    """KD-DocRE: ATLOP pair features -> entity-pair matrix -> axial transformer -> classifier.
 
-    ``pair_representations`` are the refined pair-matrix cells the classifier reads (``pair_dim``).
-    """
+class KDDocREModel(DocREPreTrainedModel):
+    """ATLOP pair features -> entity-pair matrix -> axial transformer -> classifier; ``pair_representations``:
+    the refined pair-matrix cells the classifier reads (``pair_dim``)."""
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
@@ -47,7 +41,7 @@ class KDDocREModel(DocREPreTrainedModel):
     def forward(
         self, *args: Any, labels: torch.Tensor | None = None, teacher_logits: torch.Tensor | None = None, **kwargs: Any
     ) -> DocREModelOutput:
-        """The base forward; ``teacher_logits`` (only with ``use_distillation``) add the distillation term to the loss."""
+        """The base forward; ``teacher_logits`` (only with ``use_distillation``) add the distillation term."""
         if teacher_logits is not None and not self.settings.use_distillation:
             raise ValueError("teacher_logits were given but distillation is off: set head_settings use_distillation=True")
         output = super().forward(*args, labels=labels, **kwargs)

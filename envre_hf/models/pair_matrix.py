@@ -67,11 +67,6 @@ class PairIndex:
         return self.square_mask() & ~torch.eye(n, dtype=torch.bool, device=self.entity_mask.device)
 
 
-# ---------------------------------------------------------------------------------------------
-# KD-DocRE: axial attention over the pair matrix
-# ---------------------------------------------------------------------------------------------
-
-
 class _AxisAttention(nn.Module):
     """Multi-head self-attention along one axis of a ``B x N x N x D`` matrix (the last N)."""
 
@@ -97,11 +92,8 @@ class _AxisAttention(nn.Module):
 
 
 class AxialTransformerLayer(nn.Module):
-    """One axial layer: row attention + column attention (summed, residual, LayerNorm), then an FFN.
-
-    Cell (h, t) attends to (h, k) along its row and (k, t) along its column, so stacking layers
-    composes h -> k -> t evidence: the two-hop reasoning of KD-DocRE.
-    """
+    """Row attention + column attention (summed, residual, LayerNorm), then an FFN: cell (h, t) attends to (h, k)
+    and (k, t), so stacked layers compose h -> k -> t evidence (KD-DocRE's two-hop reasoning)."""
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.1, ffn_mult: int = 2):
         super().__init__()
@@ -136,11 +128,6 @@ class AxialTransformer(nn.Module):
         return x
 
 
-# ---------------------------------------------------------------------------------------------
-# DocuNet: U-shaped segmentation network over the pair matrix
-# ---------------------------------------------------------------------------------------------
-
-
 class _DoubleConv(nn.Module):
     """Two 3x3 convolutions with ReLU; the input is re-masked before each so padding stays zero."""
 
@@ -155,13 +142,9 @@ class _DoubleConv(nn.Module):
 
 
 class PairUNet(nn.Module):
-    """A small U-Net over ``B x C_in x N x N`` maps: ``depth`` times (max-pool 2, double conv, channels x2),
-    then as many transposed-convolution upsamplings, each concatenated with the skip connection of its level.
-
-    Any ``N`` works (odd, 1, 2, ...): the map is zero-padded to a multiple of ``2 ** depth`` and the
-    entity mask, pooled alongside the map, zeroes the padded region at every level, so the output
-    for a document's real cells does not depend on the padding.
-    """
+    """A small U-Net over ``B x C_in x N x N`` maps: ``depth`` times (max-pool 2, double conv, channels x2), then as
+    many transposed-convolution upsamplings with skip connections. Any ``N`` works: the map is zero-padded to a
+    multiple of ``2 ** depth``, and the entity mask, pooled alongside, zeroes the padding at every level."""
 
     def __init__(self, in_channels: int, out_channels: int, base_channels: int = 64, depth: int = 2):
         super().__init__()

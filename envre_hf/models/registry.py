@@ -24,12 +24,8 @@ class HeadSettings:
 
 @dataclass(frozen=True)
 class Family:
-    """One DocRE model family.
-
-    ``module`` names the module that defines ``class_name``: ``".modeling_x"`` for a sibling of this file
-    (what saved models ship), or an absolute module name for a family defined elsewhere. ``title`` is what
-    model cards call the head; ``settings`` the family's :class:`HeadSettings` dataclass (None: no settings).
-    """
+    """One DocRE model family. ``module`` defines ``class_name``: ``".modeling_x"`` for a sibling of this file (what
+    saved models ship), or an absolute module name; ``title``: the model cards' name of the head."""
 
     head_type: str
     title: str
@@ -121,15 +117,9 @@ AFL_WEIGHTS = ("released", "paper")
 
 @dataclass
 class KDDocREHeadConfig(HeadSettings):
-    """KD-DocRE settings (``DocREConfig.head_settings``), with the defaults used when a key is absent.
-
-    ``pair_dim``: width of the pair matrix (``None``: the encoder's hidden size, as in KD-DocRE).
-    ``axial_layers`` / ``axial_heads`` / ``axial_dropout``: the axial transformer (KD-DocRE uses 6
-    layers on BERT-base; 2 already give two-hop paths at a third of the cost). ``afl_gamma``: focal
-    exponent of the adaptive focal loss. ``afl_weight``: ``"released"`` weighs each positive term by
-    ``1 + (1 - p) ** afl_gamma`` as the released KD-DocRE code does, ``"paper"`` by ``(1 - p) ** afl_gamma``.
-    ``use_distillation`` / ``distillation_weight``: the optional KD term on ``teacher_logits``.
-    """
+    """KD-DocRE settings (docs/models.md). ``pair_dim``: width of the pair matrix (None: the encoder's hidden size,
+    as in KD-DocRE). ``axial_layers``: KD-DocRE uses 6 on BERT-base; 2 already give two-hop paths at a third of the
+    cost. ``afl_weight``: one of :data:`AFL_WEIGHTS`."""
 
     pair_dim: int | None = None
     axial_layers: int = 2
@@ -159,13 +149,9 @@ CHANNEL_TYPES = ("context", "similarity")
 
 @dataclass
 class DocuNetHeadConfig(HeadSettings):
-    """DocuNet settings (``DocREConfig.head_settings``), with the defaults used when a key is absent.
-
-    ``channel_type``: how the input map is built (:data:`CHANNEL_TYPES`); ``unet_in_channels``:
-    channels of the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of
-    the first U-Net level (doubled at each of the ``unet_depth`` poolings); ``unet_out_channels``:
-    width of the per-pair U-Net feature (DocuNet: 3 input and 256 output channels).
-    """
+    """DocuNet settings (docs/models.md; DocuNet: 3 input and 256 output channels). ``unet_in_channels``: those of
+    the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of the first U-Net level,
+    doubled at each of the ``unet_depth`` poolings."""
 
     channel_type: str = "context"
     unet_in_channels: int = 3
