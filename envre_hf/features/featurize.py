@@ -157,8 +157,7 @@ def featurize_document(
     if doc.num_entities < 1:
         logger.warning("document %r has no entities: it yields no entity pairs", doc.key)
     input_ids, word_ids, entity_pos = _encode(doc, tokenizer, marker)
-    if max_seq_length is not None:
-        check_max_seq_length(max_seq_length, word_ids.count(None))
+    check_max_seq_length(max_seq_length, word_ids.count(None))
     keep, n_special_end, fits = _fits(word_ids, entity_pos, max_seq_length)
     if align_with is not None:
         if [len(e.mentions) for e in align_with.entities] != [len(span) for span in entity_pos]:

@@ -52,23 +52,20 @@ def model_card(
     encoder = portable_name(raw_encoder)
     base_model = encoder if _HUB_ID.fullmatch(encoder) else None
     name = model_name or f"{config.head_type}-{encoder.rsplit('/', 1)[-1]}"
-    eval_results = []
-    for set_name, values in (scores or {}).items():
-        dataset_id = (eval_datasets or {}).get(set_name) or set_name
-        for key, display in _INDEX_METRICS.items():
-            value = values.get(key)
-            if isinstance(value, (int, float)):
-                eval_results.append(
-                    EvalResult(
-                        task_type="relation-extraction",
-                        task_name="Document-level relation extraction",
-                        dataset_type=dataset_id,
-                        dataset_name=set_name,
-                        metric_type=key,
-                        metric_name=display,
-                        metric_value=round(100 * float(value), 2),
-                    )
-                )
+    eval_results = [
+        EvalResult(
+            task_type="relation-extraction",
+            task_name="Document-level relation extraction",
+            dataset_type=(eval_datasets or {}).get(set_name) or set_name,
+            dataset_name=set_name,
+            metric_type=key,
+            metric_name=display,
+            metric_value=round(100 * float(values[key]), 2),
+        )
+        for set_name, values in (scores or {}).items()
+        for key, display in _INDEX_METRICS.items()
+        if isinstance(values.get(key), (int, float))
+    ]
     data = ModelCardData(
         library_name="transformers",
         license=license,
@@ -173,7 +170,6 @@ def prepare_upload(
     card = model_card(model, training_data, scores, license)
     if repo_id:
         card = card.replace('"REPO_ID"', f'"{repo_id}"')
-
     write_text(folder / "README.md", card)
     return folder
 

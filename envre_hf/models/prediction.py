@@ -51,11 +51,7 @@ def iter_logits(
         batches = budget_batches(range(len(features)), batch_size, pairs, pair_budget)
     device = next(model.parameters()).device
     autocast = resolve_autocast(autocast, device)
-    amp = (
-        torch.autocast(device.type, dtype=AUTOCAST_DTYPES[autocast])
-        if autocast is not None
-        else contextlib.nullcontext()
-    )
+    amp = contextlib.nullcontext() if autocast is None else torch.autocast(device.type, dtype=AUTOCAST_DTYPES[autocast])
     was_training = model.training
     model.eval()
     bar = tqdm(total=len(features), desc="Predicting", unit="doc", disable=not progress)
@@ -109,15 +105,12 @@ def decode_predictions(
 ) -> list[dict[str, Any]]:
     """Official-format rows ``{"title", "doc_id"?, "h_idx", "t_idx", "r", "evidence"}`` of one document."""
     schema = schema if schema is not None else docred_schema()
-    rows = []
+    key = {"title": doc.title} if doc.doc_id is None else {"title": doc.title, "doc_id": doc.doc_id}
     pairs, classes = torch.nonzero(multi_hot[:, 1:], as_tuple=True)
-    for p, c in zip(pairs.tolist(), classes.tolist()):
-        row: dict[str, Any] = {"title": doc.title}
-        if doc.doc_id is not None:
-            row["doc_id"] = doc.doc_id
-        row.update(h_idx=int(hts[p][0]), t_idx=int(hts[p][1]), r=schema.index2rel[c + 1], evidence=[])
-        rows.append(row)
-    return rows
+    return [
+        {**key, "h_idx": int(hts[p][0]), "t_idx": int(hts[p][1]), "r": schema.index2rel[c + 1], "evidence": []}
+        for p, c in zip(pairs.tolist(), classes.tolist())
+    ]
 
 
 @dataclass
@@ -205,8 +198,7 @@ def load_for_inference(
         try:
             tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError, TypeError) as err:
-            # a local encoder folder is saved under its base name only (portable configs): found from its own
-            # parent folder, nowhere else
+            # a local encoder folder is saved under its base name only (portable configs)
             raise ValueError(
                 f"{model_dir} holds no tokenizer and the encoder it was built from ({source!r}) has none to lend "
                 f"({type(err).__name__}): save the tokenizer into the model folder with tokenizer.save_pretrained"

@@ -33,14 +33,6 @@ class Family:
     class_name: str
     settings: type[HeadSettings] | None = None
 
-    def model_class(self) -> type:
-        """The class of this family; its module is imported now (a missing module or class is an error)."""
-        module = importlib.import_module(self.module, __package__)  # the package only for a relative name
-        cls = getattr(module, self.class_name, None)
-        if not isinstance(cls, type):
-            raise ImportError(f"family {self.head_type!r}: module {module.__name__} defines no class {self.class_name}")
-        return cls
-
     def parse_settings(self, given: HeadSettings | Mapping[str, Any] | None, config: Any) -> HeadSettings | None:
         """``given`` (a dict from config.json / the command line, or a settings object) as this family's
         typed settings, resolved against ``config``; None for a family without settings."""
@@ -98,12 +90,16 @@ def get_family(head_type: str) -> Family:
 
 
 def head_class(head_type: str) -> type:
-    """The model class of ``head_type`` (its module is imported on first use)."""
-    return get_family(head_type).model_class()
+    """The model class of ``head_type``; its module is imported now (a missing module or class is an error)."""
+    family = get_family(head_type)
+    module = importlib.import_module(family.module, __package__)  # the package only for a relative name
+    cls = getattr(module, family.class_name, None)
+    if not isinstance(cls, type):
+        raise ImportError(f"family {head_type!r}: module {module.__name__} defines no class {family.class_name}")
+    return cls
 
 
-#: Every registered head type: a live view of the registry (``"x" in HEAD_TYPES``, ``list(HEAD_TYPES)``, argparse
-#: ``choices`` that follow :func:`register_family`).
+#: Every registered head type, a live view of the registry (argparse ``choices`` that follow :func:`register_family`).
 HEAD_TYPES: KeysView[str] = _FAMILIES.keys()
 
 
