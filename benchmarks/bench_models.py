@@ -90,7 +90,7 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
 
     lengths = [len(f["input_ids"]) for f in train_feats]
     if fast:
-        order = LengthGroupedSampler(lengths, args.batch_size, seed=0).order()
+        order = list(LengthGroupedSampler(lengths, args.batch_size, seed=0))
     else:
         order = list(range(len(train_feats)))
     collate = DocRECollator(tokenizer)

@@ -5,28 +5,9 @@ from .collator import DocRECollator
 from .featurize import (
     DEFAULT_MARKER,
     FEATURE_COLUMNS,
-    FeaturizeStats,
     entity_pairs,
     featurize_dataset,
     featurize_document,
-    featurize_stats,
     multi_hot_labels,
     pair_index,
 )
-
-__all__ = [
-    "DEFAULT_MARKER",
-    "FEATURE_COLUMNS",
-    "DocRECollator",
-    "FeaturizeStats",
-    "LengthGroupedSampler",
-    "dataset_lengths",
-    "feature_length",
-    "length_sorted_batches",
-    "entity_pairs",
-    "featurize_dataset",
-    "featurize_document",
-    "featurize_stats",
-    "multi_hot_labels",
-    "pair_index",
-]

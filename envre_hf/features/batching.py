@@ -1,11 +1,4 @@
-"""Length-aware batching: less padding per batch (and fewer encoder windows) for training and prediction.
-
-* :func:`length_sorted_batches`: prediction batches of documents of similar length; the caller puts the
-  results back in input order (see :func:`envre_hf.models.prediction.iter_logits`).
-* :class:`LengthGroupedSampler`: a ``group_by_length``-style training sampler (random mega-batches, each
-  sorted by length and cut into batches, batches shuffled). It samples *items*: for an EVRT pair dataset
-  an item is an original and its renamed twin, so twins always share a batch.
-"""
+"""Length-aware batching: less padding per batch (and fewer encoder windows) for training and prediction."""
 
 from __future__ import annotations
 
@@ -32,15 +25,9 @@ def dataset_lengths(dataset: Any) -> list[int]:
 def length_sorted_batches(
     lengths: Sequence[int], batch_size: int, pairs: Sequence[int] | None = None, pair_budget: int | None = None
 ) -> list[list[int]]:
-    """Indices in batches of ``batch_size`` documents of similar length (longest batch first), cut further so
-    that no batch holds more than ``pair_budget`` entity pairs (``pairs``: each document's; a document over the
-    budget is a batch of its own, which the model scores in chunks: see :func:`budget_batches`).
-
-    Longest first: an out-of-memory error shows up at once, not at the end of a long run; the sort is
-    stable, so equal lengths keep input order.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    return budget_batches(order, batch_size, pairs, pair_budget)
+    """:func:`budget_batches` of the documents by decreasing length (stable), so that batches hold documents of
+    similar length and an out-of-memory error shows up at once, not at the end of a long run."""
+    return budget_batches(sorted(range(len(lengths)), key=lambda i: -lengths[i]), batch_size, pairs, pair_budget)
 
 
 def budget_batches(
@@ -52,27 +39,24 @@ def budget_batches(
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if pair_budget is not None and pair_budget < 1:
         raise ValueError(f"pair_budget must be >= 1 or None, got {pair_budget}")
-    if pairs is None or pair_budget is None:
-        return [list(order[i : i + batch_size]) for i in range(0, len(order), batch_size)]
+    budget = float("inf") if pairs is None or pair_budget is None else pair_budget
     batches: list[list[int]] = []
     held = 0
     for i in order:
-        if not batches or len(batches[-1]) == batch_size or held + pairs[i] > pair_budget:
+        n = 0 if pairs is None else pairs[i]
+        if not batches or len(batches[-1]) == batch_size or held + n > budget:
             batches.append([])
             held = 0
         batches[-1].append(i)
-        held += pairs[i]
+        held += n
     return batches
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler[int]):
-    """Random order in which consecutive ``batch_size`` items have similar lengths (transformers'
-    ``group_by_length`` scheme), for datasets whose items the Trainer's own sampler cannot measure
-    (EVRT pairs). The longest batch comes first; call :meth:`set_epoch` for a new order each epoch
-    (``Trainer`` does for samplers that have it).
-
-    ``lengths``: one per item (:func:`dataset_lengths`); ``mega_batch_mult``: batches per sorted group.
-    """
+    """Random order in which consecutive ``batch_size`` items have similar lengths: random mega-batches of
+    ``mega_batch_mult`` batches, each sorted by length and cut into batches, batches shuffled, the longest first;
+    :meth:`set_epoch` (``Trainer`` calls it) reorders. An EVRT pair item holds a document and its twin, so twins
+    always share a batch. ``lengths``: one per item (:func:`dataset_lengths`)."""
 
     def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, mega_batch_mult: int = 50):
         if batch_size < 1 or mega_batch_mult < 1:
@@ -90,13 +74,9 @@ class LengthGroupedSampler(torch.utils.data.Sampler[int]):
         return len(self.lengths)
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.order())
-
-    def order(self) -> list[int]:
-        """This epoch's order (a permutation of ``range(len(lengths))``)."""
         n = len(self.lengths)
         if n == 0:
-            return []
+            return iter([])
         generator = torch.Generator().manual_seed(self.seed + self.epoch)
         perm = torch.randperm(n, generator=generator).tolist()
         mega = self.batch_size * self.mega_batch_mult
@@ -106,4 +86,4 @@ class LengthGroupedSampler(torch.utils.data.Sampler[int]):
         batches[0], batches[longest] = batches[longest], batches[0]
         rest = torch.randperm(len(batches) - 1, generator=generator).tolist()
         ordered = [batches[0]] + [batches[1 + b] for b in rest]
-        return [i for b in ordered for i in b]
+        return iter([i for b in ordered for i in b])

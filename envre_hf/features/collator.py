@@ -10,13 +10,9 @@ import torch
 
 @dataclass
 class DocRECollator:
-    """Pads ``input_ids`` to the longest document and stacks the pair labels of all documents.
-
-    Accepts a tokenizer (its ``pad_token_id``) or the pad id itself. The batch holds
-    ``input_ids`` and ``attention_mask`` (LongTensor B x L), ``entity_pos`` and ``hts`` (lists,
-    one per document), ``labels`` (FloatTensor sum_pairs x num_labels, only when every document is
-    labelled) and ``doc_keys``. ``pad_to_multiple_of`` rounds L up (friendlier to kernels).
-    """
+    """Pads ``input_ids`` (B x L, with ``attention_mask``) and concatenates the pair labels (sum_pairs x num_labels,
+    only when every document is labelled); ``entity_pos``, ``hts`` and ``doc_keys`` stay lists, one per document.
+    ``tokenizer``: a tokenizer or the pad id itself."""
 
     tokenizer: Any = None
     pad_to_multiple_of: int | None = None

@@ -1,22 +1,14 @@
-"""DocRED documents -> encoder inputs with entity markers (the ATLOP scheme).
+"""DocRED documents -> encoder inputs with entity markers (the ATLOP scheme; docs/models.md "Features").
 
-Every mention is wrapped in marker words (``*`` by default) before tokenization; a mention's
-position is its start marker, whose contextual embedding stands for the mention. The words are
-tokenized in one call (``is_split_into_words``) and mapped back with ``word_ids()``, so any fast
-tokenizer works and its own special tokens ([CLS]/[SEP], <s>/</s>, ...) are used as they are.
-
-Overlapping or nested mentions are fine: one marker is inserted per distinct start token and one
-per distinct end token (mentions sharing a start share its marker), so every mention keeps a well
-defined span. Nothing is truncated by default: models encode long inputs in overlapping windows.
-With ``max_seq_length`` set, mentions past the cap are dropped and counted, and a warning names
-the document and the counts.
+The marked words are tokenized in one call (``is_split_into_words``) and mapped back with ``word_ids()``, so any
+fast tokenizer works with its own special tokens. One marker per distinct start token and one per distinct end
+token: overlapping or nested mentions keep well defined spans.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from datasets import Dataset, Features, List, Value
@@ -41,16 +33,6 @@ FEATURE_COLUMNS = Features(
         "dropped_mentions": Value("int32"),
     }
 )
-
-
-@dataclass
-class FeaturizeStats:
-    """What truncation (``max_seq_length``) cost: mentions and entities that could not be placed."""
-
-    documents: int = 0
-    mentions: int = 0
-    dropped_mentions: int = 0
-    documents_with_drops: int = 0
 
 
 def pair_index(h: int, t: int, n_entities: int) -> int:
@@ -164,25 +146,18 @@ def featurize_document(
     marker: str = DEFAULT_MARKER,
     align_with: Document | None = None,
 ) -> dict[str, Any]:
-    """Encoder inputs of one document.
+    """Encoder inputs of one document: ``input_ids``, ``entity_pos`` (per entity its mentions' ``(start marker,
+    one past the end marker)`` in ``input_ids``), ``hts`` (all ordered pairs, row-major), ``labels`` (n_pairs x
+    num_labels multi-hot, class 0 = none; None unlabelled), ``doc_key`` and ``dropped_mentions`` (lost to the cap).
 
-    Returns ``input_ids`` (special tokens included), ``entity_pos`` (per entity a list of
-    ``(start, end)`` positions in ``input_ids``: ``start`` = the start marker, ``end`` = one past the
-    end marker), ``hts`` (all ordered pairs, row-major), ``labels`` (n_pairs x num_labels multi-hot,
-    class 0 = none; ``None`` for unlabelled documents), ``doc_key`` and ``dropped_mentions`` (mentions
-    lost to ``max_seq_length``; always 0 without a cap).
-
-    ``align_with``: another version of the document with the same entities and mentions (a renamed twin,
-    or the original of a twin). A mention is then kept only when it fits under ``max_seq_length`` in both
-    texts, so a document and its twin keep the same mentions although the cap cuts them at different
-    places (EVRT compares their pairs row by row).
+    ``align_with``: the same document renamed (a twin, or a twin's original): a mention is kept only when it fits
+    under ``max_seq_length`` in both texts, so that twins keep the same mentions (EVRT compares them row by row).
     """
     schema = schema if schema is not None else docred_schema()
     if doc.num_entities < 1:
         logger.warning("document %r has no entities: it yields no entity pairs", doc.key)
     input_ids, word_ids, entity_pos = _encode(doc, tokenizer, marker)
-    if max_seq_length is not None:
-        check_max_seq_length(max_seq_length, word_ids.count(None))
+    check_max_seq_length(max_seq_length, word_ids.count(None))
     keep, n_special_end, fits = _fits(word_ids, entity_pos, max_seq_length)
     if align_with is not None:
         if [len(e.mentions) for e in align_with.entities] != [len(span) for span in entity_pos]:
@@ -226,12 +201,8 @@ def featurize_dataset(
     num_proc: int | None = None,
     load_from_cache_file: bool | None = None,
 ) -> Dataset:
-    """Featurize a document dataset (``DOCUMENT_FEATURES`` rows, or a list of Documents) with ``datasets.map``.
-
-    The result is cached by ``datasets`` like any map (keyed on the function, tokenizer and
-    arguments) and can run on ``num_proc`` processes. Columns: :data:`FEATURE_COLUMNS`. Warns with totals
-    when ``max_seq_length`` dropped mentions.
-    """
+    """Featurize a document dataset (``DOCUMENT_FEATURES`` rows, or Documents) with ``datasets.map`` (cached, on
+    ``num_proc`` processes) into :data:`FEATURE_COLUMNS`; warns with totals when ``max_seq_length`` dropped mentions."""
     dataset = data if isinstance(data, Dataset) else documents_to_dataset(data)
     schema = schema if schema is not None else docred_schema()
 
@@ -249,26 +220,13 @@ def featurize_dataset(
         load_from_cache_file=load_from_cache_file,
         desc="Featurizing documents",
     )
-    if max_seq_length is not None:
-        stats = featurize_stats(out)
-        if stats.dropped_mentions:
-            logger.warning(
-                "max_seq_length=%d dropped %d mentions in %d of %d documents",
-                max_seq_length,
-                stats.dropped_mentions,
-                stats.documents_with_drops,
-                stats.documents,
-            )
+    dropped = out["dropped_mentions"] if max_seq_length is not None else []
+    if any(dropped):
+        logger.warning(
+            "max_seq_length=%d dropped %d mentions in %d of %d documents",
+            max_seq_length,
+            sum(dropped),
+            sum(1 for n in dropped if n),
+            len(dropped),
+        )
     return out
-
-
-def featurize_stats(features: Dataset | list[dict[str, Any]]) -> FeaturizeStats:
-    """Totals over featurized documents: documents, placed mentions, dropped mentions."""
-    rows = features.select_columns(["entity_pos", "dropped_mentions"]) if isinstance(features, Dataset) else features
-    stats = FeaturizeStats()
-    for row in rows:
-        stats.documents += 1
-        stats.mentions += sum(len(span) for span in row["entity_pos"])
-        stats.dropped_mentions += row["dropped_mentions"]
-        stats.documents_with_drops += bool(row["dropped_mentions"])
-    return stats

@@ -1,8 +1,5 @@
-"""envre-hf's typed adapter over :mod:`~envre_hf.metrics.scoring`: typed documents and files in, scores out.
-
-Documents are read and checked by the one document reader (:func:`~envre_hf.documents.read_documents`), then
-scoring checks what it needs; its :class:`~.scoring.GoldError` becomes a ``DocumentError`` with the same message.
-"""
+"""envre-hf's adapter over :mod:`~envre_hf.metrics.scoring`: typed documents (from the one document reader) and
+files in, scores out; a :class:`~.scoring.GoldError` becomes a ``DocumentError`` with the same message."""
 
 from __future__ import annotations
 
@@ -70,11 +67,9 @@ def score_files(
     gold_split: str | None = None,
     train_split: str | None = None,
 ) -> DocREScores:
-    """Score a prediction file against a gold file or build folder (Ign against ``train``), as ``envre evaluate``.
-
-    ``gold_split`` / ``train_split``: the split of a build folder holding several (required then: scoring
-    against all of them at once would count every other split's facts as missed).
-    """
+    """Score a prediction file against a gold file or build folder (Ign against ``train``), as ``envre evaluate``;
+    ``gold_split`` / ``train_split``: required for a build folder of several splits (all at once would count every
+    other split's facts as missed)."""
     index = gold_index(_documents(gold, gold_split, "gold_split"))
     facts = None if train is None else train_facts(_documents(train, train_split, "train_split"))
     preds = _prediction_file(Path(predictions))
@@ -99,10 +94,8 @@ def _in_file(err: PredictionError, path: str | os.PathLike) -> PredictionError:
 
 
 def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The predictions of an official-format file: a JSON list of objects, or JSON Lines (``.jsonl``; ``.gz`` too).
-
-    Each must be an object naming its document (``doc_id`` / ``title`` strings); the rest is checked when scoring.
-    """
+    """The predictions of an official-format file (a JSON list, or JSON Lines; ``.gz`` too), each an object naming
+    its document (``doc_id`` / ``title`` strings); the rest is checked when scoring."""
     preds = _prediction_file(Path(path))
     for i, pred in enumerate(preds):
         try:

@@ -1,9 +1,7 @@
 """Publishing the ``docre_f1`` metric as a Hugging Face Space that loads without envre-hf.
 
-``evaluate.load("envre/docre_f1")`` downloads ``docre_f1.py`` and the sibling modules it imports relatively,
-nothing else (envre-hf is on no package index). The Space folder therefore carries ``scoring.py``, a copy of
-:mod:`envre_hf.metrics.scoring` byte for byte; the upload takes the installed package's module, so the
-published metric always scores exactly as ``envre evaluate`` does.
+``evaluate.load`` downloads only ``docre_f1.py`` and its relative imports, so the upload carries the installed
+package's :mod:`envre_hf.metrics.scoring`: the published metric scores exactly as ``envre evaluate`` does.
 """
 
 from __future__ import annotations

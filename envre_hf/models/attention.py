@@ -1,10 +1,9 @@
 """The mention-row attention function, registered with transformers' ``AttentionInterface``.
 
-Localized context pooling reads only the last layer's attention rows at the mention starts. Under
-:data:`FAST_ATTENTION` every layer runs SDPA, and the layer a :class:`RowRequest` names (by the
-``layer_idx`` transformers gives each attention module) also computes just those rows: ``M x heads x L``
-numbers instead of the ``B x heads x L x L`` probabilities eager attention returns. Shipped with saved
-models (remote code): imports only torch and transformers.
+Localized context pooling reads only the last layer's attention rows at the mention starts: under
+:data:`FAST_ATTENTION` every layer runs SDPA, and the layer a :class:`RowRequest` names also computes just those
+rows (``M x heads x L`` numbers, not eager attention's ``B x heads x L x L``). Shipped with saved models (remote
+code): imports only torch and transformers.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-#: Name of the attention function registered with transformers' ``AttentionInterface``: SDPA in every layer,
-#: plus the softmax rows a DocRE head reads (mention starts) in the layer a :class:`RowRequest` names.
+#: Name of the attention (and mask) function registered with transformers.
 FAST_ATTENTION = "envre_docre_rows"
 
 
@@ -39,12 +37,9 @@ def attention_rows(
     pos: torch.Tensor,
     scaling: float | None = None,
 ) -> torch.Tensor:
-    """Softmax attention rows of the queries ``(doc[i], pos[i])`` against all keys of their sequence.
-
-    ``query``/``key``: (B, heads, L, d) as attention functions receive them; ``attention_mask``: the
-    boolean (True = attend) or additive 4D mask of the layer, or None. Returns (R, heads, L), equal to
-    rows of eager attention's ``softmax(q k^T * scaling + mask)`` while computing only R x L scores per head.
-    """
+    """Rows ``(doc[i], pos[i])`` (R x heads x L) of eager attention's ``softmax(q k^T * scaling + mask)``,
+    computing only R x L scores per head; ``query``/``key``: B x heads x L x d; ``attention_mask``: the layer's
+    boolean (True = attend) or additive 4D mask, or None."""
     batch, heads, _, dim = query.shape
     scaling = dim**-0.5 if scaling is None else scaling
     n_rows = doc.numel()
@@ -100,11 +95,8 @@ def mention_row_attention(
     dropout: float = 0.0,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """SDPA; in the layer named by the ``envre_row_request`` keyword (a :class:`RowRequest`), also the
-    requested softmax rows.
-
-    In training the rows get their own dropout, as eager attention returns its probabilities after dropout.
-    """
+    """SDPA; in the layer named by the ``envre_row_request`` keyword (a :class:`RowRequest`), also the requested
+    softmax rows, after dropout in training (as eager attention returns its probabilities)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     request = kwargs.get("envre_row_request")
@@ -135,9 +127,8 @@ def register_fast_attention() -> str:
 
 
 def last_attention_layer(encoder: nn.Module) -> int | None:
-    """The ``layer_idx`` of the last attention layer of an encoder on transformers' ``AttentionInterface``
-    (transformers numbers each attention module by its layer); None for other encoders, and for those
-    whose attention modules carry no index (e.g. ALBERT's one shared layer)."""
+    """The ``layer_idx`` of the last attention layer of an encoder on transformers' ``AttentionInterface``; None
+    for other encoders, and for those whose attention modules carry no index (e.g. ALBERT's one shared layer)."""
     if not getattr(type(encoder), "_supports_attention_backend", False):
         return None
     return max((m.layer_idx for m in encoder.modules() if isinstance(getattr(m, "layer_idx", None), int)), default=None)

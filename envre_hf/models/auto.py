@@ -1,8 +1,5 @@
-"""How transformers' ``AutoConfig`` / ``AutoModel`` / ``pipeline`` find DocRE models when envre-hf is installed.
-
-``import envre_hf.models`` calls :func:`register` (``import envre_hf`` alone stays light and registers nothing):
-``AutoModel.from_pretrained(repo)`` then builds the saved family through :class:`DocREModel`, without remote code.
-"""
+"""How transformers' ``AutoConfig`` / ``AutoModel`` / ``pipeline`` find DocRE models when envre-hf is installed
+(``import envre_hf.models`` calls :func:`register`), without remote code."""
 
 from __future__ import annotations
 
@@ -15,11 +12,8 @@ from .registry import head_class
 
 
 class DocREModel:
-    """Dispatcher registered with ``AutoModel``: builds/loads the family named by ``config.head_type``.
-
-    ``DocREModel(config)``, ``DocREModel.from_pretrained(dir)`` and ``AutoModel.from_pretrained(dir)``
-    (after ``import envre_hf.models``) all return e.g. an ``ATLOPModel`` for head_type ``"atlop"``.
-    """
+    """Dispatcher registered with ``AutoModel``: ``DocREModel(config)``, ``DocREModel.from_pretrained(dir)`` and
+    ``AutoModel.from_pretrained(dir)`` build the family named by ``config.head_type`` (e.g. an ``ATLOPModel``)."""
 
     config_class = DocREConfig
 
@@ -51,20 +45,15 @@ class DocREModel:
 
 
 def register() -> None:
-    """``AutoConfig`` learns model type ``docre``, and ``AutoModel`` builds :class:`DocREModel` (hence the saved
-    family) for a ``DocREConfig``."""
-    AutoConfig.register("docre", DocREConfig, exist_ok=True)
-    AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
-
-
-def register_pipeline() -> None:
-    """``pipeline("document-relation-extraction", ...)`` builds :class:`~envre_hf.models.pipeline_docre.DocREPipeline`
-    (called by the pipeline module itself, once it is complete)."""
+    """``AutoConfig`` learns model type ``docre``, ``AutoModel`` builds :class:`DocREModel` (hence the saved family)
+    for a ``DocREConfig``, and ``pipeline("document-relation-extraction")`` builds ``DocREPipeline``."""
     from transformers.pipelines import PIPELINE_REGISTRY
 
-    from .pipeline_code import TASK  # lazy: the pipeline module imports this one
-    from .pipeline_docre import DocREPipeline  # lazy: it imports this module (and transformers.pipelines)
+    from .pipeline_code import TASK  # lazy: as the pipeline module below
+    from .pipeline_docre import DocREPipeline  # lazy: it imports the modules of the models stage
 
+    AutoConfig.register("docre", DocREConfig, exist_ok=True)
+    AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
     known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
     if known is None or known["impl"] is not DocREPipeline:
         PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=AutoModel)

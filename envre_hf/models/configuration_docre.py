@@ -1,12 +1,10 @@
-"""``DocREConfig``: one configuration class for every DocRE model family of envre-hf.
-
-The encoder's configuration is kept whole as the ``encoder`` sub-config, so a saved model rebuilds its encoder
-without downloading anything; ``head_type`` names the family (:mod:`envre_hf.models.registry`). Shipped with
-every saved model (``auto_map``) for transformers' remote-code loader: imports only transformers and siblings.
-"""
+"""``DocREConfig``: one configuration class for every DocRE model family, the encoder's kept whole as a sub-config
+(a saved model rebuilds its encoder without downloading anything). Shipped with every saved model (remote code):
+imports only transformers and siblings."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -55,22 +53,15 @@ def portable_name(name_or_path: str | os.PathLike) -> str:
 
 
 class DocREConfig(PretrainedConfig):
-    """Encoder sub-config + head settings of a DocRE model.
+    """Encoder sub-config + head settings of a DocRE model; defaults follow ATLOP (docs/models.md).
 
-    Defaults follow ATLOP (``emb_size`` = the encoder's hidden size, i.e. 768 for BERT-base as in
-    ATLOP, ``block_size=64``, 97 classes with class 0 = no relation / threshold, ``id2label`` from
-    :func:`docred_schema`). ``window`` is the encoder
-    window used for long inputs (``None``: derived from the encoder's ``max_position_embeddings``).
-    NCRL settings: ``ncrl_margin`` (margin shifting: the probability of a negative relation is
-    lowered by this much before its loss, 0.05 as in the NCRL paper's experiments) and
-    ``ncrl_none_weight`` (weight of the none-class term). ``top_k`` caps relations per pair at
-    decoding (4 as in ATLOP's DocRED runs; ``None`` or 0: no cap). ``head_settings`` holds the
-    family's own settings as its typed dataclass (KD-DocRE, DocuNet; ``None`` for a family without settings):
-    given as that dataclass or a dict, saved in config.json as a dict.
-    ``encoder_name_or_path`` records where the encoder weights came from (for the model card): a Hub id,
-    or only the folder's name for a local folder (see :func:`portable_name`), never an absolute path.
-    ``relation_names`` maps the relation ids of ``id2label`` to names (DocRED's by default), for the
-    ``document-relation-extraction`` pipeline's output.
+    ``emb_size``: the encoder's hidden size by default; 97 classes (DocRED's ``id2label``), class 0 = no relation /
+    threshold. ``window``: the encoder window for long inputs (None: from ``max_position_embeddings``).
+    ``ncrl_margin``: NCRL's shift of a negative's probability before its loss (0.05 as in the paper);
+    ``ncrl_none_weight``: weight of its none-class term. ``top_k``: relations per pair at decoding (None or 0: no
+    cap). ``head_settings``: the family's settings dataclass (a dict in config.json; None without settings).
+    ``encoder_name_or_path``: where the encoder came from, never an absolute path (:func:`portable_name`).
+    ``relation_names``: relation id -> name, for the pipeline's output.
     """
 
     model_type = "docre"
@@ -116,10 +107,9 @@ class DocREConfig(PretrainedConfig):
             self.window = encoder_window(self.encoder)
 
     def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs: Any) -> Any:
-        """transformers' save; with envre-hf installed, the ``document-relation-extraction`` pipeline's code is
-        written beside config.json, which names it (``custom_pipelines``; see :mod:`envre_hf.models.pipeline_code`).
-        A model's ``save_pretrained`` saves its config here, inside the window its ``push_to_hub`` uploads.
-        A remote copy of this file (no envre-hf) saves the config alone, without ``custom_pipelines``."""
+        """transformers' save, with the pipeline's code beside config.json, which names it (``custom_pipelines``,
+        :mod:`envre_hf.models.pipeline_code`): a model's ``save_pretrained`` and ``push_to_hub`` save it too. A
+        remote copy of this file (no envre-hf) saves the config alone."""
         if pipeline_saved is None:
             self.__dict__.pop("custom_pipelines", None)  # its code would not be beside this copy
             return super().save_pretrained(save_directory, push_to_hub, **kwargs)
@@ -129,7 +119,7 @@ class DocREConfig(PretrainedConfig):
     def to_dict(self) -> dict[str, Any]:
         output = super().to_dict()
         if isinstance(self.head_settings, HeadSettings):
-            output["head_settings"] = self.head_settings.to_dict()
+            output["head_settings"] = dataclasses.asdict(self.head_settings)
         return output
 
     @property

@@ -1,14 +1,9 @@
-"""Sharing trained DocRE models: model card + weights + tokenizer, pushed with ``huggingface_hub``.
-
-:func:`prepare_upload` writes exactly what would be uploaded into a folder (inspectable and
-testable offline); :func:`push_docre_model` then creates the repository and uploads that folder
-in one commit. The card (README.md) names the encoder, the head, the training data and the scores.
-"""
+"""Sharing trained DocRE models: model card + weights + tokenizer, written into a folder by :func:`prepare_upload`
+(inspectable offline), which :func:`push_docre_model` uploads in one commit."""
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +14,7 @@ from .configuration_docre import portable_name
 from .modeling_docre import DocREPreTrainedModel
 from .registry import get_family
 from ..atomic import write_text
+from ..documents.sources import _HUB_ID
 from ..hub_client import push_folder
 
 _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
@@ -26,12 +22,6 @@ _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 
 #: Scores that go into the card's ``model-index`` (as percentages), with their display names.
 _INDEX_METRICS = {"f1": "F1", "ign_f1": "Ign F1", "precision": "Precision", "recall": "Recall"}
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-
-
-def is_hub_id(name: str | None) -> bool:
-    """True for what can be a Hub repository id (``org/name`` or ``name``) and is not a local path."""
-    return bool(name) and bool(_HUB_ID.match(name)) and not os.path.exists(name)
 
 
 def _fmt(value: Any) -> str:
@@ -50,39 +40,32 @@ def model_card(
     model_name: str | None = None,
     tags: list[str] | None = None,
 ) -> str:
-    """The README.md text: YAML metadata (``model-index`` included), then encoder, head, data, EVRT, scores, usage.
-
-    ``training_data`` names datasets: Hub ids go into the metadata, anything else only into the text.
-    ``scores`` maps an evaluation set name to a score dict (``DocREScores.to_dict()`` or any
-    ``{metric: fraction}``); fractions are shown as percentages. ``eval_datasets`` gives the Hub id of
-    each evaluation set (e.g. ``{"dev": "thunlp/docred", "dev_renamed": "envre/env_redocred"}``).
-    ``evrt`` holds the EVRT training settings to list. No local absolute path is ever written.
-    """
+    """The README.md text: YAML metadata (``model-index`` included), then encoder, head, data, EVRT, scores, usage;
+    never a local absolute path. ``training_data``: Hub ids also go into the metadata. ``scores``: evaluation set
+    name -> ``{metric: fraction}`` (e.g. ``DocREScores.to_dict()``); ``eval_datasets``: set name -> Hub id;
+    ``evrt``: the EVRT training settings to list."""
     config = model.config
     datasets = [training_data] if isinstance(training_data, str) else list(training_data or [])
-    datasets = [portable_name(d) if not is_hub_id(d) else d for d in datasets]
-    hub_datasets = [d for d in datasets if is_hub_id(d) and "/" in d]
+    datasets = [portable_name(d) for d in datasets]  # a Hub id stays, a local path becomes a folder name
+    hub_datasets = [d for d in datasets if _HUB_ID.fullmatch(d)]
     raw_encoder = config.encoder_name_or_path or getattr(config.encoder, "_name_or_path", "") or config.encoder.model_type
     encoder = portable_name(raw_encoder)
-    base_model = encoder if is_hub_id(encoder) and "/" in encoder else None
+    base_model = encoder if _HUB_ID.fullmatch(encoder) else None
     name = model_name or f"{config.head_type}-{encoder.rsplit('/', 1)[-1]}"
-    eval_results = []
-    for set_name, values in (scores or {}).items():
-        dataset_id = (eval_datasets or {}).get(set_name) or set_name
-        for key, display in _INDEX_METRICS.items():
-            value = values.get(key)
-            if isinstance(value, (int, float)):
-                eval_results.append(
-                    EvalResult(
-                        task_type="relation-extraction",
-                        task_name="Document-level relation extraction",
-                        dataset_type=dataset_id,
-                        dataset_name=set_name,
-                        metric_type=key,
-                        metric_name=display,
-                        metric_value=round(100 * float(value), 2),
-                    )
-                )
+    eval_results = [
+        EvalResult(
+            task_type="relation-extraction",
+            task_name="Document-level relation extraction",
+            dataset_type=(eval_datasets or {}).get(set_name) or set_name,
+            dataset_name=set_name,
+            metric_type=key,
+            metric_name=display,
+            metric_value=round(100 * float(values[key]), 2),
+        )
+        for set_name, values in (scores or {}).items()
+        for key, display in _INDEX_METRICS.items()
+        if isinstance(values.get(key), (int, float))
+    ]
     data = ModelCardData(
         library_name="transformers",
         license=license,
@@ -187,7 +170,6 @@ def prepare_upload(
     card = model_card(model, training_data, scores, license)
     if repo_id:
         card = card.replace('"REPO_ID"', f'"{repo_id}"')
-
     write_text(folder / "README.md", card)
     return folder
 

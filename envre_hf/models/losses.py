@@ -18,12 +18,8 @@ def threshold_margins(logits: torch.Tensor) -> torch.Tensor:
 
 
 def adaptive_thresholding_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """ATLOP's adaptive-thresholding loss (mean over pairs).
-
-    Two softmax cross-entropies per pair: over {positive relations, threshold} it pushes every
-    positive above the threshold class; over {threshold, negative relations} it pushes the
-    threshold above every negative. ``labels`` is multi-hot (pairs x classes); its column 0 is ignored.
-    """
+    """ATLOP's adaptive-thresholding loss (mean over pairs): softmax cross-entropies over {positives, threshold}
+    and over {threshold, negatives}; ``labels``: multi-hot (pairs x classes), column 0 ignored."""
     logits = logits.float()
     positives = labels.float().clone()
     positives[:, 0] = 0.0
@@ -51,15 +47,10 @@ def none_class_ranking_loss(
     none_weight: float = 1.0,
     eps: float = 1e-8,
 ) -> torch.Tensor:
-    """NCRL (Zhou & Lee, IJCAI 2022), summed over classes and averaged over pairs.
-
-    Each relation r is ranked against the none class through the margin ``logit_r - logit_0``:
-    a binary log-loss on ``sigmoid(margin)`` with target "r holds". Margin shifting lowers the
-    probability of negatives by ``margin_shift`` before their loss, so confidently rejected
-    negatives stop contributing (an answer to the heavy class imbalance of DocRED pairs).
-    The none class is regularised the same way: its margin over the mean relation logit,
-    ``logit_0 - mean_r logit_r``, is pushed up for no-relation pairs and down otherwise, with the
-    same shift (weight ``none_weight``).
+    """NCRL (Zhou & Lee, IJCAI 2022), summed over classes and averaged over pairs: a binary log-loss on
+    ``sigmoid(logit_r - logit_0)`` per relation, negatives' probabilities shifted down by ``margin_shift`` so that
+    confidently rejected ones stop counting (DocRED's class imbalance); the none class's margin over the mean
+    relation logit gets the same loss (target: no relation; weight ``none_weight``).
     """
     logits = logits.float()
     labels = labels.float()

@@ -1,9 +1,5 @@
-"""Losses of the KD-DocRE and DocuNet heads, all with ATLOP's threshold-class semantics.
-
-Class 0 is a learned per-pair threshold (``r`` is predicted when ``logit_r > logit_0``), so every family of
-:mod:`envre_hf.models` keeps one decoding rule: KD-DocRE's adaptive focal loss and distillation term
-(Tan et al., 2022) and DocuNet's balanced loss (Zhang et al., 2021) with the class-0 logit as its pivot.
-"""
+"""Losses of the KD-DocRE and DocuNet heads, with class 0 as the learned per-pair threshold, so that every family
+keeps ATLOP's decoding rule (``r`` when ``logit_r > logit_0``)."""
 
 from __future__ import annotations
 
@@ -12,8 +8,7 @@ import torch.nn.functional as F
 
 from .losses import _NEG as _NEG_INF
 from .losses import threshold_margins
-
-__all__ = ["AFL_WEIGHTS", "adaptive_focal_loss", "balanced_threshold_loss", "distillation_loss"]
+from .registry import AFL_WEIGHTS
 
 
 def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
@@ -25,24 +20,14 @@ def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
         raise ValueError("need the threshold class 0 and at least one relation class")
 
 
-#: ``adaptive_focal_loss`` weights of a positive term: the released KD-DocRE code's ``1 + (1 - p) ** gamma``
-#: (its ``losses.py``), or the paper's focal ``(1 - p) ** gamma``.
-AFL_WEIGHTS = ("released", "paper")
-
-
 def adaptive_focal_loss(
     logits: torch.Tensor, labels: torch.Tensor, gamma: float = 1.0, weight: str = "released"
 ) -> torch.Tensor:
-    """KD-DocRE's adaptive focal loss, averaged over pairs.
+    """KD-DocRE's adaptive focal loss, averaged over pairs; ``labels``: multi-hot (pairs x classes), class 0 ignored.
 
-    ``labels`` is multi-hot (pairs x classes) with class 0 set for pairs without relation
-    (class 0 is ignored: a pair with no positive relation only gets the negative part).
-
-    Positive part: for each positive relation, ``p = softmax([logit_r, logit_0])[0]`` and the term
-    ``-w * log p`` with ``w = 1 + (1 - p) ** gamma`` (``weight="released"``, the released code: hard
-    positives count up to twice) or ``w = (1 - p) ** gamma`` (``"paper"``: an easy positive stops counting;
-    ``gamma = 0`` gives a plain per-class ranking against the threshold). Negative part:
-    ``-log softmax(logit_0 over {0} + negative relations)`` pushes the threshold above every negative relation.
+    Per positive relation ``-w * log p``, ``p = softmax([logit_r, logit_0])[0]``, ``w = 1 + (1 - p) ** gamma``
+    (``weight="released"``: hard positives count up to twice) or ``(1 - p) ** gamma`` (``"paper"``); plus
+    ``-log softmax(logit_0 over {0} + negative relations)``, which pushes the threshold above every negative.
     """
     if weight not in AFL_WEIGHTS:
         raise ValueError(f"afl weight must be one of {AFL_WEIGHTS}, got {weight!r}")
@@ -62,13 +47,9 @@ def adaptive_focal_loss(
 
 
 def balanced_threshold_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """DocuNet's balanced multi-label loss with the class-0 logit as the pivot, averaged over pairs.
-
-    ``log(1 + sum_pos exp(logit_0 - logit_r)) + log(1 + sum_neg exp(logit_r - logit_0))``: one
-    term pulls every positive relation above the threshold, the other pushes every negative
-    relation below it, so the many negatives and few positives of a pair are balanced by
-    construction rather than by per-class weights.
-    """
+    """DocuNet's balanced loss with the class-0 logit as pivot, averaged over pairs:
+    ``log(1 + sum_pos exp(logit_0 - logit_r)) + log(1 + sum_neg exp(logit_r - logit_0))``, which balances a pair's
+    many negatives and few positives by construction rather than by per-class weights."""
     _check(logits, labels)
     margins = threshold_margins(logits.float())
     positive = labels[:, 1:] > 0

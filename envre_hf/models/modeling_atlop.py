@@ -1,10 +1,5 @@
-"""ATLOP (Zhou et al., AAAI 2021) and NCRL (Zhou & Lee, IJCAI 2022) as one transformers model.
-
-Both share the architecture: logsumexp mention pooling, localized context pooling from the
-encoder's last-layer attention, head/tail extractors ``tanh(W [e; c])`` and a group bilinear
-classifier; they differ only in the loss (``head_type`` ``"atlop"``: adaptive thresholding,
-``"ncrl"``: none-class ranking). ``pair_representations`` is the group-bilinear feature vector
-the classifier consumes (emb_size * block_size per pair).
+"""ATLOP (Zhou et al., AAAI 2021) and NCRL (Zhou & Lee, IJCAI 2022): one network (localized context pooling,
+``tanh(W [e; c])`` extractors, group bilinear classifier), two losses (adaptive thresholding, none-class ranking).
 """
 
 from __future__ import annotations
@@ -19,7 +14,6 @@ from torch import nn
 from .configuration_docre import DocREConfig
 from .losses import adaptive_thresholding_loss, none_class_ranking_loss
 from .modeling_docre import (
-    DocREModelOutput,
     DocREPreTrainedModel,
     group_bilinear_classify,
     hts_index,
@@ -55,21 +49,11 @@ class ATLOPModel(DocREPreTrainedModel):
             )
         return adaptive_thresholding_loss(logits, labels)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        entity_pos: Sequence[Any],
-        hts: Sequence[Any],
-        labels: torch.Tensor | None = None,
-        output_pair_representations: bool = True,
-        pair_budget: int | None = None,
-        **unused: Any,
-    ) -> DocREModelOutput:
-        """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
-        collator extras such as ``doc_keys``. ``pair_budget``: score at most that many pairs at a time (context,
-        extractors and classifier per chunk), so that memory stops growing with the pairs beyond it."""
-        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
+    def pair_logits(
+        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[Any], hts: Sequence[Any],
+        keep_features: bool, pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor]]:
+        """Context, extractors and classifier ``pair_budget`` pairs at a time."""
         entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
         h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
         parts = []
@@ -77,12 +61,9 @@ class ATLOPModel(DocREPreTrainedModel):
             context = pair_contexts(sequence_output, entity_att, h_idx[c], t_idx[c], pair_doc[c], per_doc)
             zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx[c], context))
             zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx[c], context))
-            features, logits = group_bilinear_classify(  # ATLOP's group bilinear
-                zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
-            )
-            parts.append((features, logits, zh, zt))
-        features, logits, zh, zt = (
+            features, logits = group_bilinear_classify(zh, zt, self.config.block_size, self.bilinear, keep_features)
+            parts.append((logits, features, zh, zt))
+        logits, features, zh, zt = (
             parts[0] if len(parts) == 1 else (None if x[0] is None else torch.cat(x) for x in zip(*parts))
         )
-        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt))
+        return logits, features, (zh, zt)

@@ -1,13 +1,10 @@
 """Shared base of the DocRE model families: long-input encoding, mention pooling, pair gathering.
 
-Every family (:mod:`envre_hf.models.registry`) is a :class:`DocREPreTrainedModel`: a transformers encoder
-(``self.encoder``, from ``config.encoder``) plus its own head, fed by :mod:`envre_hf.features`. Shipped with
-saved models (remote code): imports only torch, transformers and sibling modules.
+Shipped with saved models (remote code): imports only torch, transformers and sibling modules.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,12 +26,9 @@ EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (star
 
 @dataclass
 class DocREModelOutput(ModelOutput):
-    """Output of every DocRE model: ``logits`` are sum_pairs x num_labels (class 0: no relation / threshold).
-
-    ``pair_representations``: what the family's classifier reads (None under
-    ``output_pair_representations=False``, as in prediction). ``bilinear_factors`` ``(zh, zt)``: set by the
-    group-bilinear families, so that EVRT's L_rcr is computed in closed form from them.
-    """
+    """``logits``: sum_pairs x num_labels (class 0: no relation / threshold). ``pair_representations``: what the
+    classifier reads (None under ``output_pair_representations=False``, as in prediction). ``bilinear_factors``
+    ``(zh, zt)``: set by the group-bilinear families, so that EVRT's L_rcr is computed in closed form from them."""
 
     loss: torch.FloatTensor | None = None
     logits: torch.FloatTensor | None = None
@@ -44,8 +38,6 @@ class DocREModelOutput(ModelOutput):
 
 @dataclass
 class MentionIndex:
-    """Flat index of all mentions of a batch, for vectorised pooling."""
-
     doc: torch.Tensor  # (M,) document of each mention
     pos: torch.Tensor  # (M,) start-marker position of each mention
     entity: torch.Tensor  # (M,) batch-global entity index
@@ -54,7 +46,7 @@ class MentionIndex:
     max_mentions: int
 
 
-def _long(values: list[int], device: torch.device | str) -> torch.Tensor:
+def _long(values: list[Any], device: torch.device | str) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.long, device=device)
 
 
@@ -80,12 +72,9 @@ def mention_index(entity_pos: Sequence[EntityPos], device: torch.device | str = 
 def pool_entities(
     sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[EntityPos]
 ) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
-    """Batch-flat entity embeddings (E x H, logsumexp over mentions) and attentions (E x heads x L, mean).
-
-    ``attention`` holds the last layer's attention rows at the mention starts (M x heads x L in
-    :func:`mention_index` order), as :meth:`~DocREPreTrainedModel.encode` returns them. Entities without
-    any mention (only possible after ``max_seq_length`` truncation) get zeros.
-    """
+    """Batch-flat entity embeddings (E x H, logsumexp over mentions) and attentions (E x heads x L, mean) from
+    :meth:`~DocREPreTrainedModel.encode`'s outputs. Entities without any mention (after ``max_seq_length``
+    truncation) get zeros."""
     idx = mention_index(entity_pos, sequence_output.device)
     n_entities = sum(idx.entities_per_doc)
     hidden = sequence_output.size(-1)
@@ -124,13 +113,9 @@ def hts_index(hts: Sequence[Sequence[Sequence[int]]], entities_per_doc: Sequence
 def pair_attention(
     entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor, pair_doc: torch.Tensor, entities_per_doc: Sequence[int]
 ) -> torch.Tensor:
-    """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L): how much both entities of a pair
-    attend to each token, averaged over heads.
-
-    One batched product per document (its pairs' head entities against all entities, at every token; for a
-    chunk of pairs only its heads), then the pairs are picked: the gathered form materialises two
-    sum_pairs x heads x L tensors, ~20x slower on CPU.
-    """
+    """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L), as one batched product per document
+    (its pairs' head entities against all entities) whose pairs are then picked: the gathered form materialises
+    two sum_pairs x heads x L tensors, ~20x slower on CPU."""
     length = entity_att.size(-1)
     heads = entity_att.size(1)
     if h_idx.numel() == 0:
@@ -187,15 +172,11 @@ def pair_chunks(n_pairs: int, pair_budget: int | None) -> list[slice]:
 
 def pair_contexts(
     sequence_output: torch.Tensor, entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor,
-    pair_doc: torch.Tensor, entities_per_doc: Sequence[int], pair_budget: int | None = None,
+    pair_doc: torch.Tensor, entities_per_doc: Sequence[int],
 ) -> torch.Tensor:
-    """Localized contexts (sum_pairs x H) of :func:`pair_attention` weights, ``pair_budget`` pairs at a time."""
-    chunks = [
-        localized_context(sequence_output, pair_attention(entity_att, h_idx[c], t_idx[c], pair_doc[c], entities_per_doc),
-                          pair_doc[c])
-        for c in pair_chunks(h_idx.numel(), pair_budget)
-    ]
-    return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+    """Localized contexts (sum_pairs x H) of the pairs' :func:`pair_attention` weights."""
+    ht = pair_attention(entity_att, h_idx, t_idx, pair_doc, entities_per_doc)
+    return localized_context(sequence_output, ht, pair_doc)
 
 
 class _GroupOuter(torch.autograd.Function):
@@ -256,14 +237,11 @@ def group_bilinear_classify(
 
 
 class DocREPreTrainedModel(PreTrainedModel):
-    """Base class: a transformers encoder plus the shared DocRE machinery.
+    """A transformers encoder (``self.encoder``) plus the shared DocRE machinery; each family adds its head.
 
-    Encoders on transformers' ``AttentionInterface`` whose attention modules know their layer run SDPA, and
-    the last layer also computes just the attention rows at mention starts that context pooling reads
-    (:data:`~.attention.FAST_ATTENTION`). Others (DeBERTa), or any set to ``"eager"``, take the plain
-    ``output_attentions`` route. In training on CPU a padded batch is encoded document by document
-    (``unpadded``): padding costs CPU time in proportion, and attention with dropout in its square; prediction
-    (length-sorted batches, little padding) and GPUs keep padded batches.
+    Encoders on transformers' ``AttentionInterface`` run :data:`~.attention.FAST_ATTENTION`; others (DeBERTa), or
+    any set to ``"eager"``, return ``output_attentions``. In training on CPU a padded batch is encoded document by
+    document (``unpadded``): padding costs CPU time in proportion, and attention with dropout in its square.
     """
 
     #: Encode padded batches document by document: True, False, or None (default: in training on CPU).
@@ -301,6 +279,10 @@ class DocREPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.LayerNorm):
             init.ones_(module.weight)
             init.zeros_(module.bias)
+        elif isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):  # DocuNet's U-Net: Kaiming (ReLU), zero bias
+            init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+            if module.bias is not None:
+                init.zeros_(module.bias)
 
     @property
     def settings(self) -> HeadSettings | None:
@@ -346,12 +328,9 @@ class DocREPreTrainedModel(PreTrainedModel):
     def from_encoder_pretrained(
         cls, encoder_name_or_path: str, *, encoder_kwargs: dict[str, Any] | None = None, **head: Any
     ) -> DocREPreTrainedModel:
-        """A new model whose encoder weights come from ``encoder_name_or_path`` (head randomly initialised).
-
-        ``head`` holds :class:`DocREConfig` settings (``head_type``, ``emb_size``, ``block_size``, ...);
-        ``encoder_kwargs`` go to the encoder's ``from_pretrained`` (e.g. ``revision``); weights are read from
-        safetensors only, unless ``encoder_kwargs`` says ``use_safetensors=False`` for an encoder you trust.
-        """
+        """A new model (head randomly initialised) on the encoder ``encoder_name_or_path``; ``head``:
+        :class:`DocREConfig` settings. ``encoder_kwargs`` go to the encoder's ``from_pretrained`` (safetensors only, unless they say
+        ``use_safetensors=False`` for an encoder you trust)."""
         encoder_kwargs = {"use_safetensors": True, **(encoder_kwargs or {})}
         encoder = AutoModel.from_pretrained(encoder_name_or_path, attn_implementation="eager", **encoder_kwargs)
         if "head_type" not in head:
@@ -371,13 +350,10 @@ class DocREPreTrainedModel(PreTrainedModel):
     def encode(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos]
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sequence output (B x L x H) and the last layer's attention rows at the mention starts
-        (``M x heads x L``, in :func:`mention_index` order), for any length L.
-
-        Longer documents than ``config.window`` are read in overlapping windows (each keeping the document's
-        first and last special tokens), all in one encoder call; hidden states are averaged where windows
-        overlap, and a mention's rows summed and renormalised (ATLOP's merge of two 512-token windows, generalised).
-        """
+        """Sequence output (B x L x H) and the last layer's attention rows at the mention starts (``M x heads x L``,
+        in :func:`mention_index` order), for any length L: longer documents than ``config.window`` are read in
+        overlapping windows in one encoder call, hidden states averaged and a mention's rows summed and renormalised
+        where windows overlap (ATLOP's merge of two 512-token windows, generalised)."""
         lengths = self._padded_lengths(attention_mask)
         if lengths is None:
             return self._encode(input_ids, attention_mask, entity_pos)
@@ -406,30 +382,24 @@ class DocREPreTrainedModel(PreTrainedModel):
         by_doc: dict[int, list[int]] = {}
         for k, plan in enumerate(plans):
             by_doc.setdefault(plan[0], []).append(k)
-        req_win, req_pos, req_mention, j0s, j1s, shifts = [], [], [], [], [], []
+        requests = []  # (window, position in it, mention, kept from j0, kept to j1, shift to document position)
         for m, (b, p) in enumerate(zip(idx.doc.tolist(), idx.pos.tolist())):
             for k in by_doc.get(b, ()):
                 _, _, _, j0, j1, p0 = plans[k]
                 if p0 <= p < p0 + (j1 - j0):
-                    req_win.append(k)
-                    req_pos.append(p - p0 + j0)
-                    req_mention.append(m)
-                    j0s.append(j0)
-                    j1s.append(j1)
-                    shifts.append(p0 - j0)
+                    requests.append((k, p - p0 + j0, m, j0, j1, p0 - j0))
         device = inputs.device
-        t = functools.partial(_long, device=device)
-        hidden, win_rows = self._encoder_rows(win_inputs, win_mask, t(req_win), t(req_pos))
+        req_win, req_pos, req_mention, j0s, j1s, shifts = _long(requests, device).view(-1, 6).T.contiguous()
+        hidden, win_rows = self._encoder_rows(win_inputs, win_mask, req_win, req_pos)
         sequence_output = self._merge_hidden(hidden, plans, batch, length)
         heads, width = win_rows.size(1), win_rows.size(-1)
         col = torch.arange(width, device=device)
-        j0t, j1t = t(j0s).unsqueeze(1), t(j1s).unsqueeze(1)
-        kept = (col >= j0t) & (col < j1t)  # P x W: the window's kept columns
-        target = torch.where(kept, col + t(shifts).unsqueeze(1), length)  # column in the document; dropped -> L
-        placed = win_rows.new_zeros((len(req_win), heads, length + 1)).scatter_add(
+        kept = (col >= j0s.unsqueeze(1)) & (col < j1s.unsqueeze(1))  # P x W: the window's kept columns
+        target = torch.where(kept, col + shifts.unsqueeze(1), length)  # column in the document; dropped -> L
+        placed = win_rows.new_zeros((len(requests), heads, length + 1)).scatter_add(
             2, target.unsqueeze(1).expand(-1, heads, -1), win_rows * kept.unsqueeze(1).to(win_rows.dtype)
         )
-        rows = win_rows.new_zeros((idx.pos.numel(), heads, length + 1)).index_add(0, t(req_mention), placed)
+        rows = win_rows.new_zeros((idx.pos.numel(), heads, length + 1)).index_add(0, req_mention, placed)
         rows = rows[..., :length]
         return sequence_output, rows / (rows.sum(-1, keepdim=True) + 1e-10)
 
@@ -508,12 +478,9 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     @staticmethod
     def _window_plan(lengths: Sequence[int], window: int) -> list[tuple[int, int, int, int, int, int]]:
-        """Windows as (doc, content start s, window length, kept from j0, kept to j1, document position of j0).
-
-        A document of n <= window tokens is one window. Longer ones keep their first and last
-        special tokens around ``window - 2`` content tokens per window; k windows with evenly
-        spread starts, k the least number with overlaps of at least half a window.
-        """
+        """Windows as (doc, content start s, window length, kept from j0, kept to j1, document position of j0): a
+        longer document than ``window`` keeps its first and last special tokens around ``window - 2`` content tokens
+        per window, in the fewest evenly spread windows that overlap by at least half a window."""
         plans = []
         inner = window - 2
         if inner < 2:
@@ -542,11 +509,44 @@ class DocREPreTrainedModel(PreTrainedModel):
         pair_budget: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Head embeddings, tail embeddings and localized contexts of every pair (each sum_pairs x H); the
-        contexts ``pair_budget`` pairs at a time (:func:`pair_contexts`)."""
+        contexts ``pair_budget`` pairs at a time."""
         emb, att, per_doc = pool_entities(sequence_output, attention, entity_pos)
-        h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
-        context = pair_contexts(sequence_output, att, h_idx, t_idx, pair_doc, per_doc, pair_budget)
-        return emb[h_idx], emb[t_idx], context
+        h, t, doc = hts_index(hts, per_doc, sequence_output.device)
+        chunks = pair_chunks(h.numel(), pair_budget)
+        contexts = [pair_contexts(sequence_output, att, h[c], t[c], doc[c], per_doc) for c in chunks]
+        return emb[h], emb[t], contexts[0] if len(contexts) == 1 else torch.cat(contexts)
+
+    # ------------------------------------------------------------------ forward
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        entity_pos: Sequence[EntityPos],
+        hts: Sequence[Sequence[Sequence[int]]],
+        labels: torch.Tensor | None = None,
+        output_pair_representations: bool = True,
+        pair_budget: int | None = None,
+        **unused: Any,
+    ) -> DocREModelOutput:
+        """Logits for every pair of ``hts`` (documents concatenated in batch order) by the family's :meth:`pair_logits`,
+        and its ``loss_function`` given ``labels``; ``unused`` swallows collator extras such as ``doc_keys``.
+        ``pair_budget``: score at most that many pairs at a time where the family can, so that memory stops growing
+        with the pairs beyond it."""
+        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
+        logits, features, factors = self.pair_logits(
+            sequence_output, attention, entity_pos, hts, output_pair_representations, pair_budget
+        )
+        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
+        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=factors)
+
+    def pair_logits(
+        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[EntityPos],
+        hts: Sequence[Sequence[Sequence[int]]], keep_features: bool, pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        """The family's head over :meth:`encode`'s outputs: ``(logits, pair_representations, bilinear_factors)``
+        (:class:`DocREModelOutput`); ``keep_features=False``: no pair representations are needed."""
+        raise NotImplementedError(f"{type(self).__name__} defines no pair_logits")
 
     # ------------------------------------------------------------------ decoding
 

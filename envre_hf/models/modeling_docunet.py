@@ -1,38 +1,28 @@
-"""DocuNet (Zhang et al., IJCAI 2021) as a transformers model.
+"""DocuNet (Zhang et al., IJCAI 2021): relation extraction as semantic segmentation of the entity-pair matrix.
 
-DocuNet reads the document's ``n_e x n_e`` entity-pair matrix as an image and relation extraction as its
-semantic segmentation: each cell (h, t) gets a few channels (a projection of the pair's localized context, or
-the similarities of the two entity embeddings), and a U-Net (:class:`~envre_hf.models.pair_matrix.PairUNet`)
-gives each cell a feature that sees the neighbouring pairs, i.e. the other relations of the same entities.
-ATLOP's extractors and group bilinear classify it, trained with DocuNet's balanced loss
-(:func:`~envre_hf.models.losses_kd_docunet.balanced_threshold_loss`). Settings: :class:`DocuNetHeadConfig`.
+Each cell (h, t) gets a few channels (a projection of the pair's localized context, or the two entity embeddings'
+similarities); a U-Net gives each cell a feature that sees the neighbouring pairs, i.e. the other relations of the
+same entities. Trained with DocuNet's balanced loss.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import initialization as init
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import balanced_threshold_loss
-from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_bilinear_classify
+from .modeling_docre import DocREPreTrainedModel, group_bilinear_classify
 from .pair_matrix import PairIndex, PairUNet
-from .registry import CHANNEL_TYPES, DocuNetHeadConfig
+from .registry import DocuNetHeadConfig
 
-__all__ = ["CHANNEL_TYPES", "DocuNetHeadConfig", "DocuNetModel"]
 
 class DocuNetModel(DocREPreTrainedModel):
-    """DocuNet: pair channel map -> U-Net -> ``tanh(W [e; unet(h, t)])`` -> group bilinear classifier.
-
-    ``pair_representations`` is the group-bilinear feature vector the classifier consumes
-    (emb_size * block_size per pair), as for ATLOP.
-    """
+    """Pair channel map -> U-Net -> ``tanh(W [e; unet(h, t)])`` -> group bilinear classifier (as ATLOP's)."""
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
@@ -50,13 +40,6 @@ class DocuNetModel(DocREPreTrainedModel):
         self.bilinear = nn.Linear(config.emb_size * config.block_size, config.num_labels)
         self.post_init()
 
-    def _init_weights(self, module: nn.Module) -> None:
-        super()._init_weights(module)
-        if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):  # Kaiming (ReLU network), zero bias
-            init.kaiming_uniform_(module.weight, a=math.sqrt(5))
-            if module.bias is not None:
-                init.zeros_(module.bias)
-
     def loss_function(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return balanced_threshold_loss(logits, labels)
 
@@ -68,21 +51,11 @@ class DocuNetModel(DocREPreTrainedModel):
         cosine = F.cosine_similarity(hs, ts, dim=-1).unsqueeze(-1)
         return torch.cat([dot, cosine, self.channel_bilinear(hs, ts)], dim=-1)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        entity_pos: Sequence[Any],
-        hts: Sequence[Any],
-        labels: torch.Tensor | None = None,
-        output_pair_representations: bool = True,
-        pair_budget: int | None = None,
-        **unused: Any,
-    ) -> DocREModelOutput:
-        """Logits for every pair of ``hts`` (documents concatenated in batch order); ``unused`` swallows
-        collator extras such as ``doc_keys``; ``pair_budget``: localized contexts that many pairs at a time (the
-        U-Net's pair map is whole by design)."""
-        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
+    def pair_logits(
+        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[Any], hts: Sequence[Any],
+        keep_features: bool, pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor]]:
+        """``pair_budget``: localized contexts that many pairs at a time (the U-Net's pair map is whole by design)."""
         hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts, pair_budget)
         index = PairIndex.build(hts, [len(e) for e in entity_pos], device=hs.device)
         image = index.scatter(self.pair_channels(hs, ts, rs)).permute(0, 3, 1, 2)  # B x C x N x N
@@ -90,8 +63,5 @@ class DocuNetModel(DocREPreTrainedModel):
         cells = index.gather(segmented)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, cells], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, cells], dim=-1)))
-        features, logits = group_bilinear_classify(  # ATLOP's group bilinear
-            zh, zt, self.config.block_size, self.bilinear, keep_features=output_pair_representations
-        )
-        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
-        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=(zh, zt))
+        features, logits = group_bilinear_classify(zh, zt, self.config.block_size, self.bilinear, keep_features)
+        return logits, features, (zh, zt)

@@ -1,11 +1,6 @@
-"""KD-DocRE (Tan et al., Findings of ACL 2022) as a transformers model.
-
-ATLOP's pair features, projected to ``pair_dim``, laid out as the document's ``n_e x n_e`` entity-pair matrix
-and refined by axial attention along its rows and columns, so that (h, t) gathers evidence from (h, k) and
-(k, t): two-hop reasoning. Trained with the adaptive focal loss
-(:func:`~envre_hf.models.losses_kd_docunet.adaptive_focal_loss`); with ``use_distillation``, ``teacher_logits``
-(sum_pairs x num_labels, ``hts`` order) add ``distillation_weight`` times the MSE to the teacher.
-Settings: :class:`KDDocREHeadConfig`.
+"""KD-DocRE (Tan et al., Findings of ACL 2022): ATLOP's pair features laid out as the entity-pair matrix and
+refined by axial attention, so that (h, t) gathers evidence from (h, k) and (k, t); the adaptive focal loss, and
+with ``use_distillation`` the MSE to ``teacher_logits`` (sum_pairs x num_labels, ``hts`` order).
 """
 
 from __future__ import annotations
@@ -22,14 +17,10 @@ from .modeling_docre import DocREModelOutput, DocREPreTrainedModel, group_biline
 from .pair_matrix import AxialTransformer, PairIndex
 from .registry import KDDocREHeadConfig
 
-__all__ = ["KDDocREHeadConfig", "KDDocREModel"]
-
 
 class KDDocREModel(DocREPreTrainedModel):
-    """KD-DocRE: ATLOP pair features -> entity-pair matrix -> axial transformer -> classifier.
-
-    ``pair_representations`` are the refined pair-matrix cells the classifier reads (``pair_dim``).
-    """
+    """ATLOP pair features -> entity-pair matrix -> axial transformer -> classifier; ``pair_representations``:
+    the refined pair-matrix cells the classifier reads (``pair_dim``)."""
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
@@ -48,36 +39,29 @@ class KDDocREModel(DocREPreTrainedModel):
         return adaptive_focal_loss(logits, labels, gamma=self.settings.afl_gamma, weight=self.settings.afl_weight)
 
     def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        entity_pos: Sequence[Any],
-        hts: Sequence[Any],
-        labels: torch.Tensor | None = None,
-        teacher_logits: torch.Tensor | None = None,
-        pair_budget: int | None = None,
-        **unused: Any,
+        self, *args: Any, labels: torch.Tensor | None = None, teacher_logits: torch.Tensor | None = None, **kwargs: Any
     ) -> DocREModelOutput:
-        """Logits for every pair of ``hts`` (documents concatenated in batch order).
-
-        ``teacher_logits`` (only with ``use_distillation``) adds the distillation term to the loss;
-        ``unused`` swallows collator extras such as ``doc_keys``; ``pair_budget``: localized contexts that many
-        pairs at a time (the pair matrix of the axial attention is whole by design).
-        """
+        """The base forward; ``teacher_logits`` (only with ``use_distillation``) add the distillation term."""
         if teacher_logits is not None and not self.settings.use_distillation:
             raise ValueError("teacher_logits were given but distillation is off: set head_settings use_distillation=True")
-        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
+        output = super().forward(*args, labels=labels, **kwargs)
+        if teacher_logits is None:
+            return output
+        kd = self.settings.distillation_weight * distillation_loss(output.logits, teacher_logits)
+        loss = kd if output.loss is None else output.loss + kd
+        return DocREModelOutput(loss=loss, logits=output.logits, pair_representations=output.pair_representations)
+
+    def pair_logits(
+        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[Any], hts: Sequence[Any],
+        keep_features: bool, pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, None]:
+        """``pair_budget``: localized contexts that many pairs at a time (the pair matrix of the axial attention is
+        whole by design)."""
         hs, ts, rs = self.pair_features(sequence_output, attention, entity_pos, hts, pair_budget)
         zh = torch.tanh(self.head_extractor(torch.cat([hs, rs], dim=-1)))
         zt = torch.tanh(self.tail_extractor(torch.cat([ts, rs], dim=-1)))
         projected = self.projection(group_bilinear(zh, zt, self.config.block_size))  # ATLOP's group bilinear
         index = PairIndex.build(hts, [len(e) for e in entity_pos], device=projected.device)
         matrix = index.scatter(projected)
-        refined = self.axial(matrix, index.cell_mask()) + matrix
-        features = index.gather(refined)
-        logits = self.classifier(features)
-        loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
-        if teacher_logits is not None:
-            kd = self.settings.distillation_weight * distillation_loss(logits, teacher_logits)
-            loss = kd if loss is None else loss + kd
-        return DocREModelOutput(loss=loss, logits=logits, pair_representations=features)
+        features = index.gather(self.axial(matrix, index.cell_mask()) + matrix)
+        return self.classifier(features), features, None

@@ -1,15 +1,8 @@
-"""The entity-pair matrix shared by the KD-DocRE and DocuNet heads.
+"""The entity-pair matrix (row = head entity, column = tail entity) of the KD-DocRE and DocuNet heads.
 
-Both heads reason over the ``n_e x n_e`` matrix of a document's entity pairs (row = head entity,
-column = tail entity) instead of over independent pairs. The batch of documents is padded to
-``B x N x N x C`` (``N`` = the largest entity count of the batch); every operation keeps the padded
-cells out of the real ones (attention masks, zeroed convolution inputs), so a document's logits do
-not depend on what it is batched with.
-
-* :class:`PairIndex` maps the flat pair list of a batch (the concatenated ``hts`` of its documents,
-  the order of ``logits``) to matrix cells and back, with pure indexing (no loops over pairs).
-* :class:`AxialTransformer` - KD-DocRE's two-hop reasoning: attention along each row and each column.
-* :class:`PairUNet` - DocuNet's U-shaped segmentation network over the matrix as an image.
+A batch is padded to ``B x N x N x C`` (``N``: the most entities of a document); every operation keeps the padded
+cells out of the real ones (attention masks, zeroed convolution inputs), so that a document's logits do not depend
+on what it is batched with.
 """
 
 from __future__ import annotations
@@ -23,16 +16,11 @@ from torch import nn
 
 from .modeling_docre import hts_index  # the base's flattening of hts (batch-global entity ids)
 
-__all__ = ["AxialTransformer", "AxialTransformerLayer", "PairIndex", "PairUNet"]
-
 
 @dataclass
 class PairIndex:
-    """Where each pair of a batch sits in the padded ``B x N x N`` pair matrix.
-
-    ``batch``, ``head``, ``tail`` are LongTensors of length ``sum_pairs`` in ``hts`` order;
-    ``entity_mask`` (B x N, bool) marks real entities.
-    """
+    """Where each pair of a batch sits in the padded ``B x N x N`` pair matrix: ``batch``, ``head``, ``tail``
+    (sum_pairs, in ``hts`` order, the order of the logits); ``entity_mask`` (B x N, bool) marks real entities."""
 
     batch: torch.Tensor
     head: torch.Tensor
@@ -58,14 +46,9 @@ class PairIndex:
         entity_mask = torch.arange(n_max, device=device).unsqueeze(0) < counts.unsqueeze(1)
         return cls(batch=batch, head=head, tail=tail, entity_mask=entity_mask)
 
-    @property
-    def size(self) -> tuple[int, int]:
-        """``(B, N)``: documents and padded entity count."""
-        return self.entity_mask.shape[0], self.entity_mask.shape[1]
-
     def scatter(self, values: torch.Tensor) -> torch.Tensor:
         """``sum_pairs x C`` values into a zero ``B x N x N x C`` matrix (unlisted cells stay 0)."""
-        b, n = self.size
+        b, n = self.entity_mask.shape
         out = values.new_zeros(b, n, n, values.shape[-1])
         out[self.batch, self.head, self.tail] = values
         return out
@@ -82,11 +65,6 @@ class PairIndex:
         """B x N x N bool: cells whose head and tail are both real entities and differ (the valid pairs)."""
         n = self.entity_mask.shape[1]
         return self.square_mask() & ~torch.eye(n, dtype=torch.bool, device=self.entity_mask.device)
-
-
-# ---------------------------------------------------------------------------------------------
-# KD-DocRE: axial attention over the pair matrix
-# ---------------------------------------------------------------------------------------------
 
 
 class _AxisAttention(nn.Module):
@@ -114,11 +92,8 @@ class _AxisAttention(nn.Module):
 
 
 class AxialTransformerLayer(nn.Module):
-    """One axial layer: row attention + column attention (summed, residual, LayerNorm), then an FFN.
-
-    Cell (h, t) attends to (h, k) along its row and (k, t) along its column, so stacking layers
-    composes h -> k -> t evidence: the two-hop reasoning of KD-DocRE.
-    """
+    """Row attention + column attention (summed, residual, LayerNorm), then an FFN: cell (h, t) attends to (h, k)
+    and (k, t), so stacked layers compose h -> k -> t evidence (KD-DocRE's two-hop reasoning)."""
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.1, ffn_mult: int = 2):
         super().__init__()
@@ -153,11 +128,6 @@ class AxialTransformer(nn.Module):
         return x
 
 
-# ---------------------------------------------------------------------------------------------
-# DocuNet: U-shaped segmentation network over the pair matrix
-# ---------------------------------------------------------------------------------------------
-
-
 class _DoubleConv(nn.Module):
     """Two 3x3 convolutions with ReLU; the input is re-masked before each so padding stays zero."""
 
@@ -172,13 +142,9 @@ class _DoubleConv(nn.Module):
 
 
 class PairUNet(nn.Module):
-    """A small U-Net over ``B x C_in x N x N`` maps: ``depth`` times (max-pool 2, double conv, channels x2),
-    then as many transposed-convolution upsamplings, each concatenated with the skip connection of its level.
-
-    Any ``N`` works (odd, 1, 2, ...): the map is zero-padded to a multiple of ``2 ** depth`` and the
-    entity mask, pooled alongside the map, zeroes the padded region at every level, so the output
-    for a document's real cells does not depend on the padding.
-    """
+    """A small U-Net over ``B x C_in x N x N`` maps: ``depth`` times (max-pool 2, double conv, channels x2), then as
+    many transposed-convolution upsamplings with skip connections. Any ``N`` works: the map is zero-padded to a
+    multiple of ``2 ** depth``, and the entity mask, pooled alongside, zeroes the padding at every level."""
 
     def __init__(self, in_channels: int, out_channels: int, base_channels: int = 64, depth: int = 2):
         super().__init__()

@@ -22,10 +22,8 @@ from .precision import AUTOCAST_DTYPES, resolve_autocast
 if TYPE_CHECKING:  # annotations only: the pipeline's saved code bundles this module without the model's
     from .modeling_docre import DocREPreTrainedModel
 
-#: Most entity pairs scored at once in prediction (:func:`iter_logits`): batches are cut to hold no more, and a
-#: document with more is scored in chunks of this many, so memory stops growing with entities squared (a
-#: 300-entity document has 89,700 pairs; ``benchmarks/bench_pair_budget.py``). Re-DocRED's batches of four hold
-#: about 1,600.
+#: Most entity pairs scored at once in prediction: a document with more is scored in chunks, so that memory stops
+#: growing with entities squared (a 300-entity document has 89,700 pairs; Re-DocRED's batches of four ~1,600).
 PAIR_BUDGET = 4096
 
 
@@ -41,13 +39,9 @@ def iter_logits(
 ) -> Iterator[tuple[int, torch.Tensor]]:
     """Yield (feature index, logits n_pairs x num_labels, float32 on CPU) for every featurized document.
 
-    Documents are batched by length (:func:`~envre_hf.features.length_sorted_batches`: less padding,
-    fewer windows per batch), so the yielded indices are not in input order; ``sort_by_length=False``
-    batches in input order (the unsorted reference). ``autocast`` (``"auto"``, ``"bf16"``, ``"bf16-force"``,
-    ``"fp16"``, ``"fp32"``/None; :func:`~envre_hf.models.precision.resolve_autocast` says which runs) runs the
-    model under ``torch.autocast`` on its device (bf16: faster matmuls only where the hardware has them, for a
-    small change in logits; measure it with ``benchmarks/bench_models.py --inference-options``).
-    ``pair_budget`` (:data:`PAIR_BUDGET`; None: no bound) caps the entity pairs of a batch and of a model call.
+    Documents are batched by length (less padding, fewer windows), so indices come out of input order
+    (``sort_by_length=False``: the unsorted reference). ``autocast``: :func:`~.precision.resolve_autocast`'s
+    choices, run under ``torch.autocast``. ``pair_budget`` (None: no bound) caps the pairs of a batch and of a call.
     """
     collate = DocRECollator(pad_token_id)
     pairs = [len(f["hts"]) for f in features]
@@ -57,11 +51,7 @@ def iter_logits(
         batches = budget_batches(range(len(features)), batch_size, pairs, pair_budget)
     device = next(model.parameters()).device
     autocast = resolve_autocast(autocast, device)
-    amp = (
-        torch.autocast(device.type, dtype=AUTOCAST_DTYPES[autocast])
-        if autocast is not None
-        else contextlib.nullcontext()
-    )
+    amp = contextlib.nullcontext() if autocast is None else torch.autocast(device.type, dtype=AUTOCAST_DTYPES[autocast])
     was_training = model.training
     model.eval()
     bar = tqdm(total=len(features), desc="Predicting", unit="doc", disable=not progress)
@@ -89,13 +79,8 @@ def iter_logits(
 
 
 def quantize_int8(model: DocREPreTrainedModel) -> DocREPreTrainedModel:
-    """Int8 dynamic quantization (CPU inference) of the encoder's linear layers, in place.
-
-    Weights become int8 and activations are quantized on the fly per batch; the head stays float (it
-    reads its extractors' weights directly). Only for CPU inference: a quantized model cannot be
-    trained or saved back as a DocRE checkpoint. Measure the F1 it costs with
-    ``benchmarks/bench_models.py --inference-options``.
-    """
+    """Int8 dynamic quantization of the encoder's linear layers, in place, for CPU inference only (the model can
+    no longer be trained or saved); the head stays float, as it reads its extractors' weights directly."""
     import warnings
 
     if next(model.parameters()).device.type != "cpu":
@@ -120,15 +105,12 @@ def decode_predictions(
 ) -> list[dict[str, Any]]:
     """Official-format rows ``{"title", "doc_id"?, "h_idx", "t_idx", "r", "evidence"}`` of one document."""
     schema = schema if schema is not None else docred_schema()
-    rows = []
+    key = {"title": doc.title} if doc.doc_id is None else {"title": doc.title, "doc_id": doc.doc_id}
     pairs, classes = torch.nonzero(multi_hot[:, 1:], as_tuple=True)
-    for p, c in zip(pairs.tolist(), classes.tolist()):
-        row: dict[str, Any] = {"title": doc.title}
-        if doc.doc_id is not None:
-            row["doc_id"] = doc.doc_id
-        row.update(h_idx=int(hts[p][0]), t_idx=int(hts[p][1]), r=schema.index2rel[c + 1], evidence=[])
-        rows.append(row)
-    return rows
+    return [
+        {**key, "h_idx": int(hts[p][0]), "t_idx": int(hts[p][1]), "r": schema.index2rel[c + 1], "evidence": []}
+        for p, c in zip(pairs.tolist(), classes.tolist())
+    ]
 
 
 @dataclass
@@ -154,13 +136,10 @@ def iter_decoded(
     threshold: float | None = None,
     buffer: int | None = None,
 ) -> Iterator[DecodedDocument]:
-    """Featurize, encode and decode documents, yielding them in input order: the one prediction path of
-    :func:`predict` (``envre evaluate --model``) and of the ``document-relation-extraction`` pipeline.
-
-    ``buffer`` documents are read at a time (all by default) and batched by length among themselves
-    (:func:`iter_logits`), so a stream is never read whole. ``top_k`` and ``threshold``: see
-    :meth:`~envre_hf.models.DocREPreTrainedModel.decode`.
-    """
+    """Featurize, encode and decode documents, yielding them in input order: the one prediction path (of
+    :func:`predict` and of the pipeline). ``buffer`` documents are read at a time (all by default) and batched by
+    length among themselves, so a stream is never read whole; ``autocast``: :func:`iter_logits`; ``top_k`` and
+    ``threshold``: :meth:`~envre_hf.models.DocREPreTrainedModel.decode`."""
     pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0
     stream = iter(docs)
     while chunk := list(itertools.islice(stream, buffer)):
@@ -174,39 +153,21 @@ def iter_decoded(
 
 
 def predict(
-    model: DocREPreTrainedModel,
-    docs: Sequence[Document],
-    tokenizer: Any,
-    batch_size: int = 4,
-    top_k: int | None = None,
-    max_seq_length: int | None = None,
-    schema: RelationSchema | None = None,
-    progress: bool = True,
-    autocast: str | None = None,
+    model: DocREPreTrainedModel, docs: Sequence[Document], tokenizer: Any, **options: Any
 ) -> list[dict[str, Any]]:
-    """Predict every document's relations; rows follow document order, then pair order (batches are
-    sorted by length inside, see :func:`iter_logits`, which also explains ``autocast``).
-
-    A relation r is predicted for a pair when logit_r > logit_0 (the threshold class), keeping at
-    most ``top_k`` per pair (``model.config.top_k`` by default). Rows carry ``doc_id`` when the
-    document has one (renamed copies), so scoring matches them to ``Document.key``.
+    """Every document's relations as official-format rows, in document order, then pair order; ``options``: those
+    of :func:`iter_decoded` (``batch_size``, ``top_k``, ``max_seq_length``, ``schema``, ``progress``, ``autocast``,
+    ...). Rows carry ``doc_id`` when the document has one (renamed copies), which scoring matches to ``Document.key``.
     """
-    decoded = iter_decoded(model, docs, tokenizer, batch_size, top_k, max_seq_length, schema, progress, autocast)
-    return [row for d in decoded for row in decode_predictions(d.document, d.hts, d.multi_hot, schema)]
+    decoded = iter_decoded(model, docs, tokenizer, **options)
+    return [row for d in decoded for row in decode_predictions(d.document, d.hts, d.multi_hot, options.get("schema"))]
 
 
 def load_for_inference(
     model_dir: str, device: str | None = None, quantize: str | None = None
 ) -> tuple[DocREPreTrainedModel, Any]:
-    """A saved model (any family, via ``AutoModel``) in eval mode on ``device`` and its tokenizer.
-
-    ``quantize="int8"``: dynamic int8 quantization of the encoder's linear layers (CPU only, see
-    :func:`quantize_int8`).
-
-    The tokenizer is read from ``model_dir`` (save it there with ``tokenizer.save_pretrained``);
-    failing that, from the encoder the model was built from (``config.encoder_name_or_path``).
-    ``device`` defaults to CUDA when available.
-    """
+    """A saved model (any family) in eval mode on ``device`` (CUDA when available) and its tokenizer: from
+    ``model_dir``, else from the encoder the model was built from. ``quantize="int8"``: :func:`quantize_int8`."""
     import logging
 
     from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -237,8 +198,7 @@ def load_for_inference(
         try:
             tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError, TypeError) as err:
-            # a local encoder folder is saved under its base name only (portable configs): found from its own
-            # parent folder, nowhere else
+            # a local encoder folder is saved under its base name only (portable configs)
             raise ValueError(
                 f"{model_dir} holds no tokenizer and the encoder it was built from ({source!r}) has none to lend "
                 f"({type(err).__name__}): save the tokenizer into the model folder with tokenizer.save_pretrained"

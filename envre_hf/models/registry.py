@@ -1,15 +1,7 @@
-"""The DocRE model families: the one registry every list of families is derived from.
+"""The DocRE model families: the one registry every list of families is derived from (docs/models.md).
 
-A family is a ``head_type`` (what ``DocREConfig.head_type`` names), the class that implements it (a module
-and a class name; the module is imported only when the class is needed, so this registry never imports
-torch), a title for model cards and, when the family has settings, a typed dataclass (a :class:`HeadSettings`)
-that ``DocREConfig.head_settings`` holds. Config validation, the ``DocREModel`` / ``AutoModel`` dispatch,
-``envre train --head_type`` and the benchmarks' choices, and the model cards all read it. Adding a family:
-a ``modeling_<family>.py`` with its class, a settings dataclass if it has settings, and one :class:`Family`
-line below (see docs/models.md "Adding a family").
-
-This file is shipped with every saved model (``configuration_docre`` imports it) for transformers'
-remote-code loader: it imports only the standard library.
+A family's module is imported only when its class is needed: this file is shipped with every saved model
+(``configuration_docre`` imports it) for transformers' remote-code loader, and imports only the standard library.
 """
 
 from __future__ import annotations
@@ -17,80 +9,29 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import KeysView, Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any, TypeVar
-
-__all__ = [
-    "CHANNEL_TYPES",
-    "HEAD_TYPES",
-    "DocuNetHeadConfig",
-    "Family",
-    "HeadSettings",
-    "KDDocREHeadConfig",
-    "families",
-    "get_family",
-    "head_class",
-    "register_family",
-    "unregister_family",
-]
-
-S = TypeVar("S", bound="HeadSettings")
+from dataclasses import dataclass
+from typing import Any
 
 
 class HeadSettings:
-    """Base of the families' settings dataclasses (subclasses are ``@dataclass``es with a default for every field).
+    """Base of the families' settings dataclasses (subclasses are ``@dataclass``es with a default for every field);
+    :meth:`resolve` fills in the defaults that depend on the encoder, so that a saved config lists every value."""
 
-    Shared by every family: parsing a ``config.json`` / command-line dict with a typo check
-    (:meth:`from_dict`), the JSON form (:meth:`to_dict`) and :meth:`resolve`, which fills in the defaults
-    that depend on the encoder, so that a saved config lists every value in force.
-    """
-
-    @classmethod
-    def from_dict(cls: type[S], given: Mapping[str, Any] | None, head_type: str) -> S:
-        """The settings in ``given`` over the defaults; a key the family does not know is an error (a typo)."""
-        given = dict(given or {})
-        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted(set(given) - known)
-        if unknown:
-            raise ValueError(
-                f"head_settings has settings {unknown} unknown to head_type {head_type!r}; known: {sorted(known)}"
-            )
-        return cls(**given)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form saved in config.json (every field)."""
-        return asdict(self)  # type: ignore[call-overload]
-
-    def resolve(self: S, config: Any) -> S:
+    def resolve(self, config: Any) -> HeadSettings:
         """These settings with the encoder-dependent defaults filled in (``config``: the ``DocREConfig``)."""
         return self
 
 
 @dataclass(frozen=True)
 class Family:
-    """One DocRE model family.
-
-    ``module`` names the module that defines ``class_name``: ``".modeling_x"`` for a sibling of this file
-    (what saved models ship), or an absolute module name for a family defined elsewhere. ``title`` is what
-    model cards call the head; ``settings`` the family's :class:`HeadSettings` dataclass (None: no settings).
-    """
+    """One DocRE model family. ``module`` defines ``class_name``: ``".modeling_x"`` for a sibling of this file (what
+    saved models ship), or an absolute module name; ``title``: the model cards' name of the head."""
 
     head_type: str
     title: str
     module: str
     class_name: str
     settings: type[HeadSettings] | None = None
-
-    def model_class(self) -> type:
-        """The class of this family; its module is imported now (a missing module or class is an error)."""
-        if self.module.startswith("."):
-            module = importlib.import_module(self.module, __package__)
-        else:
-            module = importlib.import_module(self.module)
-        cls = getattr(module, self.class_name, None)
-        if not isinstance(cls, type):
-            raise ImportError(f"family {self.head_type!r}: module {module.__name__} defines no class {self.class_name}")
-        return cls
 
     def parse_settings(self, given: HeadSettings | Mapping[str, Any] | None, config: Any) -> HeadSettings | None:
         """``given`` (a dict from config.json / the command line, or a settings object) as this family's
@@ -104,10 +45,14 @@ class Family:
                 raise ValueError(
                     f"head_type {self.head_type!r} takes {self.settings.__name__} settings, not {type(given).__name__}"
                 )
-            settings = dataclasses.replace(given)  # a copy: the caller's object stays as it was
-        else:
-            settings = self.settings.from_dict(given, self.head_type)
-        return settings.resolve(config)
+            return dataclasses.replace(given).resolve(config)  # a copy: the caller's object stays as it was
+        given, known = dict(given or {}), {f.name for f in dataclasses.fields(self.settings)}
+        unknown = sorted(set(given) - known)  # a typo
+        if unknown:
+            raise ValueError(
+                f"head_settings has settings {unknown} unknown to head_type {self.head_type!r}; known: {sorted(known)}"
+            )
+        return self.settings(**given).resolve(config)
 
 
 #: head_type -> family, in registration order.
@@ -145,29 +90,32 @@ def get_family(head_type: str) -> Family:
 
 
 def head_class(head_type: str) -> type:
-    """The model class of ``head_type`` (its module is imported on first use)."""
-    return get_family(head_type).model_class()
+    """The model class of ``head_type``; its module is imported now (a missing module or class is an error)."""
+    family = get_family(head_type)
+    module = importlib.import_module(family.module, __package__)  # the package only for a relative name
+    cls = getattr(module, family.class_name, None)
+    if not isinstance(cls, type):
+        raise ImportError(f"family {head_type!r}: module {module.__name__} defines no class {family.class_name}")
+    return cls
 
 
-#: Every registered head type: a live view of the registry (``"x" in HEAD_TYPES``, ``list(HEAD_TYPES)``, argparse
-#: ``choices`` that follow :func:`register_family`).
+#: Every registered head type, a live view of the registry (argparse ``choices`` that follow :func:`register_family`).
 HEAD_TYPES: KeysView[str] = _FAMILIES.keys()
 
 
 # ---------------------------------------------------------------------- the families' settings
 
 
+#: ``adaptive_focal_loss`` weights of a positive term: the released KD-DocRE code's ``1 + (1 - p) ** gamma``
+#: (its ``losses.py``), or the paper's focal ``(1 - p) ** gamma``.
+AFL_WEIGHTS = ("released", "paper")
+
+
 @dataclass
 class KDDocREHeadConfig(HeadSettings):
-    """KD-DocRE settings (``DocREConfig.head_settings``), with the defaults used when a key is absent.
-
-    ``pair_dim``: width of the pair matrix (``None``: the encoder's hidden size, as in KD-DocRE).
-    ``axial_layers`` / ``axial_heads`` / ``axial_dropout``: the axial transformer (KD-DocRE uses 6
-    layers on BERT-base; 2 already give two-hop paths at a third of the cost). ``afl_gamma``: focal
-    exponent of the adaptive focal loss. ``afl_weight``: ``"released"`` weighs each positive term by
-    ``1 + (1 - p) ** afl_gamma`` as the released KD-DocRE code does, ``"paper"`` by ``(1 - p) ** afl_gamma``.
-    ``use_distillation`` / ``distillation_weight``: the optional KD term on ``teacher_logits``.
-    """
+    """KD-DocRE settings (docs/models.md). ``pair_dim``: width of the pair matrix (None: the encoder's hidden size,
+    as in KD-DocRE). ``axial_layers``: KD-DocRE uses 6 on BERT-base; 2 already give two-hop paths at a third of the
+    cost. ``afl_weight``: one of :data:`AFL_WEIGHTS`."""
 
     pair_dim: int | None = None
     axial_layers: int = 2
@@ -183,7 +131,7 @@ class KDDocREHeadConfig(HeadSettings):
             raise ValueError("axial_layers must be >= 0 and axial_heads >= 1")
         if self.afl_gamma < 0 or self.distillation_weight < 0:
             raise ValueError("afl_gamma and distillation_weight must be >= 0")
-        if self.afl_weight not in ("released", "paper"):
+        if self.afl_weight not in AFL_WEIGHTS:
             raise ValueError(f"afl_weight must be 'released' or 'paper', got {self.afl_weight!r}")
 
     def resolve(self, config: Any) -> KDDocREHeadConfig:
@@ -197,13 +145,9 @@ CHANNEL_TYPES = ("context", "similarity")
 
 @dataclass
 class DocuNetHeadConfig(HeadSettings):
-    """DocuNet settings (``DocREConfig.head_settings``), with the defaults used when a key is absent.
-
-    ``channel_type``: how the input map is built (:data:`CHANNEL_TYPES`); ``unet_in_channels``:
-    channels of the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of
-    the first U-Net level (doubled at each of the ``unet_depth`` poolings); ``unet_out_channels``:
-    width of the per-pair U-Net feature (DocuNet: 3 input and 256 output channels).
-    """
+    """DocuNet settings (docs/models.md; DocuNet: 3 input and 256 output channels). ``unet_in_channels``: those of
+    the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of the first U-Net level,
+    doubled at each of the ``unet_depth`` poolings."""
 
     channel_type: str = "context"
     unet_in_channels: int = 3

@@ -15,7 +15,6 @@ from envre_hf.features import (
     entity_pairs,
     featurize_dataset,
     featurize_document,
-    featurize_stats,
     pair_index,
 )
 
@@ -141,6 +140,10 @@ def test_max_seq_length_drops_and_warns_with_counts(redocred_dev, bert_tokenizer
     assert f"dropped {lost} of" in caplog.text and doc.key in caplog.text
     # without a cap nothing is dropped, however long the document
     assert full["dropped_mentions"] == 0
+    with caplog.at_level(logging.WARNING, logger="envre_hf.features.featurize"):
+        short = min(redocred_dev[:100], key=lambda d: sum(len(s) for s in d.sents))
+        featurize_dataset([doc, short], bert_tokenizer, max_seq_length=256)
+    assert f"max_seq_length=256 dropped {lost} mentions in 1 of 2 documents" in caplog.text
 
 
 @pytest.mark.parametrize("tok_name", ["bert_tokenizer", "roberta_tokenizer"])
@@ -175,9 +178,8 @@ def test_featurize_dataset_matches_and_caches(redocred_dev, bert_tokenizer, tmp_
         assert row["hts"] == expected["hts"]
         assert row["labels"] == expected["labels"]
         assert row["doc_key"] == doc.key
-    stats = featurize_stats(first)
-    assert stats.documents == 12 and stats.dropped_mentions == 0
-    assert stats.mentions == sum(len(e.mentions) for d in docs for e in d.entities)
+    assert len(first) == 12 and not any(first["dropped_mentions"])
+    assert sum(len(s) for row in first["entity_pos"] for s in row) == sum(len(e.mentions) for d in docs for e in d.entities)
 
 
 def test_featurize_dataset_num_proc(redocred_dev, bert_tokenizer):

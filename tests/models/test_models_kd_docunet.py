@@ -132,7 +132,7 @@ def _all_pairs(n: int) -> list[list[int]]:
 def test_pair_index_scatter_gather_round_trip_and_masks():
     hts = [_all_pairs(3), _all_pairs(1), _all_pairs(2)]
     index = PairIndex.build(hts, [3, 1, 2])
-    assert index.size == (3, 3)
+    assert index.entity_mask.shape == (3, 3)
     values = torch.arange(8 * 2, dtype=torch.float).reshape(8, 2)
     matrix = index.scatter(values)
     assert matrix.shape == (3, 3, 3, 2)
