@@ -226,11 +226,8 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
     set_seed(seed)
     model = DocREModel.from_encoder_pretrained(
         encoder, head_type=head, emb_size=cli.emb_size, block_size=cli.block_size, ncrl_margin=cli.ncrl_shift,
-        top_k=cli.top_k,
+        ncrl_none_bias=cli.ncrl_none_bias, top_k=cli.top_k,
     )
-    if head == "ncrl" and cli.ncrl_none_bias:
-        with torch.no_grad():
-            model.bilinear.bias[0] += cli.ncrl_none_bias
     select = bool(data["val"])
     args = EVRTTrainingArguments(
         output_dir=str(out),

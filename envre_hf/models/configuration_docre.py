@@ -58,7 +58,8 @@ class DocREConfig(PretrainedConfig):
     ``emb_size``: the encoder's hidden size by default; 97 classes (DocRED's ``id2label``), class 0 = no relation /
     threshold. ``window``: the encoder window for long inputs (None: from ``max_position_embeddings``).
     ``ncrl_margin``: NCRL's shift of a negative's probability before its loss (0.05 as in the paper);
-    ``ncrl_none_weight``: weight of its none-class term. ``top_k``: relations per pair at decoding (None or 0: no
+    ``ncrl_none_weight``: weight of its none-class term. ``ncrl_none_bias``: NCRL's none-class logit starts this much
+    above every relation (0 as released; 3 lets a short CPU run leave the constant predictor, docs/evrt.md). ``top_k``: relations per pair at decoding (None or 0: no
     cap). ``head_settings``: the family's settings dataclass (a dict in config.json; None without settings).
     ``encoder_name_or_path``: where the encoder came from, never an absolute path (:func:`portable_name`).
     ``relation_names``: relation id -> name, for the pipeline's output.
@@ -77,6 +78,7 @@ class DocREConfig(PretrainedConfig):
     top_k: int | None = 4
     ncrl_margin: float = 0.05
     ncrl_none_weight: float = 1.0
+    ncrl_none_bias: float = 0.0
     head_settings: HeadSettings | dict | None = None
     encoder_name_or_path: str | None = None
     relation_names: dict[str, str] | None = None

@@ -35,6 +35,12 @@ class ATLOPModel(DocREPreTrainedModel):
         self.bilinear = nn.Linear(config.emb_size * config.block_size, config.num_labels)
         self.post_init()
 
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if module is getattr(self, "bilinear", None) and self.config.head_type == "ncrl":
+            with torch.no_grad():  # a prior on "no relation", as RetinaNet's (loaded weights are not re-initialised)
+                module.bias[0] = self.config.ncrl_none_bias
+
     @staticmethod
     def _extract(linear: nn.Linear, entities: torch.Tensor, index: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         """``linear(cat([entities[index], context]))`` with the entity half computed once per entity, not per pair."""

@@ -273,3 +273,21 @@ def test_benchmark_family_options_offer_the_registry(script):
 
 def test_envre_train_choices_are_the_live_registry():
     assert ModelArguments.__dataclass_fields__["head_type"].metadata["choices"] is HEAD_TYPES
+
+
+def test_ncrl_none_bias_starts_the_none_class_above_every_relation_and_loads_as_saved(encoder_dir, tmp_path):
+    """``ncrl_none_bias`` is an initialisation (docs/evrt.md): a new NCRL head starts with it, a loaded one keeps
+    its trained bias, and ATLOP ignores it."""
+    head = TINY_HEADS["ncrl"]
+    released = DocREModel.from_encoder_pretrained(str(encoder_dir), head_type="ncrl", **head)
+    prior = DocREModel.from_encoder_pretrained(str(encoder_dir), head_type="ncrl", ncrl_none_bias=3.0, **head)
+    atlop = DocREModel.from_encoder_pretrained(str(encoder_dir), head_type="atlop", ncrl_none_bias=3.0, **head)
+    assert released.bilinear.bias.abs().max().item() == 0.0
+    assert prior.bilinear.bias[0].item() == 3.0 and prior.bilinear.bias[1:].abs().max().item() == 0.0
+    assert atlop.bilinear.bias.abs().max().item() == 0.0
+    with torch.no_grad():
+        prior.bilinear.bias[0] = -1.5  # as if trained
+    prior.save_pretrained(tmp_path / "m")
+    loaded = DocREModel.from_pretrained(tmp_path / "m")
+    assert loaded.config.ncrl_none_bias == 3.0
+    assert loaded.bilinear.bias[0].item() == -1.5
