@@ -1,29 +1,11 @@
-"""Training documents paired with renamed twins, and the collator that batches them together.
+"""Training documents paired with renamed twins, and the collator that batches them (docs/evrt.md).
 
-EVRT compares each entity pair of a training document with the same pair in a renamed copy, so
-both copies must travel together and their pairs must line up. Renaming keeps the entity order
-and the labels, hence the featurized pair lists (``hts``) of a document and its twin are identical;
-:func:`assert_aligned` checks it for every example instead of trusting it.
-
-Twins come from one of three sources:
-
-* :class:`PrebuiltTwins`: a renamed copy of the training set, matched to the originals by key
-  (a twin's ``doc_id`` is ``<original key>#<seed>``; ``orig_title`` is the fallback). When a document
-  has several twins (several seeds), each epoch draws one with a seeded choice.
-* :func:`fixed_twins`: each document renamed once, before training, at one seed (the released code's
-  ``evrt.json``), saved beside the run and reused on resume: a :class:`PrebuiltTwins` (the default of
-  ``evrt_twins="fixed"``).
-* :class:`OnTheFlyTwins`: renaming through a :class:`~envre_hf.renaming.RenamingPipeline` with a fresh
-  seed per epoch (``base_seed + epoch``), so the model sees new names every epoch (``evrt_twins="fresh"``).
-
-Under a length cap a document and its twin are cut at different places (names have other lengths), so
-both are featurized with ``align_with`` the other: they keep the same mentions. Pairs whose head or tail
-lost every mention are left out of the consistency losses (``aligned`` mask of each item).
-
-Name isolation: training renames must never use the names of the evaluation benchmarks, or the
-robustness measured on those benchmarks would be inflated.
-:func:`~envre_hf.renaming.isolation.load_excluded_names` collects those
-names (for ``RenamingConfig.exclude_names``) and :func:`check_name_isolation` verifies pre-built twins.
+Renaming keeps the entity order and the labels, so a document and its twin have the same pair list
+(``hts``); :func:`assert_aligned` checks it for every example instead of trusting it. Twins come from
+:class:`PrebuiltTwins` (a renamed copy of the training set, matched by key), :func:`fixed_twins` (each
+document renamed once, as the released code trains) or :class:`OnTheFlyTwins` (a fresh renaming every
+epoch). Under a length cap both sides are featurized ``align_with`` the other, so they keep the same
+mentions; pairs that lost an entity are left out of the consistency losses.
 """
 
 from __future__ import annotations
@@ -281,13 +263,11 @@ class DocumentFeaturesDataset(torch.utils.data.Dataset):
 
 
 class EVRTPairDataset(DocumentFeaturesDataset):
-    """Each item is ``{"original": features, "twin": features}`` with aligned entity pairs.
+    """Each item is ``{"original": features, "twin": features, "aligned": [bool per pair]}``.
 
-    ``set_epoch`` selects the twins of an epoch (called by :class:`~envre_hf.training.trainer.EVRTTrainer`
-    at the start of each epoch, also after resuming). Both sides are featurized with ``align_with`` the
-    other (the featurizer must take it, as :func:`~envre_hf.features.featurize_document` does), so they keep
-    the same mentions under a length cap; ``aligned`` marks the pairs whose entities both kept a mention.
-    Items are cached only for pre-built twins (on-the-fly twins change every epoch).
+    ``set_epoch`` (the trainer's callback, also after resuming) selects the epoch's twins. The featurizer must
+    take ``align_with`` (as :func:`~envre_hf.features.featurize_document` does); ``aligned`` marks the pairs
+    whose entities both kept a mention. Only pre-built twins stay cached across epochs.
     """
 
     def __init__(self, documents: Sequence[Document], featurize: Featurizer, twins: TwinSource, epoch: int = 0):

@@ -1,14 +1,9 @@
 """``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training.
 
-For a paired batch (originals + renamed twins, :mod:`~envre_hf.training.pairing`) the loss is
-``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr`` (terms: :mod:`~envre_hf.training.consistency`), each
-logged unweighted as ``loss_clo``, ``loss_clp``, ``loss_rcr``, ``loss_pcr`` (the mean since the last log).
-Originals and twins take two forward calls, as in the released code (one call over both measured no faster:
-``benchmarks/bench_evrt.py``).
-
-Evaluation scores whole documents with the DocRED metric (:meth:`EVRTTrainer.evaluate`): with
-``eval_documents={"dev": docs, ...}`` the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_ign_f1``,
-``eval_dev_f1_plus_ign_f1``, ..., for ``metric_for_best_model`` as the released code selects checkpoints.
+The loss of a paired batch is ``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr``
+(:mod:`~envre_hf.training.consistency`), each term logged unweighted (``loss_clo``, ...). Evaluation scores
+whole documents with the DocRED metric: ``eval_documents={"dev": docs, ...}`` gives ``eval_dev_f1``,
+``eval_dev_ign_f1``, ``eval_dev_f1_plus_ign_f1`` (what the released code selects checkpoints by), ...
 """
 
 from __future__ import annotations
