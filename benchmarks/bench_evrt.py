@@ -50,6 +50,7 @@ def _rss_mb() -> float:
 def measure(mode: str, cli: argparse.Namespace) -> dict:
     """Time ``cli.steps`` steps of ``mode`` (vanilla | evrt) after one warm-up step; peak memory."""
     import torch
+    from accelerate.utils import send_to_device
     from transformers import AutoTokenizer
 
     from envre_hf.documents import iter_documents
@@ -84,15 +85,12 @@ def measure(mode: str, cli: argparse.Namespace) -> dict:
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
 
-    def to_device(b: dict) -> dict:
-        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in b.items()}
-
     # CPU: CPU seconds of this process (robust to other load on a shared machine); CUDA: wall-clock seconds
     clock = time.perf_counter if device.type == "cuda" else time.process_time
 
     def step() -> float:
         start = clock()
-        loss = trainer.compute_loss(model, to_device(batch))
+        loss = trainer.compute_loss(model, send_to_device(batch, device))  # the twins' batch too
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -111,8 +109,8 @@ def measure(mode: str, cli: argparse.Namespace) -> dict:
         peak = (torch.cuda.max_memory_allocated() - base) / 2**20
     else:
         peak = _rss_mb() - base
-    n_pairs = sum(len(h) for h in batch["hts"][: batch["num_originals"]])
-    tokens = int(batch["attention_mask"][: batch["num_originals"]].sum())
+    n_pairs = sum(len(h) for h in batch["hts"])  # of the originals (the twins are batch["twin"])
+    tokens = int(batch["attention_mask"].sum())
     return {
         "mode": mode,
         "step_s": statistics.median(times),

@@ -107,11 +107,12 @@ def _term(trainer, model, batch, term):
     """The unweighted loss term ``term`` of ``batch`` with its autograd graph."""
     from envre_hf.training.consistency import prediction_consistency_loss
 
-    outputs, twin_out, clo, clp = trainer._paired_forward_once(model, dict(batch), with_clp=True)
+    outputs = trainer._forward_with_loss(model, batch)
+    twin_out = trainer._forward_with_loss(model, batch["twin"])
     if term == "clo":
-        return clo
+        return outputs.loss.float()
     if term == "clp":
-        return clp
+        return twin_out.loss.float()
     if term == "rcr":
         return trainer._rcr(model, outputs, twin_out)
     return prediction_consistency_loss(outputs.logits, twin_out.logits, form=trainer.args.evrt_pcr_form)

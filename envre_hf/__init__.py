@@ -12,72 +12,23 @@ model type with transformers, so that ``AutoModel.from_pretrained`` of a saved D
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .version import __version__
 
+_PUBLIC = {
+    "documents": ("Document", "DocumentError", "Entity", "Mention", "Relation", "Substitution", "read_documents",
+                  "write_documents", "docred_schema"),
+    "renaming": ("RenamingConfig", "RenamingPipeline"),
+    "models": ("DocREConfig", "DocREModel", "DocREPreTrainedModel", "ATLOPModel", "KDDocREModel", "DocuNetModel",
+               "push_docre_model", "predict"),
+    "training": ("EVRTTrainer", "EVRTTrainingArguments", "EVRTPairDataset", "EVRTPairCollator"),
+    "metrics": ("DocREScores", "TrainFacts", "score_predictions"),
+}  # fmt: skip
 #: public name -> subpackage that exports it
-_EXPORTS = {
-    # documents
-    "Document": "documents",
-    "DocumentError": "documents",
-    "Entity": "documents",
-    "Mention": "documents",
-    "Relation": "documents",
-    "Substitution": "documents",
-    "read_documents": "documents",
-    "write_documents": "documents",
-    "docred_schema": "documents",
-    # renaming
-    "RenamingConfig": "renaming",
-    "RenamingPipeline": "renaming",
-    # models
-    "DocREConfig": "models",
-    "DocREModel": "models",
-    "DocREPreTrainedModel": "models",
-    "ATLOPModel": "models",
-    "KDDocREModel": "models",
-    "DocuNetModel": "models",
-    "push_docre_model": "models",
-    "predict": "models",
-    # training
-    "EVRTTrainer": "training",
-    "EVRTTrainingArguments": "training",
-    "EVRTPairDataset": "training",
-    "EVRTPairCollator": "training",
-    # metrics
-    "DocREScores": "metrics",
-    "TrainFacts": "metrics",
-    "score_predictions": "metrics",
-}
+_EXPORTS = {name: stage for stage, names in _PUBLIC.items() for name in names}
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
-
-if TYPE_CHECKING:  # static analysers see the real names
-    from .documents import (  # noqa: F401
-        Document,
-        DocumentError,
-        Entity,
-        Mention,
-        Relation,
-        Substitution,
-        docred_schema,
-        read_documents,
-        write_documents,
-    )
-    from .metrics import DocREScores, TrainFacts, score_predictions  # noqa: F401
-    from .models import (  # noqa: F401
-        ATLOPModel,
-        DocREConfig,
-        DocREModel,
-        DocREPreTrainedModel,
-        DocuNetModel,
-        KDDocREModel,
-        predict,
-        push_docre_model,
-    )
-    from .renaming import RenamingConfig, RenamingPipeline  # noqa: F401
-    from .training import EVRTPairCollator, EVRTPairDataset, EVRTTrainer, EVRTTrainingArguments  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from ..documents.build_folder import read_benchmark  # the one reader of build folders (envre icl/evaluate too)
+from .build import add_kb_arguments, make_kb  # one way to open a KB from options
 from .common import UsageError, existing_path, non_negative_int, positive_int
-
-DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "wikidata"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,14 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pred-original", type=existing_path, help="a model's predictions on the original set (official format)")
     parser.add_argument("--pred-renamed", type=existing_path, help="the same model's predictions on the renamed set")
     parser.add_argument("--train", type=existing_path, help="training split: Ign F1 and the name-overlap table")
-    parser.add_argument(
-        "--kb",
-        choices=("wikidata", "dump", "corpus"),
-        help="knowledge base for entity popularity (as in envre build); omitted: popularity is not analysed",
-    )
-    parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
-    parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")
-    parser.add_argument("--kb-cache", type=Path, default=DEFAULT_WIKIDATA_CACHE, help="wikidata KB: reply cache")
+    add_kb_arguments(parser, required=False)  # entity popularity
     parser.add_argument(
         "--max-docs", type=non_negative_int, help="analyse only the first N documents of each set (to match envre icl --max-docs)"
     )
@@ -87,11 +78,7 @@ def run(args: argparse.Namespace) -> int:
                 preds[name] = [
                     p for p in preds[name] if (p["doc_id"] in keys if p.get("doc_id") is not None else p.get("title") in titles)
                 ]
-    kb = None
-    if args.kb:
-        from .build import make_kb  # one way to open a KB from options, shared with envre build
-
-        kb = make_kb(args)
+    kb = make_kb(args) if args.kb else None
     try:
         figures = analyze(original, renamed, args.output, train=train, kb=kb, bin_width=args.bin_width, **preds)
     finally:

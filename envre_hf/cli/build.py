@@ -64,14 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def add_kb_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options :func:`make_kb` reads (``envre build``, ``envre probe``)."""
+def add_kb_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The options :func:`make_kb` reads (``envre build``, ``envre probe``; ``envre analyze``: optional)."""
     parser.add_argument(
         "--kb",
-        required=True,
+        required=required,
         choices=("wikidata", "dump", "corpus"),
         help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
-        "corpus: offline KB drawn from the documents of --kb-pool",
+        "corpus: offline KB drawn from the documents of --kb-pool"
+        + ("" if required else "; omitted: entity popularity is not analysed"),
     )
     parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
     parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")

@@ -28,25 +28,22 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1 (``--seeds``, ``--num-proc``, ``--batch-size``...)."""
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
-    return value
+    return _int(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """An argparse type: an integer >= 0 (``--max-docs``: never a Python slice from the end)."""
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text}")
-    return value
+    return _int(text, 0)
 
 
-def _int(text: str) -> int:
+def _int(text: str, minimum: int) -> int:
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
+    return value
 
 
 def existing_path(text: str) -> Path:

@@ -1,14 +1,7 @@
 """``envre evaluate``: score DocRE output against gold documents with the official DocRED rules.
 
-Modes, one function each, chosen in :func:`run`:
-
-* ``--predictions FILE`` (:func:`run_predictions`): an official-format prediction file
-  (``[{"title" | "doc_id", "h_idx", "t_idx", "r", "evidence"?}, ...]``), scored by
-  :func:`envre_hf.metrics.score_files`.
-
-Other modes (e.g. ``--model DIR``: predict with a model first; ``--env ENV``: a robustness report)
-plug in as further argument groups in :func:`add_arguments` and branches in :func:`run`; they share
-the gold / train / output options and :func:`emit` for printing.
+Modes, one function each, chosen in :func:`run`: ``--predictions FILE`` (:func:`run_predictions`),
+``--model DIR`` (:func:`run_model`: predict first) and ``--env ENV`` (:func:`run_robustness`: the report).
 
 Scores are printed as JSON (fractions in [0, 1]); ``--output`` writes them to a file with the
 per-relation and per-entity-count tables, which ``--details`` also prints.
@@ -157,7 +150,6 @@ def run(args: argparse.Namespace) -> int:
         return run_robustness(args)
     if getattr(args, "model", None) is not None:
         return run_model(args)
-    # further modes branch here
     raise UsageError("nothing to score; give --predictions FILE --gold FILE (or --model DIR --gold FILE)")
 
 

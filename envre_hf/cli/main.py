@@ -1,15 +1,10 @@
 """``envre``: one entry point, one module per subcommand, one error path.
 
-Each subcommand lives in ``envre_hf/cli/<name>.py`` (``-`` in a command name is ``_`` in its module) and exposes ``add_arguments(parser)`` and
-``run(args) -> int`` (a forwarding one, ``train``, only ``run``: it gets its arguments untouched in
-``args.forwarded``). Modules are imported only when their subcommand runs, so ``envre --help``
-stays fast and a missing optional dependency of one command never breaks another.
-
-Every subcommand runs inside :func:`main`'s error handler: bad arguments, bad documents or
-predictions, missing or unwritable paths, a full disk, backend failures and damaged weights end in
-one line on stderr (``envre <command>: error: <file/document/field>: <what>``) and exit status 2.
-``envre --debug <command> ...`` (or ``ENVRE_DEBUG=1``) shows the traceback instead. An unexpected
-exception (a bug) is reported on one line too, with exit status 1 and the hint to rerun with ``--debug``.
+Each subcommand is ``envre_hf/cli/<name>.py`` (``-`` becomes ``_``) with ``add_arguments(parser)`` and
+``run(args) -> int`` (``train`` only ``run``: its arguments arrive untouched in ``args.forwarded``), imported
+only when it runs, so ``envre --help`` stays fast. Expected errors end in one line on stderr
+(``envre <command>: error: <file/document/field>: <what>``, exit status 2), a bug in one line with exit
+status 1; ``envre --debug <command> ...`` (or ``ENVRE_DEBUG=1``) shows the traceback instead.
 """
 
 from __future__ import annotations

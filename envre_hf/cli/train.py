@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import argparse
 
-from .common import UsageError, model_location
+from .common import ArgumentParser, UsageError, model_location
 
 
 def _parser_class() -> type:
-    """``HfArgumentParser`` whose argparse errors are :class:`UsageError` (one line) instead of usage text + exit."""
+    """``HfArgumentParser`` with :class:`ArgumentParser`'s one-line errors and no abbreviations (``--evr``)."""
     from transformers import HfArgumentParser
 
-    class Parser(HfArgumentParser):
-        def __init__(self, *args, **kwargs):
-            kwargs.setdefault("allow_abbrev", False)  # --evr is an error, never --evrt
-            super().__init__(*args, **kwargs)
-
+    class Parser(ArgumentParser, HfArgumentParser):
         def error(self, message: str):  # type: ignore[override]
             raise UsageError(f"{message} (see envre train --help)")
 

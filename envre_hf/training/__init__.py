@@ -15,7 +15,6 @@ from .pairing import (
     check_name_isolation,
     fixed_twins,
     original_key,
-    split_pair_batch,
 )
 from .trainer import EVRTTrainer
 
@@ -38,6 +37,5 @@ __all__ = [
     "original_key",
     "prediction_consistency_loss",
     "representation_consistency_loss",
-    "split_pair_batch",
     "symmetric_bernoulli_kl",
 ]

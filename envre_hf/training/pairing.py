@@ -1,29 +1,11 @@
-"""Training documents paired with renamed twins, and the collator that batches them together.
+"""Training documents paired with renamed twins, and the collator that batches them (docs/evrt.md).
 
-EVRT compares each entity pair of a training document with the same pair in a renamed copy, so
-both copies must travel together and their pairs must line up. Renaming keeps the entity order
-and the labels, hence the featurized pair lists (``hts``) of a document and its twin are identical;
-:func:`assert_aligned` checks it for every example instead of trusting it.
-
-Twins come from one of three sources:
-
-* :class:`PrebuiltTwins`: a renamed copy of the training set, matched to the originals by key
-  (a twin's ``doc_id`` is ``<original key>#<seed>``; ``orig_title`` is the fallback). When a document
-  has several twins (several seeds), each epoch draws one with a seeded choice.
-* :func:`fixed_twins`: each document renamed once, before training, at one seed (the released code's
-  ``evrt.json``), saved beside the run and reused on resume: a :class:`PrebuiltTwins` (the default of
-  ``evrt_twins="fixed"``).
-* :class:`OnTheFlyTwins`: renaming through a :class:`~envre_hf.renaming.RenamingPipeline` with a fresh
-  seed per epoch (``base_seed + epoch``), so the model sees new names every epoch (``evrt_twins="fresh"``).
-
-Under a length cap a document and its twin are cut at different places (names have other lengths), so
-both are featurized with ``align_with`` the other: they keep the same mentions. Pairs whose head or tail
-lost every mention are left out of the consistency losses (``aligned`` mask of each item).
-
-Name isolation: training renames must never use the names of the evaluation benchmarks, or the
-robustness measured on those benchmarks would be inflated.
-:func:`~envre_hf.renaming.isolation.load_excluded_names` collects those
-names (for ``RenamingConfig.exclude_names``) and :func:`check_name_isolation` verifies pre-built twins.
+Renaming keeps the entity order and the labels, so a document and its twin have the same pair list
+(``hts``); :func:`assert_aligned` checks it for every example instead of trusting it. Twins come from
+:class:`PrebuiltTwins` (a renamed copy of the training set, matched by key), :func:`fixed_twins` (each
+document renamed once, as the released code trains) or :class:`OnTheFlyTwins` (a fresh renaming every
+epoch). Under a length cap both sides are featurized ``align_with`` the other, so they keep the same
+mentions; pairs that lost an entity are left out of the consistency losses.
 """
 
 from __future__ import annotations
@@ -281,13 +263,11 @@ class DocumentFeaturesDataset(torch.utils.data.Dataset):
 
 
 class EVRTPairDataset(DocumentFeaturesDataset):
-    """Each item is ``{"original": features, "twin": features}`` with aligned entity pairs.
+    """Each item is ``{"original": features, "twin": features, "aligned": [bool per pair]}``.
 
-    ``set_epoch`` selects the twins of an epoch (called by :class:`~envre_hf.training.trainer.EVRTTrainer`
-    at the start of each epoch, also after resuming). Both sides are featurized with ``align_with`` the
-    other (the featurizer must take it, as :func:`~envre_hf.features.featurize_document` does), so they keep
-    the same mentions under a length cap; ``aligned`` marks the pairs whose entities both kept a mention.
-    Items are cached only for pre-built twins (on-the-fly twins change every epoch).
+    ``set_epoch`` (the trainer's callback, also after resuming) selects the epoch's twins. The featurizer must
+    take ``align_with`` (as :func:`~envre_hf.features.featurize_document` does); ``aligned`` marks the pairs
+    whose entities both kept a mention. Only pre-built twins stay cached across epochs.
     """
 
     def __init__(self, documents: Sequence[Document], featurize: Featurizer, twins: TwinSource, epoch: int = 0):
@@ -335,14 +315,10 @@ def aligned_pairs(features: Features) -> list[bool]:
 
 
 class EVRTPairCollator:
-    """Batches paired examples: originals first, then their twins in the same order, in ONE batch.
-
-    The output is the base collator's batch of ``originals + twins`` plus ``num_originals`` (B), so
-    documents ``i`` and ``B + i`` are a pair, and pair rows ``k`` and ``P + k`` (P = number of pairs
-    of the originals) are the same entity pair; ``consistency_mask`` (P booleans) marks the pairs the
-    consistency losses may compare (both entities kept a mention on both sides). Plain (unpaired) examples are passed to the base
-    collator unchanged, so the same collator serves evaluation sets.
-    """
+    """Batches paired examples: the base collator's batch of the originals, with the twins' batch (same order,
+    same pairs) under ``"twin"`` and ``consistency_mask`` (one boolean per pair of the originals: both entities
+    kept a mention on both sides, so the consistency losses may compare it). Plain (unpaired) examples go to the
+    base collator unchanged, so the same collator serves evaluation sets."""
 
     def __init__(self, base_collator: Callable[[list[Features]], dict[str, Any]]):
         self.base_collator = base_collator
@@ -350,47 +326,10 @@ class EVRTPairCollator:
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
         if not examples or "original" not in examples[0]:
             return self.base_collator(examples)
-        originals = [ex["original"] for ex in examples]
-        twins = [ex["twin"] for ex in examples]
-        for original, twin in zip(originals, twins):
-            assert_aligned(original, twin)
-        batch = self.base_collator(originals + twins)
-        batch["num_originals"] = len(examples)
+        for ex in examples:
+            assert_aligned(ex["original"], ex["twin"])
+        batch = self.base_collator([ex["original"] for ex in examples])
+        batch["twin"] = self.base_collator([ex["twin"] for ex in examples])
         if all("aligned" in ex for ex in examples):
             batch["consistency_mask"] = torch.tensor([ok for ex in examples for ok in ex["aligned"]], dtype=torch.bool)
         return batch
-
-
-def split_pair_batch(batch: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split a batch of :class:`EVRTPairCollator` into the originals' batch and the twins' batch.
-
-    Per-document entries (tensors or lists with 2B rows) are split at B, ``labels`` (one row per
-    entity pair) at the originals' pair count; right padding shared by the halves is trimmed.
-    """
-    n = int(batch["num_originals"])
-    hts = batch["hts"]
-    if len(hts) != 2 * n:
-        raise ValueError(f"a paired batch needs 2 x {n} documents, got {len(hts)}")
-    n_pairs = sum(len(doc_hts) for doc_hts in hts[:n])
-    halves: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
-    for key, value in batch.items():
-        if key == "num_originals":
-            continue
-        if key == "labels":
-            if value is not None and value.shape[0] != 2 * n_pairs:
-                raise ValueError(f"labels have {value.shape[0]} rows, expected 2 x {n_pairs} entity pairs")
-            halves[0][key] = None if value is None else value[:n_pairs]
-            halves[1][key] = None if value is None else value[n_pairs:]
-        elif isinstance(value, (torch.Tensor, list, tuple)) and len(value) == 2 * n:
-            halves[0][key], halves[1][key] = value[:n], value[n:]
-        else:
-            halves[0][key] = halves[1][key] = value
-    for half in halves:
-        mask = half.get("attention_mask")
-        if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[1] > 0:
-            used = mask.any(dim=0).nonzero()
-            length = int(used.max()) + 1 if used.numel() else mask.shape[1]
-            for key in ("input_ids", "attention_mask", "token_type_ids"):
-                if isinstance(half.get(key), torch.Tensor) and half[key].dim() == 2:
-                    half[key] = half[key][:, :length]
-    return halves

@@ -1,12 +1,9 @@
-"""Training entry point shared by ``examples/run_docre.py`` and ``envre train``.
+"""Training entry point shared by ``examples/run_docre.py`` and ``envre train`` (docs/training.md).
 
-Three argument dataclasses parsed with ``HfArgumentParser`` (command line, or one ``.json`` /
-``.yaml`` file): :class:`ModelArguments`, :class:`DataArguments` and
-:class:`~envre_hf.training.arguments.EVRTTrainingArguments` (every ``TrainingArguments`` option plus
-the EVRT switches). The run trains a DocRE model with or without EVRT, evaluates on the original
-and the renamed dev set during training (``eval_dev_f1``, ``eval_dev_renamed_f1``, ...; the best
-checkpoint is chosen by ``metric_for_best_model``, ``dev_f1_plus_ign_f1`` by default, as the released code selects), saves the model and
-tokenizer to ``output_dir`` and writes ``all_results.json``.
+:class:`ModelArguments`, :class:`DataArguments` and ``EVRTTrainingArguments`` are parsed with
+``HfArgumentParser`` (command line, or one ``.json`` / ``.yaml`` file); the run evaluates on the original and
+the renamed dev set, keeps the best checkpoint (``dev_f1_plus_ign_f1``, as the released code selects) and
+writes ``all_results.json``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training.
 
-For a paired batch (originals + renamed twins, :mod:`~envre_hf.training.pairing`) the loss is
-``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr`` (terms: :mod:`~envre_hf.training.consistency`), each
-logged unweighted as ``loss_clo``, ``loss_clp``, ``loss_rcr``, ``loss_pcr`` (the mean since the last log).
-Originals and twins take two forward calls, as in the released code (one call over both measured no faster:
-``benchmarks/bench_evrt.py``).
-
-Evaluation scores whole documents with the DocRED metric (:meth:`EVRTTrainer.evaluate`): with
-``eval_documents={"dev": docs, ...}`` the metrics are ``eval_dev_loss``, ``eval_dev_f1``, ``eval_dev_ign_f1``,
-``eval_dev_f1_plus_ign_f1``, ..., for ``metric_for_best_model`` as the released code selects checkpoints.
+The loss of a paired batch is ``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr``
+(:mod:`~envre_hf.training.consistency`), each term logged unweighted (``loss_clo``, ...). Evaluation scores
+whole documents with the DocRED metric: ``eval_documents={"dev": docs, ...}`` gives ``eval_dev_f1``,
+``eval_dev_ign_f1``, ``eval_dev_f1_plus_ign_f1`` (what the released code selects checkpoints by), ...
 """
 
 from __future__ import annotations
@@ -35,11 +30,10 @@ from .arguments import EVRTTrainingArguments
 from .callbacks import TwinEpochCallback, TwinRatesCallback
 from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
 from .model_card import EVAL_SCORES, run_card
-from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, split_pair_batch
-from .pairing import starved_twin_types
+from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, starved_twin_types
 
 #: Batch keys that are bookkeeping, never model inputs.
-_NON_MODEL_KEYS = ("num_originals", "doc_keys", "doc_key", "consistency_mask")
+_NON_MODEL_KEYS = ("twin", "doc_keys", "doc_key", "consistency_mask")
 
 logger = logging.getLogger(__name__)
 
@@ -207,22 +201,24 @@ class EVRTTrainer(Trainer):
         num_items_in_batch: torch.Tensor | int | None = None,
     ):
         args: EVRTTrainingArguments = self.args
-        inputs = dict(inputs)
-        mask = inputs.pop("consistency_mask", None)
-        paired = "num_originals" in inputs
+        mask = inputs.get("consistency_mask")
+        paired = "twin" in inputs
         use = {term: paired and args.uses(term) for term in ("clp", "rcr", "pcr")}
         if not paired and args.evrt and model.training and not self._warned_unpaired:
             logger.warning("evrt is on but the training batches carry no twins (use EVRTPairDataset): training vanilla")
             self._warned_unpaired = True
+        outputs = self._forward_with_loss(model, inputs)
+        loss = outputs.loss.float()
+        self._record("clo", loss)
         if not any(use.values()):
-            outputs = self._forward_with_loss(model, split_pair_batch(inputs)[0] if paired else inputs)
-            loss = outputs.loss.float()
-            self._record("clo", loss)
             return (loss, outputs) if return_outputs else loss
-        outputs, twin_out, clo, clp = self._paired_forward(model, inputs, use["clp"])
-        loss = clo
-        self._record("clo", clo)
+        # the twins in their own forward call, as the released code does (so a family's loss may take extra inputs)
+        twin_inputs = self._forward_inputs(model, inputs["twin"])
+        if not use["clp"]:
+            twin_inputs.pop("labels", None)
+        twin_out = model(**twin_inputs)
         if use["clp"]:
+            clp = twin_out.loss.float()
             self._record("clp", clp)
             loss = loss + clp
         if mask is not None and (use["rcr"] or use["pcr"]):
@@ -238,16 +234,6 @@ class EVRTTrainer(Trainer):
             self._record("pcr", pcr)
             loss = loss + args.evrt_beta * pcr
         return (loss, outputs) if return_outputs else loss
-
-    def _paired_forward(self, model: torch.nn.Module, inputs: dict[str, Any], with_clp: bool):
-        """Originals, then twins, each in its own forward call (so a family's loss may take extra inputs)."""
-        original, twin = split_pair_batch(inputs)
-        outputs = self._forward_with_loss(model, original)
-        twin_inputs = self._forward_inputs(model, twin)
-        if not with_clp:
-            twin_inputs.pop("labels", None)
-        twin_out = model(**twin_inputs)
-        return outputs, twin_out, outputs.loss.float(), (twin_out.loss.float() if with_clp else None)
 
     def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any) -> torch.Tensor:
         """L_rcr; from the group-bilinear factors in closed form when the family exposes them."""

@@ -1,9 +1,9 @@
-"""Pairing on tiny hand-made documents: label alignment, twin choice and caching, and the paired batch split.
+"""Pairing on tiny hand-made documents: label alignment, twin choice and caching, and the paired batch.
 
 The real-data tests (test_training_pairing.py) cover renaming-made twins; these pin the smaller
 promises those never reach: unlabelled sides, single twins, unseeded twins, the twin feature cache
-across epochs, plain batches through the pair collator, and each half of a split batch being what
-the base collator makes of that half alone.
+across epochs, plain batches through the pair collator, and each side of a paired batch being what
+the base collator makes of that side alone.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from envre_hf.training import (
     OnTheFlyTwins,
     PrebuiltTwins,
     TwinSource,
-    split_pair_batch,
 )
 from envre_hf.training.pairing import assert_aligned, starved_twin_types
 
@@ -176,7 +175,7 @@ def test_fresh_twins_are_featurized_once_per_epoch(tokenizer):
     assert featurize.calls == ["Doc A", "Doc A#0", "Doc A", "Doc A#1"]
 
 
-# --------------------------------------------------------------------------- collator and split
+# --------------------------------------------------------------------------- collator
 
 
 def _pairs(tokenizer) -> list[dict]:
@@ -200,34 +199,14 @@ def test_plain_examples_pass_through_the_pair_collator(tokenizer):
     _assert_same_batch(EVRTPairCollator(base)(plain), base(plain))
 
 
-def test_each_half_of_a_split_batch_is_the_base_batch_of_that_half(tokenizer):
+def test_each_side_of_a_paired_batch_is_the_base_batch_of_that_side(tokenizer):
     base = DocRECollator(tokenizer)
     pairs = _pairs(tokenizer)
     originals, twins = [p["original"] for p in pairs], [p["twin"] for p in pairs]
     assert max(len(t["input_ids"]) for t in twins) < max(len(o["input_ids"]) for o in originals)
     batch = EVRTPairCollator(base)(pairs)
-    assert batch["num_originals"] == 2
-    half_o, half_t = split_pair_batch(batch)
-    _assert_same_batch(half_o, base(originals))
-    _assert_same_batch(half_t, base(twins))  # the twins' padding up to the originals' length is trimmed
-
-
-def test_split_checks_label_rows_and_keeps_missing_labels_and_shared_entries(tokenizer):
-    batch = EVRTPairCollator(DocRECollator(tokenizer))(_pairs(tokenizer))
-    n_pairs = sum(len(h) for h in batch["hts"][:2])
-    with pytest.raises(ValueError, match=f"expected 2 x {n_pairs} entity pairs"):
-        split_pair_batch({**batch, "labels": batch["labels"][:-1]})
-    half_o, half_t = split_pair_batch({**batch, "labels": None, "output_attentions": False})
-    assert half_o["labels"] is None and half_t["labels"] is None
-    assert half_o["output_attentions"] is False and half_t["output_attentions"] is False
-
-
-def test_a_batch_without_attention_mask_is_split_untrimmed(tokenizer):
-    batch = EVRTPairCollator(DocRECollator(tokenizer))(_pairs(tokenizer))
-    del batch["attention_mask"]
-    half_o, half_t = split_pair_batch(batch)
-    assert "attention_mask" not in half_o and "attention_mask" not in half_t
-    assert torch.equal(torch.cat([half_o["input_ids"], half_t["input_ids"]]), batch["input_ids"])
+    _assert_same_batch({k: v for k, v in batch.items() if k != "twin"}, base(originals))
+    _assert_same_batch(batch["twin"], base(twins))  # padded to the twins' own length
 
 
 def test_a_twin_source_that_breaks_entity_alignment_is_refused(tokenizer):

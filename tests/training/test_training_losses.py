@@ -14,7 +14,6 @@ from envre_hf.training import (
     EVRTTrainingArguments,
     prediction_consistency_loss,
     representation_consistency_loss,
-    split_pair_batch,
     symmetric_bernoulli_kl,
 )
 
@@ -231,14 +230,13 @@ def _paired_batch() -> dict:
     return EVRTPairCollator(_base_collator)(examples)
 
 
-def test_collator_keeps_pairs_aligned_and_split_recovers_each_half():
-    batch = _paired_batch()
-    assert batch["num_originals"] == 2 and batch["input_ids"].shape[0] == 4
-    assert batch["hts"][:2] == batch["hts"][2:]
-    original, twin = split_pair_batch(dict(batch))
+def test_collator_keeps_pairs_aligned_with_the_twins_beside_the_originals():
+    original = _paired_batch()
+    twin = original["twin"]
     assert original["doc_keys"] == ["a", "b"] and twin["doc_keys"] == ["a#1", "b#1"]
+    assert original["hts"] == twin["hts"]
     assert original["labels"].shape[0] == twin["labels"].shape[0] == 6 + 2
-    assert original["input_ids"].shape[1] == 8 and twin["input_ids"].shape[1] == 8  # shared padding trimmed
+    assert original["input_ids"].shape == twin["input_ids"].shape == (2, 8)
     assert torch.equal(original["labels"], twin["labels"])
 
 
@@ -265,8 +263,8 @@ def test_objective_is_the_weighted_sum_of_the_switched_on_terms(tmp_path, losses
     model = trainer.model
     batch = _paired_batch()
     loss = trainer.compute_loss(model, dict(batch))
-    # Hand composition from the two halves.
-    original, twin = split_pair_batch(dict(batch))
+    # Hand composition from the two sides.
+    original, twin = batch, batch["twin"]
     keep = ("input_ids", "attention_mask", "entity_pos", "hts", "labels")
     out_o = model(**{k: original[k] for k in keep})
     out_t = model(**{k: twin[k] for k in keep})
@@ -299,9 +297,8 @@ def test_objective_is_the_weighted_sum_of_the_switched_on_terms(tmp_path, losses
 def test_without_evrt_only_the_originals_are_trained_on(tmp_path):
     trainer = _trainer(tmp_path, evrt=False)
     batch = _paired_batch()
-    original, _ = split_pair_batch(dict(batch))
     keep = ("input_ids", "attention_mask", "entity_pos", "hts", "labels")
-    expected = trainer.model(**{k: original[k] for k in keep}).loss
+    expected = trainer.model(**{k: batch[k] for k in keep}).loss
     assert trainer.compute_loss(trainer.model, dict(batch)).item() == pytest.approx(expected.item(), rel=1e-6)
     assert set(trainer._loss_sums) == {"clo"}
 

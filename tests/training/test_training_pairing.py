@@ -22,7 +22,6 @@ from envre_hf.training import (
     check_document_alignment,
     check_name_isolation,
     original_key,
-    split_pair_batch,
 )
 
 N_DOCS = 12
@@ -64,7 +63,7 @@ def test_on_the_fly_twins_are_aligned_fresh_per_epoch_and_deterministic(train_do
     assert dataset.epoch == 2 and dataset.twin_document(3).key == f"{train_docs[3].key}#12"
 
     batch = EVRTPairCollator(DocRECollator(tokenizer))([dataset[i] for i in range(3)])
-    original, twin = split_pair_batch(batch)
+    original, twin = batch, batch["twin"]
     assert original["doc_keys"] == [d.key for d in train_docs[:3]]
     assert twin["doc_keys"] == [f"{d.key}#12" for d in train_docs[:3]]
     assert original["hts"] == twin["hts"]

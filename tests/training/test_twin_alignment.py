@@ -63,15 +63,15 @@ def test_pairs_whose_entity_lost_every_mention_are_left_out_of_the_consistency_l
 
 def test_the_consistency_losses_compare_only_the_masked_pairs(tmp_path):
     from test_training_losses import _paired_batch
-    from envre_hf.training import prediction_consistency_loss, representation_consistency_loss, split_pair_batch
+    from envre_hf.training import prediction_consistency_loss, representation_consistency_loss
 
     trainer = _trainer(tmp_path, evrt=True, evrt_alpha=0.5, evrt_beta=2.0, evrt_losses=["rcr", "pcr"])
     batch = _paired_batch()
-    n_pairs = sum(len(h) for h in batch["hts"][: batch["num_originals"]])
+    n_pairs = sum(len(h) for h in batch["hts"])
     mask = torch.ones(n_pairs, dtype=torch.bool)
     mask[[1, 4]] = False
     loss = trainer.compute_loss(trainer.model, dict(batch, consistency_mask=mask))
-    original, twin = split_pair_batch(dict(batch))
+    original, twin = batch, batch["twin"]
     keep = ("input_ids", "attention_mask", "entity_pos", "hts", "labels")
     out_o, out_t = (trainer.model(**{k: half[k] for k in keep}) for half in (original, twin))
     rcr = representation_consistency_loss(out_o.pair_representations[mask], out_t.pair_representations[mask])
