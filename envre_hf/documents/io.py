@@ -278,12 +278,6 @@ def located_in_file(err: DocumentError, path: Path) -> DocumentError:
     return err.located(None, None, file=path)
 
 
-def read_document_file(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> list[Document]:
-    """Read every document of the file ``path`` (see :func:`iter_documents` for ``on_error``); any other source
-    (a build folder, a ``datasets`` dataset, a Hub id) goes through :func:`envre_hf.documents.read_documents`."""
-    return list(iter_documents(path, validate=validate, on_error=on_error))
-
-
 def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) -> None:
     """Raise :class:`DocumentError` when two documents share a key."""
     keys = KeyChecker(source)
