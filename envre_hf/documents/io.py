@@ -1,8 +1,5 @@
 """Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED, gzipped or not.
-
-The one reader every entry point uses, so a file one refuses, all refuse: every problem (not UTF-8, not gzip,
-not JSON, too deep, an invalid document, two documents with one key) is a :class:`DocumentError` naming the
-file, the document and the field.
+The one reader of every entry point: every problem is a :class:`DocumentError` naming file, document and field.
 """
 
 from __future__ import annotations
