@@ -2,7 +2,7 @@
 
 from .errors import DocumentError
 from .formats import from_dict, from_docred, from_linked, to_docred, to_linked
-from .io import check_unique_keys, iter_documents, read_document_file, read_raw_documents, write_documents
+from .io import check_unique_keys, iter_documents, read_raw_documents, write_documents
 from .relations import DOCRED_RELATIONS, NO_RELATION, RelationSchema, RelationType, docred_schema
 from .sources import read_documents
 from .schema import ENTITY_TYPES, Document, Entity, Mention, Relation, Substitution
@@ -47,7 +47,6 @@ __all__ = [
     "from_docred",
     "from_linked",
     "iter_documents",
-    "read_document_file",
     "read_documents",
     "read_raw_documents",
     "to_docred",

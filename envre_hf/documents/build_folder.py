@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .hf import document_from_row
-from .io import check_unique_keys, read_document_file
+from .io import check_unique_keys, iter_documents
 from .schema import Document
 
 #: ``statistics.json``: the construction statistics of every split (its ``data_files`` name the split's shards).
@@ -68,7 +68,7 @@ def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Documen
     """
     path = Path(path)
     if not path.is_dir():
-        return read_document_file(path)
+        return list(iter_documents(path))
     unfinished = unfinished_splits(path)
     if unfinished:
         raise BuildFolderError(

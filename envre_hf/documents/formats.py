@@ -14,17 +14,8 @@ from .schema import Document, Entity, Mention, Relation, Substitution
 
 _MENTION_KEYS = ("name", "pos", "sent_id", "type")
 _LABEL_KEYS = ("r", "h", "t", "evidence")
-_DOC_KEYS = (
-    "title",
-    "doc_id",
-    "orig_title",
-    "seed",
-    "vertexSet",
-    "labels",
-    "sents",
-    "substitutions",
-    "entity_wikidata_ids",
-)
+_DOC_KEYS = ("title", "doc_id", "orig_title", "seed", "vertexSet", "labels", "sents", "substitutions",
+             "entity_wikidata_ids")
 _LINKED_DOC_KEYS = ("title", "doc_id", "orig_title", "seed", "entities", "relations", "sents", "substitutions")
 _LINKED_ENTITY_KEYS = ("mentions", "type")
 _LINKED_MENTION_KEYS = ("name", "sent_id", "pos")
@@ -78,11 +69,6 @@ def _mention(raw: Any, etype: str | None, keys: tuple[str, ...], entity: int, me
     return Mention(name, sent_id, _pos(pos, entity=entity, mention=mention), etype, extra)
 
 
-def _label_end(raw: Any, key: str, i: int) -> int:
-    """The ``h`` or ``t`` of label ``i``."""
-    return _require(raw, key, int, label=i)
-
-
 def _relation(raw: Any, i: int, h: int, t: int) -> Relation:
     """One label dict whose head and tail were already resolved to entity indices."""
     return Relation(
@@ -116,14 +102,8 @@ def _document(obj: dict, keys: tuple[str, ...], labels_key: str, **fields: Any) 
 
 
 def _provenance_dict(doc: Document) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if doc.doc_id is not None:
-        out["doc_id"] = doc.doc_id
-    if doc.orig_title is not None:
-        out["orig_title"] = doc.orig_title
-    if doc.seed is not None:
-        out["seed"] = doc.seed
-    return out
+    fields = {"doc_id": doc.doc_id, "orig_title": doc.orig_title, "seed": doc.seed}
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _substitutions_list(doc: Document) -> list[dict[str, Any]]:
@@ -153,7 +133,7 @@ def from_docred(obj: dict, index: int | None = None) -> Document:
             for entity, qid in zip(entities, qids):
                 entity.wikidata_id = qid
         relations = [
-            _relation(raw, i, _label_end(raw, "h", i), _label_end(raw, "t", i))
+            _relation(raw, i, _require(raw, "h", int, label=i), _require(raw, "t", int, label=i))
             for i, raw in enumerate(_label_list(obj, "labels"))
         ]
         return _document(obj, _DOC_KEYS, "labels", title=title, sents=sents, entities=entities, relations=relations)
@@ -198,11 +178,6 @@ def _linked_qid(entity: dict) -> str | None:
     return None
 
 
-def is_linked(obj: dict) -> bool:
-    """True for a Linked-(Re-)DocRED document dict."""
-    return isinstance(obj, dict) and "entities" in obj and "vertexSet" not in obj
-
-
 def from_linked(obj: dict, index: int | None = None) -> Document:
     """Parse one Linked-(Re-)DocRED document dict (``h``/``t`` given as entity ids)."""
     title = obj.get("title") if isinstance(obj, dict) else None
@@ -225,7 +200,7 @@ def from_linked(obj: dict, index: int | None = None) -> Document:
             entities.append(Entity(mentions=mentions, wikidata_id=_linked_qid(raw), extra=extra))
         relations = []
         for i, raw in enumerate(_label_list(obj, "relations")):
-            h, t = _label_end(raw, "h", i), _label_end(raw, "t", i)
+            h, t = _require(raw, "h", int, label=i), _require(raw, "t", int, label=i)
             for key, ent_id in (("h", h), ("t", t)):
                 if ent_id not in id2index:
                     raise DocumentError(f"no entity has id {ent_id}", label=i, field=key)
@@ -244,10 +219,8 @@ def to_linked(doc: Document) -> dict[str, Any]:
         ent_id = extra.pop("id", e)
         ids.append(ent_id)
         linking = dict(extra.pop("entity_linking", None) or {})
-        if entity.wikidata_id is not None or "wikidata_resource" in linking:
-            linking["wikidata_resource"] = entity.wikidata_id if entity.wikidata_id is not None else linking.get(
-                "wikidata_resource"
-            )
+        if entity.wikidata_id is not None:
+            linking["wikidata_resource"] = entity.wikidata_id
         raw: dict[str, Any] = {"id": ent_id, "type": entity.type}
         if linking or "entity_linking" in entity.extra:
             raw["entity_linking"] = linking
@@ -269,5 +242,6 @@ def to_linked(doc: Document) -> dict[str, Any]:
 
 
 def from_dict(obj: dict, index: int | None = None) -> Document:
-    """Parse a document dict of either dialect."""
-    return from_linked(obj, index) if is_linked(obj) else from_docred(obj, index)
+    """Parse a document dict of either dialect (Linked: ``entities`` and no ``vertexSet``)."""
+    linked = isinstance(obj, dict) and "entities" in obj and "vertexSet" not in obj
+    return from_linked(obj, index) if linked else from_docred(obj, index)

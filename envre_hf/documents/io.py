@@ -1,8 +1,5 @@
 """Reading and writing document files: DocRED JSON (a list), JSON Lines, Linked-(Re-)DocRED, gzipped or not.
-
-The one reader every entry point uses, so a file one refuses, all refuse: every problem (not UTF-8, not gzip,
-not JSON, too deep, an invalid document, two documents with one key) is a :class:`DocumentError` naming the
-file, the document and the field.
+The one reader of every entry point: every problem is a :class:`DocumentError` naming file, document and field.
 """
 
 from __future__ import annotations
@@ -276,12 +273,6 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
 
 def located_in_file(err: DocumentError, path: Path) -> DocumentError:
     return err.located(None, None, file=path)
-
-
-def read_document_file(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> list[Document]:
-    """Read every document of the file ``path`` (see :func:`iter_documents` for ``on_error``); any other source
-    (a build folder, a ``datasets`` dataset, a Hub id) goes through :func:`envre_hf.documents.read_documents`."""
-    return list(iter_documents(path, validate=validate, on_error=on_error))
 
 
 def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) -> None:

@@ -64,9 +64,6 @@ class Entity:
         """Distinct mention names in order of first appearance in the mention list."""
         return list(dict.fromkeys(m.name for m in self.mentions))
 
-    def sentence_ids(self) -> set[int]:
-        return {m.sent_id for m in self.mentions}
-
 
 @dataclass
 class Relation:
@@ -130,4 +127,4 @@ class Document:
 
     def is_intra(self, h: int, t: int) -> bool:
         """True when some mention of ``h`` and some mention of ``t`` share a sentence."""
-        return bool(self.entities[h].sentence_ids() & self.entities[t].sentence_ids())
+        return bool({m.sent_id for m in self.entities[h].mentions} & {m.sent_id for m in self.entities[t].mentions})

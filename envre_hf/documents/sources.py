@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .io import OnError, read_document_file
+from .io import OnError, iter_documents
 from .schema import Document
 
 #: File names read as document files even when they do not exist (a clear "no such file", not a Hub lookup).
@@ -35,7 +35,7 @@ def read_documents(
         if path.exists() or name.endswith(_FILE_SUFFIXES) or not _HUB_ID.fullmatch(name):
             if split is not None:
                 raise ValueError(f"{path}: a document file has no splits (split={split!r})")
-            return read_document_file(path, validate=validate, on_error=on_error)
+            return list(iter_documents(path, validate=validate, on_error=on_error))
         from datasets import load_dataset  # lazy: datasets only for a Hub id
 
         from ..hub_client import configure_hub, hub_errors  # lazy: the Hub only for a Hub id

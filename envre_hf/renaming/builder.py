@@ -1,11 +1,7 @@
-"""Building a renamed benchmark split (Env-DocRED / Env-Re-DocRED) into a dataset folder that
-``datasets.load_dataset(folder)`` loads and ``push_to_hub`` publishes (layout: docs/benchmarks.md).
+"""Building a renamed benchmark split into a dataset folder (layout and guarantees: docs/benchmarks.md).
 
-This module only puts the jobs together, each owned by one module: ``inputs`` (reading, fingerprints),
-``output_folder`` (the owned, locked folder), ``driver`` (the renaming), ``stats`` / ``split_writer`` / ``card``
-(statistics, parquet shards, card). A folder not written by envre build is refused, and so is replacing a split
-built differently unless ``overwrite=True``; every document is renamed before the first file is replaced, and a
-build stopped while it writes is rerun to the bytes of an uninterrupted one.
+Only puts the jobs together, each owned by one module (``inputs``, ``output_folder``, ``driver``, ``stats``,
+``split_writer``, ``card``); every document is renamed before the first file is replaced.
 """
 
 from __future__ import annotations

@@ -198,25 +198,6 @@ def card_body(statistics: dict[str, dict[str, Any]], *, pretty_name: str, repo_i
     return "\n".join(lines)
 
 
-def dataset_card_text(
-    statistics: dict[str, dict[str, Any]],
-    *,
-    sizes: dict[str, int] | None = None,
-    pretty_name: str = "Env-Re-DocRED",
-    license: str = "mit",
-    repo_id: str | None = None,
-) -> str:
-    """The card (``README.md``) of a folder holding ``statistics``; ``sizes`` gives each split's parquet bytes."""
-    from huggingface_hub import DatasetCard
-
-    statistics = {split: {**stats, "num_bytes": (sizes or {}).get(split, 0)} for split, stats in statistics.items()}
-    metadata = card_metadata(statistics, pretty_name=pretty_name, license=license)
-    import yaml
-
-    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
-    return str(DatasetCard(f"---\n{header}---\n\n{card_body(statistics, pretty_name=pretty_name, repo_id=repo_id)}"))
-
-
 def write_dataset_card(
     output_dir: str | os.PathLike,
     *,
@@ -226,9 +207,15 @@ def write_dataset_card(
 ) -> Path:
     """(Re)write ``output_dir/README.md`` (atomically) from ``output_dir/statistics.json`` and the parquet sizes
     (``data_files`` entries that are not files of the folder, as people may edit them in, count nothing)."""
+    import yaml
+    from huggingface_hub import DatasetCard
+
     folder = Path(output_dir)
     statistics = json.loads((folder / STATISTICS_FILE).read_text(encoding="utf-8"))
-    files = {split: [folder / f for f in stats["data_files"] if isinstance(f, str)] for split, stats in statistics.items()}
-    sizes = {split: sum(path.stat().st_size for path in paths if path.is_file()) for split, paths in files.items()}
-    text = dataset_card_text(statistics, sizes=sizes, pretty_name=pretty_name, license=license, repo_id=repo_id)
+    for stats in statistics.values():
+        paths = [folder / f for f in stats["data_files"] if isinstance(f, str)]
+        stats["num_bytes"] = sum(path.stat().st_size for path in paths if path.is_file())
+    metadata = card_metadata(statistics, pretty_name=pretty_name, license=license)
+    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
+    text = str(DatasetCard(f"---\n{header}---\n\n{card_body(statistics, pretty_name=pretty_name, repo_id=repo_id)}"))
     return write_text(folder / "README.md", text)

@@ -1,8 +1,5 @@
-"""Coherence figures of renamed copies, for the build statistics and the card (docs/coherence.md): year ranges
-running backwards, lifetimes inverted, demonym mentions given a demonym, "a"/"an" agreeing with a new name.
-
-Computed from the copies alone: ``substitutions`` give each renamed mention's original name, and value rules and
-form matching keep a name's token count, so the original token at each position is known.
+"""Coherence figures of renamed copies (docs/coherence.md), computed from the copies alone: value rules and form
+matching keep a name's token count, so ``substitutions`` give the original token at each position.
 """
 
 from __future__ import annotations

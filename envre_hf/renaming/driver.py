@@ -1,16 +1,10 @@
-"""The one renaming driver: (document, seed) pairs through a pipeline, in order, with failures collected.
-
-Everything that renames many documents goes through :class:`RenamingDriver` (``envre build``,
-``rename_dataset``, a training run's renamed dev set), each EVRT twin through :func:`rename_unit`, so what
-happens to a document is defined once (docs/renaming.md): results in unit order whatever ``num_proc``;
-``on_error="fail"`` raises the first bad document's located error, ``"skip"`` returns a
-:class:`DocumentFailure` and goes on; a :class:`KnowledgeBaseError` always stops (the KB failed, not the document).
-"""
+"""The one renaming driver: (document, seed) pairs through a pipeline, in order, with failures collected, so
+what happens to a document is defined once for every caller (docs/renaming.md#one-renaming-driver)."""
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -102,11 +96,6 @@ def _rename_chunk(units: list[Unit]) -> list[RenamedUnit]:
     return [driver.rename_one(docs, unit) for unit in units]
 
 
-def _chunks(units: Sequence[Unit], size: int) -> Iterable[list[Unit]]:
-    for start in range(0, len(units), size):
-        yield list(units[start : start + size])
-
-
 @dataclass(frozen=True)
 class RenamingDriver:
     """How to rename many documents: error policy, worker processes, leak counts and rows (see the module doc)."""
@@ -160,7 +149,8 @@ class RenamingDriver:
         _WORKER_STATE = (self, docs)
         try:
             with multiprocessing.get_context("fork").Pool(self.num_proc) as pool:
-                yield from pool.imap(_rename_chunk, _chunks(units, self.chunk_size))
+                chunks = (list(units[i : i + self.chunk_size]) for i in range(0, len(units), self.chunk_size))
+                yield from pool.imap(_rename_chunk, chunks)
         finally:
             _WORKER_STATE = None
 

@@ -28,10 +28,8 @@ IGNORE_PATTERNS = [f"{WORK_DIR}/**", "**/*.tmp", "*.tmp", MARKER_FILE]
 
 
 def stale_patterns(folder: Path) -> list[str]:
-    """What a push deletes from the repository unless the folder uploads it: the shards of the folder's splits
-    (every config) and their error lists, as a rebuild deletes them in the folder. A rebuild with fewer shards
-    (``train-0000{0,1}-of-00002`` -> ``train-00000-of-00001``) otherwise left the old ones on the Hub, where the
-    card's ``data/train-*`` reads them too: every row twice, after a push reported as a success."""
+    """What a push deletes from the repository unless the folder uploads it: the shards (every config) and error
+    lists of the folder's splits; else a rebuild with fewer shards leaves old ones that ``data/train-*`` reads too."""
     patterns = []
     for split in sorted(read_statistics(folder)):
         patterns += [f"data/{split}-*-of-*.parquet", f"data/*/{split}-*-of-*.parquet", f"errors/{split}.jsonl"]

@@ -1,8 +1,5 @@
-"""The output folder of ``envre build``: ours (marker), one build at a time (lock), a split rewritten whole.
-
-A non-empty folder without the marker (``.envre-build``) is never touched; a build holds ``flock`` on the
-marker (the kernel drops it for a killed build); while a split's files are replaced, ``.build/<split>`` marks
-it unfinished and readers refuse it. After a kill, the same build run again writes the same bytes.
+"""The output folder of ``envre build``: ours (marker), one build at a time (``flock``, dropped by the kernel for a
+killed build), a split rewritten whole under its ``.build/<split>`` mark (docs/reliability.md).
 """
 
 from __future__ import annotations

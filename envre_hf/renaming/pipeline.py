@@ -1,12 +1,7 @@
 """The four-step renaming pipeline: link, type, retrieve a look-alike, substitute alias-wise.
 
-Per entity, in entity order: link it to a KB item, take the item's types (most specific first), draw a
-candidate of that type with enough names from ``random.Random(f"{seed}|{doc.key}|{entity}")`` (so a choice
-depends only on seed, document and entity), and give each distinct original name (most frequent first) a
-usable candidate name of the same form. NUM/TIME entities get rule-made values (``values``), TIME moving by
-one year offset per document. Entities with overlapping mentions of another entity stay unchanged, so no
-span is corrupted. Every rule and guarantee is in docs/renaming.md and docs/coherence.md; ``substitutions``
-records one :class:`Substitution` per renamed name or one ``unchanged:<reason>`` record (:func:`is_substituted`).
+A choice depends only on (seed, document key, entity), so the same inputs give byte-identical copies; every
+rule and guarantee is in docs/renaming.md and docs/coherence.md.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..documents import DOCUMENT_FEATURES, Document, Substitution, document_from_row, validate_document
+from ..documents import Document, Substitution, dataset_to_documents, documents_to_dataset, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .driver import RenamingDriver
 from .forms import ACRONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
@@ -423,6 +418,7 @@ def _value_context(doc: Document, e: int) -> tuple[bool, tuple[tuple[int, int], 
     entity stays unchanged (``no-number-agreement``) rather than the text guessing.
     """
     entity = doc.entities[e]
+    covered = doc.covered()
     percent = False
     after: list[tuple[int, int]] = []
     blocked = False
@@ -439,19 +435,12 @@ def _value_context(doc: Document, e: int) -> tuple[bool, tuple[tuple[int, int], 
             continue
         noun = counted_noun(sent[mention.end :])
         if noun == NO_NOUN:  # "one Oscar": the name counted is another mention's, which must not change
-            blocked = blocked or (nxt.isalpha() and _covered(doc, mention.sent_id, mention.end))
-        elif noun is None or any(_covered(doc, mention.sent_id, mention.end + k) for k in range(noun + 1)):
+            blocked = blocked or (nxt.isalpha() and mention.end in covered.get(mention.sent_id, ()))
+        elif noun is None or any(mention.end + k in covered.get(mention.sent_id, ()) for k in range(noun + 1)):
             blocked = True
         else:
             after.append((m, noun))
     return percent, tuple(after), blocked
-
-
-def _covered(doc: Document, sent_id: int, pos: int) -> bool:
-    """Whether token ``pos`` of sentence ``sent_id`` is part of some mention."""
-    return any(
-        m.sent_id == sent_id and m.start <= pos < m.end for entity in doc.entities for m in entity.mentions
-    )
 
 
 def _settle_value_collisions(doc: Document, choices: dict[int, _Choice], unchanged: dict[int, _Choice]) -> None:
@@ -476,6 +465,7 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
     of one, in ``renamed`` (one token for one: no span moves); returns ``(articles fixed, nouns pluralised)``."""
     edits: list[tuple[int, int, str, bool]] = []  # (sentence, position, new token, is an article)
     sents = renamed.sents
+    covered = renamed.covered()
     for e, choice in choices.items():
         mentions = renamed.entities[e].mentions
         for mention in mentions:
@@ -485,7 +475,7 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
             i = start - 1
             article = sents[mention.sent_id][i]
             want = indefinite_article(sents[mention.sent_id][start : mention.end])
-            if article.lower() != want and not _covered(renamed, mention.sent_id, i):
+            if article.lower() != want and i not in covered.get(mention.sent_id, ()):
                 edits.append((mention.sent_id, i, with_case(article, want), True))
         for m, offset in choice.pluralize_after:
             mention = mentions[m]
@@ -502,48 +492,10 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
     return articles, nouns
 
 
-class _RenameBatch:
-    """``datasets.map`` function: rows -> renamed rows for one seed (picklable for ``num_proc``), through the
-    one renaming driver (:class:`~envre_hf.renaming.driver.RenamingDriver`)."""
-
-    def __init__(self, pipeline: RenamingPipeline, seed: int):
-        self.pipeline = pipeline
-        self.seed = seed
-
-    def __call__(self, batch: dict[str, list], indices: list[int]) -> dict[str, list]:
-        docs = {index: document_from_row({key: values[i] for key, values in batch.items()})
-                for i, index in enumerate(indices)}
-        driver = RenamingDriver(self.pipeline, with_rows=True)
-        rows = [r.row for r in driver.run(docs, [(index, self.seed) for index in indices], progress=False)]
-        return {key: [row[key] for row in rows] for key in DOCUMENT_FEATURES}
-
-
 def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], num_proc: int = 1, batch_size: int = 64):
-    """Renamed copies of every row of a document ``datasets.Dataset``, seed-major, the same for any ``num_proc``."""
-    from datasets import concatenate_datasets
-
-    missing = set(DOCUMENT_FEATURES) - set(dataset.column_names)
-    if missing:
-        raise ValueError(f"the dataset lacks document columns {sorted(missing)}; build it with documents_to_dataset")
+    """Renamed copies of every row of a document ``datasets.Dataset``, seed-major, the same for any ``num_proc``
+    (worker processes of the driver, each taking ``batch_size`` documents at a time)."""
     if not seeds:
         raise ValueError("rename_dataset needs at least one seed")
-    parts = []
-    for seed in seeds:
-        # explicit fingerprint: hashing the pipeline (its whole KB) would be slow and pointless
-        fingerprint = hashlib.sha256(
-            f"{dataset._fingerprint}|{seed}|{pipeline.kb.snapshot_id()}|{pipeline.config.fingerprint()}".encode()
-        ).hexdigest()[:32]
-        parts.append(
-            dataset.map(
-                _RenameBatch(pipeline, seed),
-                with_indices=True,
-                batched=True,
-                batch_size=batch_size,
-                num_proc=num_proc if num_proc > 1 else None,
-                features=DOCUMENT_FEATURES,
-                remove_columns=[c for c in dataset.column_names if c not in DOCUMENT_FEATURES],
-                new_fingerprint=fingerprint,
-                desc=f"renaming (seed {seed})",
-            )
-        )
-    return parts[0] if len(parts) == 1 else concatenate_datasets(parts)
+    driver = RenamingDriver(pipeline, num_proc=num_proc, chunk_size=batch_size)
+    return documents_to_dataset(driver.rename_documents(dataset_to_documents(dataset), seeds))

@@ -1,8 +1,5 @@
-"""Writing one split of a build folder: parquet shards, failure file, JSON export, names, statistics, card.
-
-Rows go in input order (document, then seed) whatever order they were renamed in, so a parallel or repeated
-build writes the same bytes; besides ``default`` (every seed) there is one config per seed and ``original``, as
-peer benchmarks ship each variant. Each file is replaced atomically, card last, under the unfinished mark.
+"""Writing one split of a build folder: parquet shards (``default``, one config per seed, ``original``), failure
+file, JSON export, names, statistics, card; rows in input order, each file replaced atomically, card last.
 """
 
 from __future__ import annotations
@@ -63,12 +60,6 @@ def config_data_files(split: str, seeds: Sequence[int], n_rows: dict[str, int]) 
     return {name: [f"data/{name}/{f}" for f in shard_names(split, n_rows.get(name, 0))] for name in names}
 
 
-def write_failures(path: Path, failures: Sequence[DocumentFailure]) -> None:
-    with atomic_open(path, "w") as fh:
-        for failure in failures:
-            fh.write(json.dumps(asdict(failure), ensure_ascii=False) + "\n")
-
-
 def write_split(
     out: Path,
     split: str,
@@ -124,7 +115,8 @@ def write_split(
             written.update(write_parquet(part, out / "data" / name, split))
         errors = out / "errors" / f"{split}.jsonl"
         if failures:
-            write_failures(errors, failures)
+            with atomic_open(errors, "w") as fh:
+                fh.writelines(json.dumps(asdict(failure), ensure_ascii=False) + "\n" for failure in failures)
         else:
             errors.unlink(missing_ok=True)
         if export_json:

@@ -1,10 +1,8 @@
-"""Rule-based new values for NUM and TIME entities (step 4 without a knowledge base).
+"""Rule-based new values for NUM and TIME entities (step 4 without a knowledge base; docs/coherence.md).
 
-Numbers and dates keep their surface format: years move (by the document's ``year_shift`` when given, so
-dates keep their order and intervals), digit counts, layout and trailing zeros are kept, number words stay
-number words (docs/renaming.md, docs/coherence.md). The rules rewrite one *piece* (a digit group, a month, a
-number word) of the DocRED tokens at a time, so tokenization never changes; pieces map injectively per entity,
-so ``2007`` and ``November 29, 2007`` of one entity get the same new year and distinct names stay distinct.
+The rules rewrite one *piece* (a digit group, a month, a number word) of the DocRED tokens at a time, so
+tokenization never changes; pieces map injectively per entity, so ``2007`` and ``November 29, 2007`` of one
+entity get the same new year and distinct names stay distinct.
 """
 
 from __future__ import annotations

@@ -343,7 +343,7 @@ def test_rename_dataset_matches_single_documents(tmp_path):
     for num_proc in (1, 2):
         log = tmp_path / f"pids-{num_proc}.txt"
         worker_pipeline = RenamingPipeline(_PidKB(kb.items, kb.links, log))
-        got = dataset_to_documents(rename_dataset(dataset, worker_pipeline, seeds=[0, 1], num_proc=num_proc))
+        got = dataset_to_documents(rename_dataset(dataset, worker_pipeline, seeds=[0, 1], num_proc=num_proc, batch_size=2))
         assert [json.dumps(to_docred(d)) for d in got] == [json.dumps(to_docred(d)) for d in expected]
         pids = {int(line) for line in log.read_text().split()}
         # num_proc=1 renames in this process; num_proc=2 only in worker processes

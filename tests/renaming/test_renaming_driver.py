@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from types import SimpleNamespace
 
 import pytest
 
@@ -22,9 +21,6 @@ class TaggingPipeline:
     def __init__(self, bad: dict[str, BaseException] | None = None):
         self.bad = bad or {}
         self.calls: list[tuple[str, int]] = []
-        # what rename_dataset fingerprints its cache with
-        self.kb = SimpleNamespace(snapshot_id=lambda: f"tagging-{sorted(self.bad)}")
-        self.config = SimpleNamespace(fingerprint=lambda: "tagging")
 
     def rename(self, doc: Document, seed: int) -> Document:
         self.calls.append((doc.title, seed))
