@@ -59,6 +59,10 @@ class ModelArguments:
     ncrl_margin: float | None = field(
         default=None, metadata={"help": "NCRL margin shift (default: DocREConfig's 0.05; released Re-DocRED recipe 0.04)."}
     )
+    ncrl_none_bias: float | None = field(
+        default=None,
+        metadata={"help": "NCRL's none-class logit starts this much above every relation (default 0 as released; 3 on CPU)."},
+    )
     top_k: int | None = field(default=None, metadata={"help": "Most relations per pair at decoding (default 4)."})
     head_settings: str | None = field(
         default=None,
@@ -103,7 +107,7 @@ def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
     head: dict[str, Any] = dict(get_preset(preset).model_settings()) if preset else {}
     if model_args.head_type != ModelArguments.head_type or not preset:
         head["head_type"] = model_args.head_type
-    for name in ("emb_size", "block_size", "ncrl_margin", "top_k"):
+    for name in ("emb_size", "block_size", "ncrl_margin", "ncrl_none_bias", "top_k"):
         if getattr(model_args, name) is not None:
             head[name] = getattr(model_args, name)
     if model_args.head_settings:

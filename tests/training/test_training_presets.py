@@ -61,6 +61,9 @@ def test_command_line_preset_reaches_the_model(tmp_path, redocred_dev):
     assert args.learning_rate == 1e-5 and args.evrt_alpha == 0.1 and args.evrt
     model = build_model(model_args, args.evrt_preset)
     assert (model.config.head_type, model.config.ncrl_margin, model.config.top_k) == ("ncrl", 0.04, 4)
+    assert model.bilinear.bias[0].item() == 0.0  # the released start
+    model_args, _, args = parse_args(argv + ["--evrt_preset", "redocred-bert", "--ncrl_none_bias", "3"])
+    assert build_model(model_args, args.evrt_preset).bilinear.bias[0].item() == 3.0
     model_args, _, args = parse_args(argv + ["--evrt_preset", "redocred-bert", "--head_type", "kd_docre", "--ncrl_margin", "0.1"])
     assert build_model(model_args, args.evrt_preset).config.head_type == "kd_docre"
 
