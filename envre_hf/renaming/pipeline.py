@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..documents import Document, Substitution, dataset_to_documents, documents_to_dataset, validate_document
+from ..documents import DOCUMENT_FEATURES, Document, Substitution, dataset_to_documents, documents_to_dataset, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .driver import RenamingDriver
 from .forms import ACRONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
@@ -495,6 +495,9 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
 def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], num_proc: int = 1, batch_size: int = 64):
     """Renamed copies of every row of a document ``datasets.Dataset``, seed-major, the same for any ``num_proc``
     (worker processes of the driver, each taking ``batch_size`` documents at a time)."""
+    missing = set(DOCUMENT_FEATURES) - set(dataset.column_names)
+    if missing:
+        raise ValueError(f"the dataset lacks document columns {sorted(missing)}; build it with documents_to_dataset")
     if not seeds:
         raise ValueError("rename_dataset needs at least one seed")
     driver = RenamingDriver(pipeline, num_proc=num_proc, chunk_size=batch_size)

@@ -471,6 +471,12 @@ def test_rename_dataset_refuses_an_empty_seed_list():
         rename_dataset(documents_to_dataset([_doc()]), RenamingPipeline(_kb()), seeds=[])
 
 
+def test_rename_dataset_names_the_document_columns_a_dataset_lacks():
+    dataset = documents_to_dataset([_doc()]).remove_columns(["vertexSet"])
+    with pytest.raises(ValueError, match=r"lacks document columns \['vertexSet'\]"):
+        rename_dataset(dataset, RenamingPipeline(_kb()), seeds=[0])
+
+
 def test_percentages_stay_within_100_whether_the_percent_word_is_inside_the_mention_or_after_it():
     # DocRED often leaves "%" / "percent" out of the mention; a 3-digit share cannot go below 101 in its format,
     # so it may only stay as it is, while "45" (two digits) always has room
