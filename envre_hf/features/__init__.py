@@ -2,12 +2,4 @@
 
 from .batching import LengthGroupedSampler, dataset_lengths, feature_length, length_sorted_batches
 from .collator import DocRECollator
-from .featurize import (
-    DEFAULT_MARKER,
-    FEATURE_COLUMNS,
-    entity_pairs,
-    featurize_dataset,
-    featurize_document,
-    multi_hot_labels,
-    pair_index,
-)
+from .featurize import DEFAULT_MARKER, entity_pairs, featurize_document, multi_hot_labels, pair_index

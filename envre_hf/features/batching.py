@@ -53,10 +53,8 @@ def budget_batches(
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler[int]):
-    """Random order in which consecutive ``batch_size`` items have similar lengths: random mega-batches of
-    ``mega_batch_mult`` batches, each sorted by length and cut into batches, batches shuffled, the longest first;
-    :meth:`set_epoch` (``Trainer`` calls it) reorders. An EVRT pair item holds a document and its twin, so twins
-    always share a batch. ``lengths``: one per item (:func:`dataset_lengths`)."""
+    """transformers' ``group_by_length`` order (docs/speed.md "Batching") over given ``lengths``, one per item
+    (:func:`dataset_lengths`), batches also shuffled; :meth:`set_epoch` (``Trainer`` calls it) reorders."""
 
     def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, mega_batch_mult: int = 50):
         if batch_size < 1 or mega_batch_mult < 1:

@@ -1,20 +1,12 @@
-"""DocRED documents -> encoder inputs with entity markers (the ATLOP scheme; docs/models.md "Features").
-
-The marked words are tokenized in one call (``is_split_into_words``) and mapped back with ``word_ids()``, so any
-fast tokenizer works with its own special tokens. One marker per distinct start token and one per distinct end
-token: overlapping or nested mentions keep well defined spans.
-"""
+"""DocRED documents -> encoder inputs with entity markers (the ATLOP scheme; docs/models.md "Features"): marked
+words tokenized in one ``is_split_into_words`` call and mapped back with ``word_ids()``, so any fast tokenizer works."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
-from datasets import Dataset, Features, List, Value
-
 from ..documents.errors import DocumentError
-from ..documents.hf import DOCUMENT_FEATURES, document_from_row, documents_to_dataset
 from ..documents.relations import RelationSchema, docred_schema
 from ..documents.schema import Document
 
@@ -22,18 +14,6 @@ logger = logging.getLogger(__name__)
 
 #: The marker word placed before and after every mention (ATLOP uses "*").
 DEFAULT_MARKER = "*"
-
-FEATURE_COLUMNS = Features(
-    {
-        "doc_key": Value("string"),
-        "input_ids": List(Value("int32")),
-        "entity_pos": List(List(List(Value("int32"), length=2))),
-        "hts": List(List(Value("int32"), length=2)),
-        "labels": List(List(Value("int8"))),
-        "dropped_mentions": Value("int32"),
-    }
-)
-
 
 def pair_index(h: int, t: int, n_entities: int) -> int:
     """Row of the ordered pair (h, t) in ``hts`` (all pairs h != t, row-major)."""
@@ -190,43 +170,3 @@ def featurize_document(
         "labels": multi_hot_labels(doc, schema) if doc.has_labels else None,
         "dropped_mentions": dropped,
     }
-
-
-def featurize_dataset(
-    data: Dataset | Iterable[Document],
-    tokenizer: Any,
-    schema: RelationSchema | None = None,
-    max_seq_length: int | None = None,
-    marker: str = DEFAULT_MARKER,
-    num_proc: int | None = None,
-    load_from_cache_file: bool | None = None,
-) -> Dataset:
-    """Featurize a document dataset (``DOCUMENT_FEATURES`` rows, or Documents) with ``datasets.map`` (cached, on
-    ``num_proc`` processes) into :data:`FEATURE_COLUMNS`; warns with totals when ``max_seq_length`` dropped mentions."""
-    dataset = data if isinstance(data, Dataset) else documents_to_dataset(data)
-    schema = schema if schema is not None else docred_schema()
-
-    def _map(row: dict[str, Any]) -> dict[str, Any]:
-        return featurize_document(document_from_row(row), tokenizer, schema, max_seq_length, marker)
-
-    remove = [c for c in dataset.column_names if c in DOCUMENT_FEATURES or c in FEATURE_COLUMNS]
-    if len(dataset) == 0:  # datasets.map skips an empty dataset, leaving it without the feature columns
-        return Dataset.from_dict({name: [] for name in FEATURE_COLUMNS}, features=FEATURE_COLUMNS)
-    out = dataset.map(
-        _map,
-        features=FEATURE_COLUMNS,
-        remove_columns=remove,
-        num_proc=num_proc,
-        load_from_cache_file=load_from_cache_file,
-        desc="Featurizing documents",
-    )
-    dropped = out["dropped_mentions"] if max_seq_length is not None else []
-    if any(dropped):
-        logger.warning(
-            "max_seq_length=%d dropped %d mentions in %d of %d documents",
-            max_seq_length,
-            sum(dropped),
-            sum(1 for n in dropped if n),
-            len(dropped),
-        )
-    return out

@@ -1,8 +1,7 @@
-"""Featurization (markers, spans, pairs, labels), datasets.map caching and the collator, on real Re-DocRED."""
+"""Featurization (markers, spans, pairs, labels) and the collator, on real Re-DocRED."""
 
 from __future__ import annotations
 
-import json
 import logging
 
 import pytest
@@ -10,13 +9,7 @@ import torch
 from _training_helpers import build_roberta_style_tokenizer
 
 from envre_hf.documents import docred_schema, document_quirks, documents_to_dataset
-from envre_hf.features import (
-    DocRECollator,
-    entity_pairs,
-    featurize_dataset,
-    featurize_document,
-    pair_index,
-)
+from envre_hf.features import DocRECollator, entity_pairs, featurize_document, pair_index
 
 
 @pytest.fixture(scope="module")
@@ -114,17 +107,13 @@ def test_one_entity_no_entities_and_empty_sentences_featurize_and_batch(bert_tok
     assert [tokens[s:e] for span in feats[2]["entity_pos"] for s, e in span] == [["*", "ann", "*"], ["*", "bob", "*"]]
     batch = DocRECollator(bert_tokenizer)(feats)
     assert batch["labels"].shape == (2, 97) and batch["labels"][:, 0].tolist() == [1.0, 1.0]  # no relation
-    assert featurize_dataset([one, none, gap], bert_tokenizer, load_from_cache_file=False)["hts"] == [f["hts"] for f in feats]
 
 
-def test_no_documents_make_an_empty_dataset(bert_tokenizer):
+def test_no_documents_make_an_empty_dataset():
     from envre_hf.documents import DOCUMENT_FEATURES
-    from envre_hf.features.featurize import FEATURE_COLUMNS
 
     empty = documents_to_dataset([])
     assert len(empty) == 0 and empty.features == DOCUMENT_FEATURES
-    features = featurize_dataset([], bert_tokenizer, load_from_cache_file=False)
-    assert len(features) == 0 and features.features == FEATURE_COLUMNS
 
 
 def test_max_seq_length_drops_and_warns_with_counts(redocred_dev, bert_tokenizer, caplog):
@@ -140,10 +129,6 @@ def test_max_seq_length_drops_and_warns_with_counts(redocred_dev, bert_tokenizer
     assert f"dropped {lost} of" in caplog.text and doc.key in caplog.text
     # without a cap nothing is dropped, however long the document
     assert full["dropped_mentions"] == 0
-    with caplog.at_level(logging.WARNING, logger="envre_hf.features.featurize"):
-        short = min(redocred_dev[:100], key=lambda d: sum(len(s) for s in d.sents))
-        featurize_dataset([doc, short], bert_tokenizer, max_seq_length=256)
-    assert f"max_seq_length=256 dropped {lost} mentions in 1 of 2 documents" in caplog.text
 
 
 @pytest.mark.parametrize("tok_name", ["bert_tokenizer", "roberta_tokenizer"])
@@ -160,38 +145,6 @@ def test_a_max_seq_length_without_room_for_the_document_is_refused(request, tok_
     full = featurize_document(doc, tokenizer)["input_ids"]
     assert smallest["input_ids"] == full[:2] + full[-1:]  # [CLS], the start marker, [SEP]
     assert smallest["dropped_mentions"] == 1
-
-
-def test_featurize_dataset_matches_and_caches(redocred_dev, bert_tokenizer, tmp_path):
-    from datasets import load_from_disk
-
-    docs = redocred_dev[:12]
-    documents_to_dataset(docs).save_to_disk(tmp_path / "docs")
-    ds = load_from_disk(str(tmp_path / "docs"))
-    first = featurize_dataset(ds, bert_tokenizer)
-    again = featurize_dataset(ds, bert_tokenizer)
-    assert first.cache_files and first.cache_files == again.cache_files  # the second run read the cache
-    for doc, row in zip(docs, first):
-        expected = featurize_document(doc, bert_tokenizer)
-        assert row["input_ids"] == expected["input_ids"]
-        assert row["entity_pos"] == expected["entity_pos"]
-        assert row["hts"] == expected["hts"]
-        assert row["labels"] == expected["labels"]
-        assert row["doc_key"] == doc.key
-    assert len(first) == 12 and not any(first["dropped_mentions"])
-    assert sum(len(s) for row in first["entity_pos"] for s in row) == sum(len(e.mentions) for d in docs for e in d.entities)
-
-
-def test_featurize_dataset_num_proc(redocred_dev, bert_tokenizer):
-    docs = redocred_dev[:6]
-    ds = featurize_dataset(docs, bert_tokenizer, num_proc=2)
-    expected = [featurize_document(d, bert_tokenizer) for d in docs]
-    assert len(ds) == len(expected)
-    for row, want in zip(ds, expected):
-        # every column, not just input_ids: entity positions, pairs and labels must follow their document
-        assert set(row) == set(want)
-        for key in want:
-            assert row[key] == json.loads(json.dumps(want[key])), key
 
 
 def test_collator_pads_documents_with_different_entity_counts(redocred_dev, bert_tokenizer, roberta_tokenizer):

@@ -517,10 +517,10 @@ def test_documents_without_pairs(tokenizer, small_docs, head_type):
 
 
 def test_trainer_with_featurized_dataset_and_collator(tokenizer, small_docs, tmp_path):
-    """featurize_dataset + DocRECollator plug into transformers.Trainer unchanged (unused columns dropped)."""
+    """Featurized documents + DocRECollator plug into transformers.Trainer unchanged (unused columns dropped)."""
     from transformers import Trainer, TrainingArguments
 
-    from envre_hf.features import featurize_dataset
+    from envre_hf.features import featurize_document
 
     model = tiny_model(tokenizer, max_positions=128)
     before = model.bilinear.weight.detach().clone()
@@ -528,7 +528,7 @@ def test_trainer_with_featurized_dataset_and_collator(tokenizer, small_docs, tmp
         output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3,
         report_to=[], use_cpu=True, save_strategy="no", logging_steps=1,
     )  # fmt: skip
-    train = featurize_dataset(small_docs, tokenizer)
+    train = [featurize_document(d, tokenizer) for d in small_docs]
     trainer = Trainer(model=model, args=args, train_dataset=train, data_collator=DocRECollator(tokenizer))
     result = trainer.train()
     assert result.global_step == 2 and math.isfinite(result.training_loss)
