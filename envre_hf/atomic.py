@@ -1,17 +1,13 @@
-"""Atomic file writes: the one way every writer of the package puts a file in place.
-
-A file is written under a hidden temporary name in its own folder (``.NAME.<random>.tmp``), fsynced, then
-renamed over the final name, so a kill or a full disk leaves the old file or the new one, never a torn one.
-Errors name the *final* path, so the CLI's one-line message names the file the user asked for.
-"""
+"""Atomic file writes, the one way every writer of the package puts a file in place (docs/reliability.md): a hidden
+temporary file in the same folder, fsynced, renamed over the final name; errors name the final path."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,19 +24,15 @@ def _located(err: OSError, path: Path) -> OSError:
 
 def fsync_dir(folder: PathLike) -> None:
     """Make renames in ``folder`` durable (best effort: not every platform can open a folder)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
-@contextmanager
+@contextlib.contextmanager
 def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; when the block ends without error, move it onto ``path``.
 
@@ -71,10 +63,8 @@ def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException as err:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         if isinstance(err, OSError) and err.filename in (None, str(tmp), tmp_name):
             raise _located(err, path) from None  # the write failed (disk full, ...): name the file asked for
         raise
@@ -88,7 +78,7 @@ def _umask() -> int:
     return mask
 
 
-@contextmanager
+@contextlib.contextmanager
 def atomic_open(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8", durable: bool = True) -> Iterator[IO]:
     """``open(path, mode)`` for writing, atomically (``mode`` is ``"w"`` or ``"wb"``)."""
     if mode not in ("w", "wb"):
