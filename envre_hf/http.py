@@ -1,11 +1,5 @@
-"""Shared HTTP plumbing of the Wikidata KB client, the ICL chat backend and the Hub (two copies drift apart):
-the time limits of every request (:class:`NetworkBounds`, kept by one ``httpx`` transport,
-:func:`envre_hf.hub_client.bounded_client`), retries (:class:`RetryPolicy`), credential redaction (:func:`redact`)
-and the one SQLite reply cache (:class:`ResponseCache`), so a rerun with the same cache file repeats no request.
-
-Failures are :class:`HTTPRequestError` naming the request (credentials redacted); the KB turns them into
-``KnowledgeBaseError`` and the ICL backend into ``BackendError``. See docs/reliability.md.
-"""
+"""HTTP plumbing shared by the Wikidata KB client, the ICL chat backend and the Hub (docs/reliability.md): time
+limits, retries, credential redaction and the one SQLite reply cache; failures are :class:`HTTPRequestError`."""
 
 from __future__ import annotations
 
@@ -32,21 +26,8 @@ RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 @dataclass(frozen=True)
 class NetworkBounds:
-    """How long any request of the package may wait: the one policy of the KB client, the ICL endpoint and the Hub.
-
-    Every value has an environment variable, ``ENVRE_`` + its name in capitals (``ENVRE_READ_TIMEOUT``), so a user
-    on a slow link can widen them and tests can shrink them.
-
-    Attributes:
-        connect_timeout: seconds to open the connection.
-        read_timeout: seconds any one read may wait (a server that never answers ends here).
-        reply_deadline: seconds the reply's status line and headers may take, and then its body: a reply
-            trickling a byte every few seconds (each read within ``read_timeout``), headers or body, ends here.
-        max_retries: retries after the first attempt.
-        retry_after_cap: the longest ``Retry-After`` honoured; a server asking for more gets one line saying
-            when to retry instead of a silent wait (a 429 with ``Retry-After: 86400`` waited a day).
-        retry_budget: no retry starts later than this many seconds after the first attempt.
-    """
+    """How long any request of the package may wait (seconds; ``max_retries``: retries after the first attempt).
+    Each has an environment variable ``ENVRE_<NAME>``; the table of docs/reliability.md says what each bounds."""
 
     connect_timeout: float = 10.0
     read_timeout: float = 30.0
@@ -178,12 +159,8 @@ def remember_secret(value: str | None) -> None:
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` (an error message, a server's body, a log line) with every credential replaced by ``[REDACTED]``.
-
-    The one redaction of the package: the ``secrets`` a request is known to carry (:func:`request_secrets`)
-    and anything that looks like one (:data:`_SECRET_PATTERNS`), so a server echoing a header or a token typed on
-    the command line never reaches the user's terminal, a log or a file. Every CLI error line goes through it.
-    """
+    """``text`` with every credential replaced by ``[REDACTED]``: the ``secrets`` a request carries
+    (:func:`request_secrets`), those of this process, and anything that looks like one (:data:`_SECRET_PATTERNS`)."""
     text = str(text)
     known = {*secrets, *_KNOWN_SECRETS, *(os.environ.get(var, "") for var in SECRET_ENV_VARS)}
     for secret in sorted((s for s in known if len(s) >= 4), key=len, reverse=True):
@@ -194,11 +171,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its password (``user:password@`` keeps the user) and secret query parameters.
-
-    What is written where a URL is recorded: dataset cards, ``statistics.json``, the build manifest, the reply
-    cache (its key too: a password change does not invalidate replies, and the file never holds one).
-    """
+    """``url`` without its password (``user:password@`` keeps the user) and secret query parameters: what is
+    written wherever a URL is recorded (cards, manifests, the reply cache and its keys)."""
     text = str(url)
     try:
         parts = urlsplit(text)
@@ -225,20 +199,13 @@ def parse_retry_after(value: str | None) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    if when is None:
-        return None
     return max(0.0, when.timestamp() - time.time())
 
 
 @dataclass
 class RetryPolicy:
-    """How often and how long to wait before trying a request again.
-
-    ``bounds`` give the retries after the first attempt, the ``Retry-After`` cap and the retry budget. The wait after
-    failed attempt ``n`` is ``backoff_factor * 2**n`` seconds plus up to ``jitter`` of it (parallel workers do not
-    retry in lockstep), never shorter than the server's ``Retry-After``, at most ``max_backoff``; ``sleep`` is
-    injectable for tests.
-    """
+    """Retries within ``bounds``: the wait after failed attempt ``n`` is ``backoff_factor * 2**n`` s plus up to
+    ``jitter`` of it (workers do not retry in lockstep), at least the ``Retry-After``, at most ``max_backoff``."""
 
     bounds: NetworkBounds
     backoff_factor: float = 1.0
@@ -252,13 +219,9 @@ class RetryPolicy:
             raise ValueError(f"max_retries must be >= 0, got {self.bounds.max_retries}")
 
     def run(self, attempt: Callable[[int], T], on_retry: Callable[[int, str], None] | None = None) -> T:
-        """``attempt(n)`` for n = 0, 1, ... until it returns; it raises :class:`Transient` to be tried again.
-
-        ``on_retry(n, problem)`` is called before waiting after failed attempt ``n``. Raises
-        :class:`RetriesExhausted` after the last attempt, or once the next wait would end past the budget;
-        :class:`RetryLater` when the server asks for a wait over the cap; any other exception from ``attempt``
-        ends the loop at once.
-        """
+        """``attempt(n)`` for n = 0, 1, ... until it returns or raises other than :class:`Transient`;
+        ``on_retry(n, problem)`` before each wait. :class:`RetriesExhausted` after the last attempt or past the
+        budget; :class:`RetryLater` when the server asks for a wait over the cap."""
         b = self.bounds
         problem = "no attempt made"
         start = time.monotonic()
