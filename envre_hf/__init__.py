@@ -1,12 +1,8 @@
 """envre-hf: robustness of document-level relation extraction to entity name variations.
 
-Stages, one subpackage each, in the order data travels: ``documents`` -> ``kb`` ->
-``renaming`` -> ``features`` -> ``models`` -> ``training`` -> ``metrics`` / ``analysis``
-(and ``icl`` for in-context learning with LLMs).
-
-The public names below are imported on first use (PEP 562): ``import envre_hf`` imports neither
-torch nor transformers. The first model name used (or ``import envre_hf.models``) registers the ``docre``
-model type with transformers, so that ``AutoModel.from_pretrained`` of a saved DocRE model works.
+Stages in the order data travels: ``documents`` -> ``kb`` -> ``renaming`` -> ``features`` -> ``models`` ->
+``training`` -> ``metrics`` / ``analysis`` (and ``icl``). The public names below are imported on first use (PEP 562),
+so ``import envre_hf`` imports neither torch nor transformers; ``import envre_hf.models`` registers ``docre``.
 """
 
 from __future__ import annotations
