@@ -1,6 +1,5 @@
 """ATLOP (Zhou et al., AAAI 2021) and NCRL (Zhou & Lee, IJCAI 2022): one network (localized context pooling,
-``tanh(W [e; c])`` extractors, group bilinear classifier), two losses (adaptive thresholding, none-class ranking).
-"""
+``tanh(W [e; c])`` extractors, group bilinear classifier), two losses (adaptive thresholding, none-class ranking)."""
 
 from __future__ import annotations
 
@@ -17,15 +16,15 @@ from .modeling_docre import (
     DocREPreTrainedModel,
     group_bilinear_classify,
     hts_index,
+    localized_context,
+    pair_attention,
     pair_chunks,
-    pair_contexts,
     pool_entities,
 )
 
 
 class ATLOPModel(DocREPreTrainedModel):
-    """ATLOP / NCRL (head types ``atlop`` and ``ncrl`` in the registry).
-    ``ATLOPModel.from_encoder_pretrained(path, head_type="ncrl")`` for NCRL."""
+    """ATLOP / NCRL (head types ``atlop`` and ``ncrl``: ``from_encoder_pretrained(path, head_type="ncrl")``)."""
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
@@ -64,7 +63,8 @@ class ATLOPModel(DocREPreTrainedModel):
         h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
         parts = []
         for c in pair_chunks(h_idx.numel(), pair_budget):
-            context = pair_contexts(sequence_output, entity_att, h_idx[c], t_idx[c], pair_doc[c], per_doc)
+            ht = pair_attention(entity_att, h_idx[c], t_idx[c], pair_doc[c], per_doc)
+            context = localized_context(sequence_output, ht, pair_doc[c])
             zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx[c], context))
             zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx[c], context))
             features, logits = group_bilinear_classify(zh, zt, self.config.block_size, self.bilinear, keep_features)

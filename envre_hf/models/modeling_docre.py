@@ -113,9 +113,8 @@ def hts_index(hts: Sequence[Sequence[Sequence[int]]], entities_per_doc: Sequence
 def pair_attention(
     entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor, pair_doc: torch.Tensor, entities_per_doc: Sequence[int]
 ) -> torch.Tensor:
-    """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L), as one batched product per document
-    (its pairs' head entities against all entities) whose pairs are then picked: the gathered form materialises
-    two sum_pairs x heads x L tensors, ~20x slower on CPU."""
+    """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L) as one product per document, its pairs
+    then picked: the gathered form materialises two sum_pairs x heads x L tensors, ~20x slower on CPU."""
     length = entity_att.size(-1)
     heads = entity_att.size(1)
     if h_idx.numel() == 0:
@@ -144,8 +143,7 @@ def pair_attention(
 
 def localized_context(sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc: torch.Tensor) -> torch.Tensor:
     """ATLOP's localized context of every pair (sum_pairs x H): tokens weighted by ``ht`` (:func:`pair_attention`)
-    normalised to sum to one. One product per document: padding documents to the most pairs wasted most FLOPs.
-    """
+    normalised to sum to one, one product per document (padding documents to the most pairs wasted most FLOPs)."""
     hidden = sequence_output.size(-1)
     if pair_doc.numel() == 0:
         return sequence_output.new_zeros((0, hidden))
@@ -161,22 +159,13 @@ def localized_context(sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc:
 
 
 def pair_chunks(n_pairs: int, pair_budget: int | None) -> list[slice]:
-    """Slices of at most ``pair_budget`` pairs (one slice of all when None): prediction scores a batch's pairs
-    chunk by chunk, so that its pairs x L attention weights and pairs x features never exist whole."""
+    """Slices of at most ``pair_budget`` pairs (one slice of all when None), so that a batch's pairs x L attention
+    weights and pairs x features never exist whole."""
     if pair_budget is not None and pair_budget < 1:
         raise ValueError(f"pair_budget must be >= 1 or None, got {pair_budget}")
     if pair_budget is None or n_pairs <= pair_budget:
         return [slice(0, n_pairs)]
     return [slice(s, min(s + pair_budget, n_pairs)) for s in range(0, n_pairs, pair_budget)]
-
-
-def pair_contexts(
-    sequence_output: torch.Tensor, entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor,
-    pair_doc: torch.Tensor, entities_per_doc: Sequence[int],
-) -> torch.Tensor:
-    """Localized contexts (sum_pairs x H) of the pairs' :func:`pair_attention` weights."""
-    ht = pair_attention(entity_att, h_idx, t_idx, pair_doc, entities_per_doc)
-    return localized_context(sequence_output, ht, pair_doc)
 
 
 class _GroupOuter(torch.autograd.Function):
@@ -216,11 +205,8 @@ def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch
 def group_bilinear_classify(
     zh: torch.Tensor, zt: torch.Tensor, block_size: int, linear: nn.Linear, keep_features: bool = True, chunk: int = 256
 ) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """``(features, linear(features))`` for ``features = group_bilinear(zh, zt, block_size)``.
-
-    ``keep_features=False`` (prediction) returns None for the features and computes the logits ``chunk`` pairs
-    at a time: the whole batch's pairs x (emb * block) features never exist, each chunk's stay in cache.
-    """
+    """``(features, linear(features))`` for ``features = group_bilinear(zh, zt, block_size)``; ``keep_features=False``
+    (prediction): ``(None, logits)`` computed ``chunk`` pairs at a time, each chunk's features staying in cache."""
     if keep_features:
         features = group_bilinear(zh, zt, block_size)
         return features, linear(features)
@@ -238,13 +224,11 @@ def group_bilinear_classify(
 
 class DocREPreTrainedModel(PreTrainedModel):
     """A transformers encoder (``self.encoder``) plus the shared DocRE machinery; each family adds its head.
-
     Encoders on transformers' ``AttentionInterface`` run :data:`~.attention.FAST_ATTENTION`; others (DeBERTa), or
-    any set to ``"eager"``, return ``output_attentions``. In training on CPU a padded batch is encoded document by
-    document (``unpadded``): padding costs CPU time in proportion, and attention with dropout in its square.
-    """
+    any set to ``"eager"``, return ``output_attentions``."""
 
-    #: Encode padded batches document by document: True, False, or None (default: in training on CPU).
+    #: Encode padded batches document by document: True, False, or None (default: in training on CPU, where
+    #: padding costs time in proportion, and attention with dropout in its square).
     unpadded: bool | None = None
 
     config_class = DocREConfig
@@ -513,7 +497,9 @@ class DocREPreTrainedModel(PreTrainedModel):
         emb, att, per_doc = pool_entities(sequence_output, attention, entity_pos)
         h, t, doc = hts_index(hts, per_doc, sequence_output.device)
         chunks = pair_chunks(h.numel(), pair_budget)
-        contexts = [pair_contexts(sequence_output, att, h[c], t[c], doc[c], per_doc) for c in chunks]
+        contexts = [
+            localized_context(sequence_output, pair_attention(att, h[c], t[c], doc[c], per_doc), doc[c]) for c in chunks
+        ]
         return emb[h], emb[t], contexts[0] if len(contexts) == 1 else torch.cat(contexts)
 
     # ------------------------------------------------------------------ forward
@@ -530,9 +516,7 @@ class DocREPreTrainedModel(PreTrainedModel):
         **unused: Any,
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order) by the family's :meth:`pair_logits`,
-        and its ``loss_function`` given ``labels``; ``unused`` swallows collator extras such as ``doc_keys``.
-        ``pair_budget``: score at most that many pairs at a time where the family can, so that memory stops growing
-        with the pairs beyond it."""
+        its ``loss_function`` given ``labels``; ``pair_budget``: at most that many pairs at a time where it can."""
         sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
         logits, features, factors = self.pair_logits(
             sequence_output, attention, entity_pos, hts, output_pair_representations, pair_budget
@@ -556,9 +540,8 @@ class DocREPreTrainedModel(PreTrainedModel):
         return torch.sigmoid(threshold_margins(logits))
 
     def decode(self, logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
-        """Multi-hot predictions: r where logit_r > logit_0, at most ``top_k`` per pair (``config.top_k``
-        by default); class 0 is set for pairs with no relation. ``threshold``: r where its probability
-        (:meth:`relation_probabilities`) exceeds it instead (the learned threshold class is 0.5)."""
+        """Multi-hot predictions: r where logit_r > logit_0 (``threshold``: where :meth:`relation_probabilities`
+        exceeds it), at most ``top_k`` per pair (``config.top_k`` by default); class 0 for pairs with no relation."""
         top_k = self.config.top_k if top_k is None else top_k
         return threshold_decode(logits, top_k, threshold)
 
