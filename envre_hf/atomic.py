@@ -34,11 +34,8 @@ def fsync_dir(folder: PathLike) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; when the block ends without error, move it onto ``path``.
-
-    For writers that want a file name rather than a handle (``pyarrow``, ``matplotlib``'s ``savefig``).
-    The parent folder is created. With ``durable`` the data is fsynced before the rename.
-    """
+    """Yield a temporary path next to ``path`` (parents created) for writers that want a file name, not a handle;
+    when the block ends without error, move it onto ``path`` (with ``durable``, fsynced first)."""
     path = Path(path)
     for parent in path.parents:  # the nearest existing ancestor must be a folder
         if parent.exists():

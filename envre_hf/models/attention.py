@@ -1,10 +1,6 @@
-"""The mention-row attention function, registered with transformers' ``AttentionInterface``.
-
-Localized context pooling reads only the last layer's attention rows at the mention starts: under
-:data:`FAST_ATTENTION` every layer runs SDPA, and the layer a :class:`RowRequest` names also computes just those
-rows (``M x heads x L`` numbers, not eager attention's ``B x heads x L x L``). Shipped with saved models (remote
-code): imports only torch and transformers.
-"""
+"""The mention-row attention function, registered with transformers' ``AttentionInterface`` (docs/speed.md): every
+layer runs SDPA, and the layer a :class:`RowRequest` names also computes the attention rows at the mention starts.
+Shipped with saved models (remote code): imports only torch and transformers."""
 
 from __future__ import annotations
 
@@ -102,9 +98,8 @@ def mention_row_attention(
     request = kwargs.get("envre_row_request")
     wanted = request is not None and getattr(module, "layer_idx", None) == request.layer
     if dropout and module.training and query.device.type == "cpu":
-        # CPU SDPA has no fused kernel with dropout: its math fallback is slower than plain attention
-        # (safe-softmax passes over every L x L score); plain attention also hands the requested rows over
-        # with the very dropout mask the layer used, as eager attention returns its probabilities.
+        # CPU SDPA has no fused kernel with dropout and its fallback is slower than plain attention, which also
+        # hands over the requested rows with the very dropout mask the layer used (docs/speed.md).
         out, probs = _plain_attention(query, key, value, attention_mask, scaling, dropout)
         if wanted:
             request.rows = probs[request.doc, :, request.pos]

@@ -37,11 +37,8 @@ def encoder_window(encoder_config: PretrainedConfig) -> int:
 
 
 def portable_name(name_or_path: str | os.PathLike) -> str:
-    """What a saved config or card may say about where weights came from: never a local absolute path.
-
-    A Hub id stays as it is; a folder of the Hub cache (``.../models--org--name/snapshots/<sha>``) becomes
-    ``org/name``; any other local folder becomes its own name.
-    """
+    """What a saved config or card may say about where weights came from: a Hub id as it is, a Hub cache folder
+    (``.../models--org--name/snapshots/<sha>``) as ``org/name``, any other local folder as its own name."""
     text = os.fspath(name_or_path)
     if not (os.path.isabs(text) or os.path.exists(text) or text.startswith(("./", "../", "~"))):
         return text  # a Hub id (or an already portable name)
@@ -53,16 +50,11 @@ def portable_name(name_or_path: str | os.PathLike) -> str:
 
 
 class DocREConfig(PretrainedConfig):
-    """Encoder sub-config + head settings of a DocRE model; defaults follow ATLOP (docs/models.md).
-
-    ``emb_size``: the encoder's hidden size by default; 97 classes (DocRED's ``id2label``), class 0 = no relation /
-    threshold. ``window``: the encoder window for long inputs (None: from ``max_position_embeddings``).
-    ``ncrl_margin``: NCRL's shift of a negative's probability before its loss (0.05 as in the paper);
-    ``ncrl_none_weight``: weight of its none-class term. ``ncrl_none_bias``: NCRL's none-class logit starts this much
-    above every relation (0 as released; 3 lets a short CPU run leave the constant predictor, docs/evrt.md). ``top_k``: relations per pair at decoding (None or 0: no
-    cap). ``head_settings``: the family's settings dataclass (a dict in config.json; None without settings).
-    ``encoder_name_or_path``: where the encoder came from, never an absolute path (:func:`portable_name`).
-    ``relation_names``: relation id -> name, for the pipeline's output.
+    """Encoder sub-config + head settings of a DocRE model; defaults follow ATLOP (docs/models.md): 97 classes
+    (DocRED's ``id2label``), class 0 = no relation / threshold. ``window``: the encoder window for long inputs (None:
+    from ``max_position_embeddings``). ``ncrl_*``: NCRL's negative shift, none-class weight and none-class logit start
+    (docs/evrt.md). ``top_k``: relations per pair at decoding (None or 0: no cap). ``head_settings``: the family's
+    settings dataclass (a dict in config.json). ``relation_names``: relation id -> name, for the pipeline's output.
     """
 
     model_type = "docre"
@@ -109,9 +101,8 @@ class DocREConfig(PretrainedConfig):
             self.window = encoder_window(self.encoder)
 
     def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs: Any) -> Any:
-        """transformers' save, with the pipeline's code beside config.json, which names it (``custom_pipelines``,
-        :mod:`envre_hf.models.pipeline_code`): a model's ``save_pretrained`` and ``push_to_hub`` save it too. A
-        remote copy of this file (no envre-hf) saves the config alone."""
+        """transformers' save, with the pipeline's code beside config.json, which names it (``custom_pipelines``);
+        a remote copy of this file (no envre-hf) saves the config alone."""
         if pipeline_saved is None:
             self.__dict__.pop("custom_pipelines", None)  # its code would not be beside this copy
             return super().save_pretrained(save_directory, push_to_hub, **kwargs)

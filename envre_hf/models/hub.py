@@ -186,11 +186,8 @@ def push_docre_model(
     commit_message: str = "Upload DocRE model with envre-hf",
     api: HfApi | None = None,
 ) -> Any:
-    """Create ``repo_id`` (if needed) and upload model, tokenizer and model card in one commit.
-
-    ``api`` defaults to ``HfApi(token=token)`` (which honours ``HF_ENDPOINT``). Returns the
-    ``upload_folder`` result (the commit info), once confirmed on the Hub.
-    """
+    """Create ``repo_id`` (if needed) and upload model, tokenizer and model card in one commit (``api``: by default
+    ``HfApi(token=token)``); returns the commit info once confirmed on the Hub."""
     api = api if api is not None else HfApi(token=token)
     with tempfile.TemporaryDirectory(prefix="envre-push-") as tmp:
         folder = prepare_upload(model, tmp, tokenizer, training_data, scores, license, repo_id)

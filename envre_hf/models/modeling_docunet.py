@@ -1,9 +1,5 @@
-"""DocuNet (Zhang et al., IJCAI 2021): relation extraction as semantic segmentation of the entity-pair matrix.
-
-Each cell (h, t) gets a few channels (a projection of the pair's localized context, or the two entity embeddings'
-similarities); a U-Net gives each cell a feature that sees the neighbouring pairs, i.e. the other relations of the
-same entities. Trained with DocuNet's balanced loss.
-"""
+"""DocuNet (Zhang et al., IJCAI 2021): relation extraction as semantic segmentation of the entity-pair matrix, whose
+cells' channels a U-Net turns into features that see the neighbouring pairs; trained with DocuNet's balanced loss."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""KD-DocRE (Tan et al., Findings of ACL 2022): ATLOP's pair features laid out as the entity-pair matrix and
-refined by axial attention, so that (h, t) gathers evidence from (h, k) and (k, t); the adaptive focal loss, and
-with ``use_distillation`` the MSE to ``teacher_logits`` (sum_pairs x num_labels, ``hts`` order).
-"""
+"""KD-DocRE (Tan et al., Findings of ACL 2022): ATLOP's pair features as the entity-pair matrix, refined by axial
+attention; the adaptive focal loss, and with ``use_distillation`` the MSE to ``teacher_logits`` (``hts`` order)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The entity-pair matrix (row = head entity, column = tail entity) of the KD-DocRE and DocuNet heads.
-
-A batch is padded to ``B x N x N x C`` (``N``: the most entities of a document); every operation keeps the padded
-cells out of the real ones (attention masks, zeroed convolution inputs), so that a document's logits do not depend
-on what it is batched with.
-"""
+"""The entity-pair matrix (row = head entity, column = tail entity) of the KD-DocRE and DocuNet heads, padded to
+``B x N x N x C``; every operation keeps the padded cells out of the real ones, so that a document's logits do not
+depend on what it is batched with."""
 
 from __future__ import annotations
 

@@ -37,12 +37,9 @@ def iter_logits(
     sort_by_length: bool = True,
     pair_budget: int | None = PAIR_BUDGET,
 ) -> Iterator[tuple[int, torch.Tensor]]:
-    """Yield (feature index, logits n_pairs x num_labels, float32 on CPU) for every featurized document.
-
-    Documents are batched by length (less padding, fewer windows), so indices come out of input order
-    (``sort_by_length=False``: the unsorted reference). ``autocast``: :func:`~.precision.resolve_autocast`'s
-    choices, run under ``torch.autocast``. ``pair_budget`` (None: no bound) caps the pairs of a batch and of a call.
-    """
+    """Yield (feature index, logits n_pairs x num_labels, float32 on CPU) for every featurized document, batched by
+    length unless ``sort_by_length=False`` (so indices come out of input order). ``autocast``:
+    :func:`~.precision.resolve_autocast`'s choices. ``pair_budget`` (None: none) caps the pairs of a batch and call."""
     collate = DocRECollator(pad_token_id)
     pairs = [len(f["hts"]) for f in features]
     if sort_by_length:
@@ -137,9 +134,8 @@ def iter_decoded(
     buffer: int | None = None,
 ) -> Iterator[DecodedDocument]:
     """Featurize, encode and decode documents, yielding them in input order: the one prediction path (of
-    :func:`predict` and of the pipeline). ``buffer`` documents are read at a time (all by default) and batched by
-    length among themselves, so a stream is never read whole; ``autocast``: :func:`iter_logits`; ``top_k`` and
-    ``threshold``: :meth:`~envre_hf.models.DocREPreTrainedModel.decode`."""
+    :func:`predict` and of the pipeline); ``buffer`` documents at a time (all by default), so a stream is never read
+    whole. ``top_k`` and ``threshold``: :meth:`~envre_hf.models.DocREPreTrainedModel.decode`."""
     pad = tokenizer.pad_token_id if getattr(tokenizer, "pad_token_id", None) is not None else 0
     stream = iter(docs)
     while chunk := list(itertools.islice(stream, buffer)):
@@ -155,10 +151,8 @@ def iter_decoded(
 def predict(
     model: DocREPreTrainedModel, docs: Sequence[Document], tokenizer: Any, **options: Any
 ) -> list[dict[str, Any]]:
-    """Every document's relations as official-format rows, in document order, then pair order; ``options``: those
-    of :func:`iter_decoded` (``batch_size``, ``top_k``, ``max_seq_length``, ``schema``, ``progress``, ``autocast``,
-    ...). Rows carry ``doc_id`` when the document has one (renamed copies), which scoring matches to ``Document.key``.
-    """
+    """Every document's relations as official-format rows (with ``doc_id`` when the document has one), in document
+    order, then pair order; ``options``: those of :func:`iter_decoded` (``batch_size``, ``top_k``, ``schema``, ...)."""
     decoded = iter_decoded(model, docs, tokenizer, **options)
     return [row for d in decoded for row in decode_predictions(d.document, d.hts, d.multi_hot, options.get("schema"))]
 

@@ -1,8 +1,5 @@
-"""The DocRE model families: the one registry every list of families is derived from (docs/models.md).
-
-A family's module is imported only when its class is needed: this file is shipped with every saved model
-(``configuration_docre`` imports it) for transformers' remote-code loader, and imports only the standard library.
-"""
+"""The DocRE model families: the one registry every list of families is derived from (docs/models.md). Shipped
+with every saved model (remote code): imports only the standard library, a family's module only when needed."""
 
 from __future__ import annotations
 
@@ -14,11 +11,10 @@ from typing import Any
 
 
 class HeadSettings:
-    """Base of the families' settings dataclasses (subclasses are ``@dataclass``es with a default for every field);
-    :meth:`resolve` fills in the defaults that depend on the encoder, so that a saved config lists every value."""
+    """Base of the families' settings dataclasses (a default for every field); :meth:`resolve` fills in the
+    defaults that depend on the encoder (``config``: the ``DocREConfig``), so that a saved config lists every value."""
 
     def resolve(self, config: Any) -> HeadSettings:
-        """These settings with the encoder-dependent defaults filled in (``config``: the ``DocREConfig``)."""
         return self
 
 
@@ -106,8 +102,7 @@ HEAD_TYPES: KeysView[str] = _FAMILIES.keys()
 # ---------------------------------------------------------------------- the families' settings
 
 
-#: ``adaptive_focal_loss`` weights of a positive term: the released KD-DocRE code's ``1 + (1 - p) ** gamma``
-#: (its ``losses.py``), or the paper's focal ``(1 - p) ** gamma``.
+#: ``adaptive_focal_loss`` weights of a positive term (:func:`~.losses_kd_docunet.adaptive_focal_loss`).
 AFL_WEIGHTS = ("released", "paper")
 
 
@@ -138,8 +133,8 @@ class KDDocREHeadConfig(HeadSettings):
         return self if self.pair_dim is not None else dataclasses.replace(self, pair_dim=int(config.hidden_size))
 
 
-#: DocuNet's input maps. ``context``: a linear projection of the pair's localized context vector (DocuNet's
-#: default); ``similarity``: dot product, cosine and bilinear similarity of the two entity embeddings.
+#: DocuNet's input maps: a projection of the pair's localized context (DocuNet's default), or the entity
+#: embeddings' dot product, cosine and bilinear similarity.
 CHANNEL_TYPES = ("context", "similarity")
 
 
