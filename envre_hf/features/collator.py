@@ -15,7 +15,6 @@ class DocRECollator:
     ``tokenizer``: a tokenizer or the pad id itself."""
 
     tokenizer: Any = None
-    pad_to_multiple_of: int | None = None
     #: Width of the label rows, used for documents without pairs (fewer than two entities).
     num_labels: int = 97
 
@@ -30,8 +29,6 @@ class DocRECollator:
         if not features:
             raise ValueError("DocRECollator got an empty batch")
         length = max(len(f["input_ids"]) for f in features)
-        if self.pad_to_multiple_of:
-            length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
         input_ids = torch.full((len(features), length), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros((len(features), length), dtype=torch.long)
         for i, f in enumerate(features):

@@ -129,10 +129,8 @@ def featurize_document(
     """Encoder inputs of one document: ``input_ids``, ``entity_pos`` (per entity its mentions' ``(start marker,
     one past the end marker)`` in ``input_ids``), ``hts`` (all ordered pairs, row-major), ``labels`` (n_pairs x
     num_labels multi-hot, class 0 = none; None unlabelled), ``doc_key`` and ``dropped_mentions`` (lost to the cap).
-
-    ``align_with``: the same document renamed (a twin, or a twin's original): a mention is kept only when it fits
-    under ``max_seq_length`` in both texts, so that twins keep the same mentions (EVRT compares them row by row).
-    """
+    ``align_with``: the same document renamed: a mention is kept only when it fits under ``max_seq_length`` in both
+    texts, so that twins keep the same mentions (EVRT compares them row by row)."""
     schema = schema if schema is not None else docred_schema()
     if doc.num_entities < 1:
         logger.warning("document %r has no entities: it yields no entity pairs", doc.key)

@@ -1,8 +1,5 @@
-"""Stage 3: DocRE models as transformers ``PreTrainedModel``s.
-
-``import envre_hf.models`` registers the ``docre`` model type and the ``document-relation-extraction`` pipeline
-with transformers (:mod:`envre_hf.models.auto`); saved models also carry their code for users without envre-hf.
-"""
+"""Stage 3: DocRE models as transformers ``PreTrainedModel``s; importing it registers the ``docre`` model type and
+the ``document-relation-extraction`` pipeline with transformers (:mod:`envre_hf.models.auto`)."""
 
 from .auto import DocREModel, register
 from .configuration_docre import DocREConfig, encoder_window, portable_name

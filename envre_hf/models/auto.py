@@ -35,8 +35,6 @@ class DocREModel:
     def _from_config(cls, config: Any, **kwargs: Any) -> Any:
         return head_class(config.head_type)._from_config(config, **kwargs)
 
-    from_config = _from_config
-
     @classmethod
     def from_encoder_pretrained(cls, encoder_name_or_path: str, **head: Any) -> Any:
         """Like ``DocREPreTrainedModel.from_encoder_pretrained``, for any ``head_type``."""

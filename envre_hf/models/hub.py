@@ -40,10 +40,9 @@ def model_card(
     model_name: str | None = None,
     tags: list[str] | None = None,
 ) -> str:
-    """The README.md text: YAML metadata (``model-index`` included), then encoder, head, data, EVRT, scores, usage;
-    never a local absolute path. ``training_data``: Hub ids also go into the metadata. ``scores``: evaluation set
-    name -> ``{metric: fraction}`` (e.g. ``DocREScores.to_dict()``); ``eval_datasets``: set name -> Hub id;
-    ``evrt``: the EVRT training settings to list."""
+    """The README.md text (YAML metadata with ``model-index``, then encoder, head, data, EVRT, scores, usage), never
+    a local absolute path. ``scores``: set name -> ``{metric: fraction}`` (``DocREScores.to_dict()``);
+    ``eval_datasets``: set name -> Hub id; ``evrt``: the EVRT training settings to list."""
     config = model.config
     datasets = [training_data] if isinstance(training_data, str) else list(training_data or [])
     datasets = [portable_name(d) for d in datasets]  # a Hub id stays, a local path becomes a folder name

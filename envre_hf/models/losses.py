@@ -1,8 +1,5 @@
-"""Pair classification losses with a learned threshold / none class (class 0).
-
-Both losses score every relation against class 0 of the same pair, so one model decodes with
-"r holds when logit_r > logit_0" whichever loss trained it.
-"""
+"""Pair classification losses scoring every relation against class 0 (a learned threshold / none class) of the
+same pair, so one model decodes with "r holds when logit_r > logit_0" whichever loss trained it."""
 
 from __future__ import annotations
 
@@ -48,10 +45,8 @@ def none_class_ranking_loss(
     eps: float = 1e-8,
 ) -> torch.Tensor:
     """NCRL (Zhou & Lee, IJCAI 2022), summed over classes and averaged over pairs: a binary log-loss on
-    ``sigmoid(logit_r - logit_0)`` per relation, negatives' probabilities shifted down by ``margin_shift`` so that
-    confidently rejected ones stop counting (DocRED's class imbalance); the none class's margin over the mean
-    relation logit gets the same loss (target: no relation; weight ``none_weight``).
-    """
+    ``sigmoid(logit_r - logit_0)`` per relation, negatives' probabilities shifted down by ``margin_shift``; the none
+    class's margin over the mean relation logit gets the same loss (target: no relation; weight ``none_weight``)."""
     logits = logits.float()
     labels = labels.float()
     loss = _binary_log_terms(threshold_margins(logits), labels[:, 1:], margin_shift, eps).sum()

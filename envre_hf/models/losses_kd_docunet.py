@@ -23,12 +23,9 @@ def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
 def adaptive_focal_loss(
     logits: torch.Tensor, labels: torch.Tensor, gamma: float = 1.0, weight: str = "released"
 ) -> torch.Tensor:
-    """KD-DocRE's adaptive focal loss, averaged over pairs; ``labels``: multi-hot (pairs x classes), class 0 ignored.
-
-    Per positive relation ``-w * log p``, ``p = softmax([logit_r, logit_0])[0]``, ``w = 1 + (1 - p) ** gamma``
-    (``weight="released"``: hard positives count up to twice) or ``(1 - p) ** gamma`` (``"paper"``); plus
-    ``-log softmax(logit_0 over {0} + negative relations)``, which pushes the threshold above every negative.
-    """
+    """KD-DocRE's adaptive focal loss, averaged over pairs (``labels``: multi-hot, class 0 ignored): per positive
+    relation ``-w * log p``, ``p = softmax([logit_r, logit_0])[0]``, ``w = 1 + (1 - p) ** gamma`` (``"released"``
+    code) or ``(1 - p) ** gamma`` (``"paper"``); plus ``-log softmax(logit_0 over {0} + negative relations)``."""
     if weight not in AFL_WEIGHTS:
         raise ValueError(f"afl weight must be one of {AFL_WEIGHTS}, got {weight!r}")
     _check(logits, labels)

@@ -1,7 +1,5 @@
-"""Shared base of the DocRE model families: long-input encoding, mention pooling, pair gathering.
-
-Shipped with saved models (remote code): imports only torch, transformers and sibling modules.
-"""
+"""Shared base of the DocRE model families: long-input encoding, mention pooling, pair gathering. Shipped with
+saved models (remote code): imports only torch, transformers and sibling modules."""
 
 from __future__ import annotations
 
@@ -312,9 +310,8 @@ class DocREPreTrainedModel(PreTrainedModel):
     def from_encoder_pretrained(
         cls, encoder_name_or_path: str, *, encoder_kwargs: dict[str, Any] | None = None, **head: Any
     ) -> DocREPreTrainedModel:
-        """A new model (head randomly initialised) on the encoder ``encoder_name_or_path``; ``head``:
-        :class:`DocREConfig` settings. ``encoder_kwargs`` go to the encoder's ``from_pretrained`` (safetensors only, unless they say
-        ``use_safetensors=False`` for an encoder you trust)."""
+        """A new model (head randomly initialised) on the encoder ``encoder_name_or_path``; ``head``: :class:`DocREConfig`
+        settings; ``encoder_kwargs``: for the encoder's ``from_pretrained`` (safetensors unless they say otherwise)."""
         encoder_kwargs = {"use_safetensors": True, **(encoder_kwargs or {})}
         encoder = AutoModel.from_pretrained(encoder_name_or_path, attn_implementation="eager", **encoder_kwargs)
         if "head_type" not in head:
