@@ -10,9 +10,8 @@ import torch
 
 @dataclass
 class DocRECollator:
-    """Pads ``input_ids`` (B x L, with ``attention_mask``) and concatenates the pair labels (sum_pairs x num_labels,
-    only when every document is labelled); ``entity_pos``, ``hts`` and ``doc_keys`` stay lists, one per document.
-    ``tokenizer``: a tokenizer or the pad id itself."""
+    """Pads ``input_ids`` (B x L, with ``attention_mask``; ``tokenizer``: a tokenizer or the pad id) and concatenates
+    the pair labels (sum_pairs x num_labels, when every document is labelled); other fields stay per-document lists."""
 
     tokenizer: Any = None
     #: Width of the label rows, used for documents without pairs (fewer than two entities).

@@ -1,6 +1,5 @@
-"""``DocREConfig``: one configuration class for every DocRE model family, the encoder's kept whole as a sub-config
-(a saved model rebuilds its encoder without downloading anything). Shipped with every saved model (remote code):
-imports only transformers and siblings."""
+"""``DocREConfig``: one configuration class for every DocRE family, the encoder's kept whole as a sub-config. Shipped
+with every saved model (remote code): imports only transformers and siblings."""
 
 from __future__ import annotations
 

@@ -71,8 +71,7 @@ def pool_entities(
     sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[EntityPos]
 ) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     """Batch-flat entity embeddings (E x H, logsumexp over mentions) and attentions (E x heads x L, mean) from
-    :meth:`~DocREPreTrainedModel.encode`'s outputs. Entities without any mention (after ``max_seq_length``
-    truncation) get zeros."""
+    :meth:`~DocREPreTrainedModel.encode`'s outputs; entities left without mentions (``max_seq_length``) get zeros."""
     idx = mention_index(entity_pos, sequence_output.device)
     n_entities = sum(idx.entities_per_doc)
     hidden = sequence_output.size(-1)

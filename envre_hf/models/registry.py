@@ -108,9 +108,8 @@ AFL_WEIGHTS = ("released", "paper")
 
 @dataclass
 class KDDocREHeadConfig(HeadSettings):
-    """KD-DocRE settings (docs/models.md). ``pair_dim``: width of the pair matrix (None: the encoder's hidden size,
-    as in KD-DocRE). ``axial_layers``: KD-DocRE uses 6 on BERT-base; 2 already give two-hop paths at a third of the
-    cost. ``afl_weight``: one of :data:`AFL_WEIGHTS`."""
+    """KD-DocRE settings (docs/models.md). ``pair_dim``: width of the pair matrix (None: the encoder's hidden size);
+    ``axial_layers``: KD-DocRE uses 6 on BERT-base, 2 already give two-hop paths at a third of the cost."""
 
     pair_dim: int | None = None
     axial_layers: int = 2
@@ -140,9 +139,8 @@ CHANNEL_TYPES = ("context", "similarity")
 
 @dataclass
 class DocuNetHeadConfig(HeadSettings):
-    """DocuNet settings (docs/models.md; DocuNet: 3 input and 256 output channels). ``unet_in_channels``: those of
-    the ``context`` map (``similarity`` always has 3); ``unet_base_channels``: width of the first U-Net level,
-    doubled at each of the ``unet_depth`` poolings."""
+    """DocuNet settings (docs/models.md). ``unet_in_channels``: those of the ``context`` map (``similarity`` has 3);
+    ``unet_base_channels``: width of the first U-Net level, doubled at each of the ``unet_depth`` poolings."""
 
     channel_type: str = "context"
     unet_in_channels: int = 3
