@@ -95,7 +95,7 @@ def _failure_kind(exc: Exception, httpx: Any) -> str:
 
 class CachedJSONClient:
     """GET/POST JSON requests with retries (:class:`~envre_hf.http.RetryPolicy`) and the on-disk reply cache
-    (``cache_dir/responses.sqlite``, or an open ``cache``), sent through the bounded transport of the Hub
+    (``cache_dir/responses.sqlite``), sent through the bounded transport of the Hub
     (:func:`~envre_hf.hub_client.bounded_client`). ``timeout`` and ``max_retries`` override ``bounds``
     (default :meth:`~envre_hf.http.NetworkBounds.from_env`); ``user_agent`` defaults to ``$ENVRE_USER_AGENT``.
     """
@@ -108,18 +108,14 @@ class CachedJSONClient:
         timeout: float | None = None,
         max_retries: int | None = None,
         backoff_factor: float = 1.0,
-        max_backoff: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
-        cache: ResponseCache | None = None,
         bounds: NetworkBounds | None = None,
     ):
         self.user_agent = user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
         overrides = {"connect_timeout": timeout, "read_timeout": timeout, "max_retries": max_retries}
         self.bounds = replace(bounds or NetworkBounds.from_env(), **{k: v for k, v in overrides.items() if v is not None})
-        self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=max_backoff, sleep=sleep)
-        if cache is None and cache_dir is not None:
-            cache = ResponseCache.in_folder(cache_dir)
-        self.cache = cache
+        self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=120.0, sleep=sleep)
+        self.cache = ResponseCache.in_folder(cache_dir) if cache_dir is not None else None
         self.stats = RequestStats()
         self._session: Any = None
 
@@ -298,9 +294,9 @@ class WikidataHTTPKB(KnowledgeBase):
     """The :class:`KnowledgeBase` on Wikidata's public endpoints, or a mirror at other base URLs (docs/kb.md).
 
     ``cache_dir`` holds the reply cache (``None``: none, not recommended); ``maxlag`` goes with every action API
-    call; ``search_limit`` hits are asked per name (the first is used); step 3 fetches ``sparql_page_size`` rows a
-    page, at most ``max_candidates`` per (type, min_names); ``count_incoming`` adds the statements of other items
-    whose main value is the item to its popularity (one SPARQL query per item).
+    call; step 3 fetches ``sparql_page_size`` rows a page, at most ``max_candidates`` per (type, min_names);
+    ``count_incoming`` adds the statements of other items whose main value is the item to its popularity (one
+    SPARQL query per item).
     """
 
     name = "wikidata-http"
@@ -317,7 +313,6 @@ class WikidataHTTPKB(KnowledgeBase):
         backoff_factor: float = 1.0,
         maxlag: int | None = 5,
         language: str = "en",
-        search_limit: int = 1,
         sparql_page_size: int = 1000,
         max_candidates: int = 10_000,
         count_incoming: bool = False,
@@ -329,7 +324,6 @@ class WikidataHTTPKB(KnowledgeBase):
         self.public_api_url, self.public_sparql_url = redact_url(api_url), redact_url(sparql_url)
         self.maxlag = maxlag
         self.language = language
-        self.search_limit = max(1, int(search_limit))
         self.sparql_page_size = max(1, int(sparql_page_size))
         self.max_candidates = max(0, int(max_candidates))
         self.count_incoming = count_incoming
@@ -381,7 +375,7 @@ class WikidataHTTPKB(KnowledgeBase):
                 "language": self.language,
                 "uselang": self.language,
                 "type": "item",
-                "limit": self.search_limit,
+                "limit": 1,  # only the first hit is used
             },
             check=lambda reply: None if isinstance(reply.get("search"), list) else "no 'search' list",
         )
