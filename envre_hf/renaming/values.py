@@ -11,7 +11,7 @@ import random
 import re
 from calendar import isleap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .forms import NO_NOUN, counted_noun, is_count_of_one, is_one, pluralize, with_case
 
@@ -152,21 +152,18 @@ class ValueRename:
     fine_type: str
 
 
+@dataclass
 class _PieceMap:
     """Per-entity injective map of pieces (``(kind, text)`` -> new text); ``year_shift`` moves every year by it
     and decades by it rounded to ten, instead of random draws."""
 
-    def __init__(
-        self, rng: random.Random, time: bool, year_shift: int | None = None, keep_month_day: bool = False,
-        percent: bool = False,
-    ):
-        self.rng = rng
-        self.time = time
-        self.year_shift = year_shift
-        self.keep_month_day = keep_month_day
-        self.percent = percent
-        self.map: dict[tuple[str, str], str] = {}
-        self.used: dict[str, set[str]] = {}
+    rng: random.Random
+    time: bool
+    year_shift: int | None = None
+    percent: bool = False
+    keep_month_day: bool = False
+    map: dict[tuple[str, str], str] = field(default_factory=dict)
+    used: dict[str, set[str]] = field(default_factory=dict)
 
     def year(self, text: str) -> str | None:
         if self.year_shift is None:
