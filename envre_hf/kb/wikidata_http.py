@@ -261,11 +261,9 @@ def _sparql_error(payload: Any) -> str | None:
 
 
 def candidates_query(type_id: str, min_names: int, language: str, limit: int, offset: int) -> str:
-    """The SPARQL text of one page of step 3 (items of ``type_id`` with >= ``min_names`` names)."""
-    if not is_item_id(type_id):
-        raise ValueError(f"not a Wikidata item id: {type_id!r}")
+    """The SPARQL text of one page of step 3 (items of item ``type_id`` with >= ``min_names`` names)."""
     return f"""{SPARQL_PREFIXES}SELECT ?item (COUNT(DISTINCT ?name) AS ?names) WHERE {{
-  ?item wdt:P31 wd:{type_id} .
+  ?item wdt:P31 wd:Q{item_number(type_id)} .
   {{ ?item rdfs:label ?name }} UNION {{ ?item skos:altLabel ?name }}
   FILTER(LANG(?name) = "{language}")
 }}
@@ -277,15 +275,14 @@ LIMIT {int(limit)} OFFSET {int(offset)}
 
 
 def incoming_query(item_id: str) -> str:
-    """SPARQL counting the statements of other items whose main value is ``item_id``."""
-    if not is_item_id(item_id):
-        raise ValueError(f"not a Wikidata item id: {item_id!r}")
+    """SPARQL counting the statements of other items whose main value is ``item_id`` (an item id)."""
+    item = f"wd:Q{item_number(item_id)}"
     return f"""{SPARQL_PREFIXES}SELECT (COUNT(?statement) AS ?n) WHERE {{
-  ?statement ?ps wd:{item_id} .
+  ?statement ?ps {item} .
   ?property wikibase:statementProperty ?ps .
   ?subject ?p ?statement .
   ?property wikibase:claim ?p .
-  FILTER(?subject != wd:{item_id})
+  FILTER(?subject != {item})
 }}
 """
 
