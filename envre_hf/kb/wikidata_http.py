@@ -95,7 +95,7 @@ def _failure_kind(exc: Exception, httpx: Any) -> str:
 
 class CachedJSONClient:
     """GET/POST JSON requests with retries (:class:`~envre_hf.http.RetryPolicy`) and the on-disk reply cache
-    (``cache_dir/responses.sqlite``), sent through the bounded transport of the Hub
+    (``cache_dir/responses.sqlite``, or an open ``cache``), sent through the bounded transport of the Hub
     (:func:`~envre_hf.hub_client.bounded_client`). ``timeout`` and ``max_retries`` override ``bounds``
     (default :meth:`~envre_hf.http.NetworkBounds.from_env`); ``user_agent`` defaults to ``$ENVRE_USER_AGENT``.
     """
@@ -109,13 +109,16 @@ class CachedJSONClient:
         max_retries: int | None = None,
         backoff_factor: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
+        cache: ResponseCache | None = None,
         bounds: NetworkBounds | None = None,
     ):
         self.user_agent = user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
         overrides = {"connect_timeout": timeout, "read_timeout": timeout, "max_retries": max_retries}
         self.bounds = replace(bounds or NetworkBounds.from_env(), **{k: v for k, v in overrides.items() if v is not None})
         self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=120.0, sleep=sleep)
-        self.cache = ResponseCache.in_folder(cache_dir) if cache_dir is not None else None
+        if cache is None and cache_dir is not None:
+            cache = ResponseCache.in_folder(cache_dir)
+        self.cache = cache
         self.stats = RequestStats()
         self._session: Any = None
 
