@@ -1,6 +1,6 @@
 """Stage 2: knowledge bases the renaming pipeline links, types and draws replacement names from."""
 
-from .base import Candidate, KnowledgeBase, KnowledgeBaseError, distinct_names
+from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import PrecomputedLinks, names_by_frequency
 from .wikidata_dump import IndexStats, WikidataDumpKB, index_dump
 from .wikidata_http import WikidataHTTPKB
@@ -13,7 +13,6 @@ __all__ = [
     "PrecomputedLinks",
     "WikidataDumpKB",
     "WikidataHTTPKB",
-    "distinct_names",
     "index_dump",
     "names_by_frequency",
 ]

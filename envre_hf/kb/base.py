@@ -53,14 +53,6 @@ def clean_names(names: Iterable[object]) -> list[str]:
     return [name for name in dict.fromkeys(clean_name(n) for n in names) if name]
 
 
-def distinct_names(label: str | None, aliases: list[str] | tuple[str, ...]) -> list[str]:
-    """Label first, then aliases, cleaned (:func:`clean_name`), without duplicates or empty strings (the order
-    is part of the KB snapshot)."""
-    out = [label] if label else []
-    out.extend(aliases)
-    return clean_names(out)
-
-
 def _cleaned(names: Callable[..., list[str]]) -> Callable[..., list[str]]:
     @functools.wraps(names)
     def wrapper(self: "KnowledgeBase", item_id: str) -> list[str]:

@@ -1,11 +1,5 @@
-"""CorpusKB: a fully offline knowledge base built from the entities of a DocRED-format corpus.
-
-Items are the entities of a *pool* of documents (``"corpus:<doc key>#<entity index>"``), named by their
-mentions' distinct token forms, most frequent first; the fine-grained type is the coarse type plus the
-entity's relation roles in its document (``"PER|h:P569|t:P50"``), so a candidate plays at least the same
-roles (``exact``), or roles are dropped least common first (``relaxed:...``), down to any pool entity of the
-coarse type (``relaxed:coarse type fallback``). Pool entities whose name contradicts their type stay
-linkable but are never offered (:func:`evident_kind`). See docs/renaming.md.
+"""CorpusKB: an offline knowledge base of a pool of DocRED-format documents, typed by relation roles
+(docs/renaming.md#corpus-kb); pool entities whose name contradicts their type are never offered (:func:`evident_kind`).
 """
 
 from __future__ import annotations

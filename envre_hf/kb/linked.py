@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from ..documents import Document, Entity
 from .base import Candidate, KnowledgeBase
@@ -32,6 +33,15 @@ def names_by_frequency(entity: Entity) -> list[str]:
 def is_rule_based(entity: Entity) -> bool:
     """True for NUM/TIME entities (not linked: their new values come from rules)."""
     return entity.type in RULE_BASED_TYPES
+
+
+def link_by_name(doc: Document, entity_index: int, lookup: Callable[[str], str | None]) -> str | None:
+    """Step 1 by name, as the Wikidata backends do it: the first item ``lookup`` finds for the entity's names,
+    most frequent first; NUM/TIME entities are never linked."""
+    entity = doc.entities[entity_index]
+    if is_rule_based(entity):
+        return None
+    return next((item for item in map(lookup, names_by_frequency(entity)) if item is not None), None)
 
 
 class PrecomputedLinks(KnowledgeBase):

@@ -1,9 +1,7 @@
 """A Wikidata JSON dump streamed into an SQLite index, and the knowledge base that reads it.
 
-:func:`index_dump` reads the dump (``[``, one entity per line, ``]``) line by line in constant memory and
-keeps, per item, the English label and aliases, P31 types, demonyms and popularity (its own statements plus
-those whose main value it is). Each batch commits with the dump offset it reached, so a resumed run ends with
-exactly the index an uninterrupted one builds. :class:`WikidataDumpKB` answers the renaming steps from it.
+Each batch commits with the dump offset it reached, so a resumed :func:`index_dump` ends with exactly the index an
+uninterrupted one builds (docs/kb.md).
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..documents import Document
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
-from .linked import is_rule_based, names_by_frequency, normalize_item_id
+from .linked import link_by_name, normalize_item_id
 from .wikidata_json import EntityRecord, item_number, parse_entity
 
 #: Bumped when the index layout changes (an index of another version must be rebuilt).
@@ -372,14 +370,7 @@ class WikidataDumpKB(KnowledgeBase):
         return f"Q{rows[0][0]}" if rows else None
 
     def link(self, doc: Document, entity_index: int) -> str | None:
-        entity = doc.entities[entity_index]
-        if is_rule_based(entity):
-            return None
-        for name in names_by_frequency(entity):
-            item = self.item_for_name(name)
-            if item is not None:
-                return item
-        return None
+        return link_by_name(doc, entity_index, self.item_for_name)
 
     @staticmethod
     def _number(item_id: str) -> int | None:

@@ -1,22 +1,6 @@
-"""Wikidata over HTTP: the action API for linking and entity data, the query service for step 3.
-
-* step 1 :meth:`WikidataHTTPKB.link` - ``wbsearchentities`` (English, items) for the entity's
-  mention names, most frequent first; the first hit wins. NUM/TIME entities are not linked.
-* step 2 :meth:`~WikidataHTTPKB.types` and :meth:`~WikidataHTTPKB.names` - ``wbgetentities``
-  (labels, aliases, claims in English), at most 50 ids per request (:meth:`~WikidataHTTPKB.prefetch`
-  batches many items).
-* step 3 :meth:`~WikidataHTTPKB.candidates` - a SPARQL query: items ``?x wdt:P31 wd:<type>`` with at
-  least N distinct English names (label + aliases), ordered by item URI and fetched page by page
-  (LIMIT/OFFSET); the client then orders them by numeric id, like the dump backend.
-* :meth:`~WikidataHTTPKB.popularity` - the number of statements of the item (its claims); with
-  ``count_incoming=True`` plus the statements of *other* items whose main value is the item
-  (one extra SPARQL query per item), which is what the dump backend counts.
-
-Every request goes through :class:`CachedJSONClient` (User-Agent, ``maxlag``, retries with backoff,
-``Retry-After``, SQLite cache): with the same ``cache_dir`` a rebuild sends no request at all, which also
-freezes the snapshot of a live, changing Wikidata. A failed request
-(:class:`~envre_hf.http.HTTPRequestError`) reaches the caller as :class:`KnowledgeBaseError`.
-"""
+"""Wikidata over HTTP: ``wbsearchentities`` links (step 1), ``wbgetentities`` gives types and names (at most 50 ids
+a request), a paged SPARQL query the candidates of step 3; every request goes through :class:`CachedJSONClient`,
+whose reply cache also freezes the snapshot of a live Wikidata (docs/kb.md)."""
 
 from __future__ import annotations
 
@@ -50,7 +34,7 @@ from ..http import (
 from ..hub_client import bounded_client
 from ..version import __version__
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
-from .linked import is_rule_based, names_by_frequency, normalize_item_id
+from .linked import link_by_name, normalize_item_id
 from .wikidata_json import EntityRecord, is_item_id, item_number, parse_entity
 
 WIKIDATA_API_URL = "https://www.wikidata.org/w/api.php"
@@ -110,16 +94,10 @@ def _failure_kind(exc: Exception, httpx: Any) -> str:
 
 
 class CachedJSONClient:
-    """GET/POST JSON requests with retries (:class:`~envre_hf.http.RetryPolicy`) and the on-disk reply cache, sent
-    through the bounded transport of the Hub and the ICL endpoint (:func:`~envre_hf.hub_client.bounded_client`).
-
-    Args:
-        cache_dir: folder of the SQLite cache (``responses.sqlite``); ``None`` disables caching.
-        user_agent: sent on every request (default: ``$ENVRE_USER_AGENT``, else :data:`DEFAULT_USER_AGENT`).
-        timeout: seconds to wait for the connection and for each read; ``max_retries``: retries after the first
-            attempt (both override ``bounds``, default :meth:`~envre_hf.http.NetworkBounds.from_env`).
-        backoff_factor, max_backoff, sleep: the retry waits in seconds (see ``RetryPolicy``).
-        cache: an open :class:`~envre_hf.http.ResponseCache` to use instead of ``cache_dir``'s.
+    """GET/POST JSON requests with retries (:class:`~envre_hf.http.RetryPolicy`) and the on-disk reply cache
+    (``cache_dir/responses.sqlite``, or an open ``cache``), sent through the bounded transport of the Hub
+    (:func:`~envre_hf.hub_client.bounded_client`). ``timeout`` and ``max_retries`` override ``bounds``
+    (default :meth:`~envre_hf.http.NetworkBounds.from_env`); ``user_agent`` defaults to ``$ENVRE_USER_AGENT``.
     """
 
     def __init__(
@@ -130,7 +108,6 @@ class CachedJSONClient:
         timeout: float | None = None,
         max_retries: int | None = None,
         backoff_factor: float = 1.0,
-        max_backoff: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
         cache: ResponseCache | None = None,
         bounds: NetworkBounds | None = None,
@@ -138,7 +115,7 @@ class CachedJSONClient:
         self.user_agent = user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
         overrides = {"connect_timeout": timeout, "read_timeout": timeout, "max_retries": max_retries}
         self.bounds = replace(bounds or NetworkBounds.from_env(), **{k: v for k, v in overrides.items() if v is not None})
-        self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=max_backoff, sleep=sleep)
+        self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=120.0, sleep=sleep)
         if cache is None and cache_dir is not None:
             cache = ResponseCache.in_folder(cache_dir)
         self.cache = cache
@@ -287,11 +264,9 @@ def _sparql_error(payload: Any) -> str | None:
 
 
 def candidates_query(type_id: str, min_names: int, language: str, limit: int, offset: int) -> str:
-    """The SPARQL text of one page of step 3 (items of ``type_id`` with >= ``min_names`` names)."""
-    if not is_item_id(type_id):
-        raise ValueError(f"not a Wikidata item id: {type_id!r}")
+    """The SPARQL text of one page of step 3 (items of item ``type_id`` with >= ``min_names`` names)."""
     return f"""{SPARQL_PREFIXES}SELECT ?item (COUNT(DISTINCT ?name) AS ?names) WHERE {{
-  ?item wdt:P31 wd:{type_id} .
+  ?item wdt:P31 wd:Q{item_number(type_id)} .
   {{ ?item rdfs:label ?name }} UNION {{ ?item skos:altLabel ?name }}
   FILTER(LANG(?name) = "{language}")
 }}
@@ -303,36 +278,25 @@ LIMIT {int(limit)} OFFSET {int(offset)}
 
 
 def incoming_query(item_id: str) -> str:
-    """SPARQL counting the statements of other items whose main value is ``item_id``."""
-    if not is_item_id(item_id):
-        raise ValueError(f"not a Wikidata item id: {item_id!r}")
+    """SPARQL counting the statements of other items whose main value is ``item_id`` (an item id)."""
+    item = f"wd:Q{item_number(item_id)}"
     return f"""{SPARQL_PREFIXES}SELECT (COUNT(?statement) AS ?n) WHERE {{
-  ?statement ?ps wd:{item_id} .
+  ?statement ?ps {item} .
   ?property wikibase:statementProperty ?ps .
   ?subject ?p ?statement .
   ?property wikibase:claim ?p .
-  FILTER(?subject != wd:{item_id})
+  FILTER(?subject != {item})
 }}
 """
 
 
 class WikidataHTTPKB(KnowledgeBase):
-    """The :class:`KnowledgeBase` on Wikidata's public endpoints (or a mirror at other base URLs).
+    """The :class:`KnowledgeBase` on Wikidata's public endpoints, or a mirror at other base URLs (docs/kb.md).
 
-    Args:
-        cache_dir: folder of the persistent reply cache (``None``: no cache, not recommended).
-        api_url: the MediaWiki action API (``.../w/api.php``).
-        sparql_url: the SPARQL endpoint.
-        user_agent: identifies the tool and its operator (default: ``$ENVRE_USER_AGENT`` or the package's).
-        timeout: seconds per connection/read before a retry (default: :class:`~envre_hf.http.NetworkBounds`).
-        max_retries: retries per request after the first attempt (default: the bounds').
-        backoff_factor: exponential backoff base in seconds.
-        maxlag: the action API's ``maxlag`` parameter (Wikimedia asks non-interactive tools for 5).
-        language: language of names (default English).
-        search_limit: hits asked from ``wbsearchentities`` per name (only the first is used).
-        sparql_page_size: rows per SPARQL page in step 3.
-        max_candidates: at most this many candidates per (type, min_names) are fetched.
-        count_incoming: add incoming statements to popularity (one SPARQL query per item).
+    ``cache_dir`` holds the reply cache (``None``: none, not recommended); ``maxlag`` goes with every action API
+    call; step 3 fetches ``sparql_page_size`` rows a page, at most ``max_candidates`` per (type, min_names);
+    ``count_incoming`` adds the statements of other items whose main value is the item to its popularity (one
+    SPARQL query per item).
     """
 
     name = "wikidata-http"
@@ -349,7 +313,6 @@ class WikidataHTTPKB(KnowledgeBase):
         backoff_factor: float = 1.0,
         maxlag: int | None = 5,
         language: str = "en",
-        search_limit: int = 1,
         sparql_page_size: int = 1000,
         max_candidates: int = 10_000,
         count_incoming: bool = False,
@@ -361,7 +324,6 @@ class WikidataHTTPKB(KnowledgeBase):
         self.public_api_url, self.public_sparql_url = redact_url(api_url), redact_url(sparql_url)
         self.maxlag = maxlag
         self.language = language
-        self.search_limit = max(1, int(search_limit))
         self.sparql_page_size = max(1, int(sparql_page_size))
         self.max_candidates = max(0, int(max_candidates))
         self.count_incoming = count_incoming
@@ -413,7 +375,7 @@ class WikidataHTTPKB(KnowledgeBase):
                 "language": self.language,
                 "uselang": self.language,
                 "type": "item",
-                "limit": self.search_limit,
+                "limit": 1,  # only the first hit is used
             },
             check=lambda reply: None if isinstance(reply.get("search"), list) else "no 'search' list",
         )
@@ -459,14 +421,7 @@ class WikidataHTTPKB(KnowledgeBase):
     # ------------------------------------------------------------------ KnowledgeBase
 
     def link(self, doc: Document, entity_index: int) -> str | None:
-        entity = doc.entities[entity_index]
-        if is_rule_based(entity):
-            return None
-        for name in names_by_frequency(entity):
-            hits = self.search(name)
-            if hits:
-                return hits[0]
-        return None
+        return link_by_name(doc, entity_index, lambda name: next(iter(self.search(name)), None))
 
     def types(self, item_id: str) -> list[str]:
         record = self.entity(item_id)

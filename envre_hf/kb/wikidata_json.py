@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .base import distinct_names
+from .base import clean_names
 
 #: "instance of": the property whose values are an item's fine-grained types.
 INSTANCE_OF = "P31"
@@ -83,7 +83,7 @@ def parse_entity(entity: dict, language: str = "en") -> EntityRecord | None:
     aliases_obj = entity.get("aliases") or {}
     alias_list = aliases_obj.get(language, []) if isinstance(aliases_obj, dict) else []
     aliases = [a["value"] for a in alias_list if isinstance(a, dict) and isinstance(a.get("value"), str)]
-    names = distinct_names(label if isinstance(label, str) else None, aliases)
+    names = clean_names([label, *aliases])  # label first (the order is part of the KB snapshot)
 
     claims = entity.get("claims") or {}
     if not isinstance(claims, dict):  # empty claims are serialised as [] in dumps

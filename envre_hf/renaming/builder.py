@@ -71,16 +71,17 @@ class BuildResult:
     seconds: float = 0.0
 
 
-def _difference(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """What differs between two builds' statistics, for the refusal message."""
+def _difference(old: dict[str, Any], source: SourceInfo, seeds: list[int]) -> str:
+    """What differs between the split's statistics and this build, for the refusal message."""
+    kb = {"name": source.kb_name, "snapshot": source.kb_snapshot}
     parts = []
-    if old.get("input", {}).get("sha256") != new["input"]["sha256"]:
-        parts.append(f"input {old.get('input', {}).get('path')!r} -> {new['input']['path']!r}")
-    if old.get("seeds") != new["seeds"]:
-        parts.append(f"seeds {old.get('seeds')} -> {new['seeds']}")
-    if old.get("kb") != new["kb"]:
-        parts.append(f"KB {old.get('kb')} -> {new['kb']}")
-    if old.get("renaming_config") != new["renaming_config"]:
+    if old.get("input", {}).get("sha256") != source.input_sha256:
+        parts.append(f"input {old.get('input', {}).get('path')!r} -> {Path(source.input_path).name!r}")
+    if old.get("seeds") != seeds:
+        parts.append(f"seeds {old.get('seeds')} -> {seeds}")
+    if old.get("kb") != kb:
+        parts.append(f"KB {old.get('kb')} -> {kb}")
+    if old.get("renaming_config") != source.renaming_config:
         parts.append("renaming config")
     return ", ".join(parts) or "renaming config"
 
@@ -90,14 +91,9 @@ def _check_replacement(config: BuildConfig, source: SourceInfo) -> None:
     old = read_statistics(config.output_dir).get(config.split)
     if not old or config.overwrite or old.get("fingerprint") == source.fingerprint(config.seeds):
         return
-    new = {
-        "input": {"path": Path(source.input_path).name, "sha256": source.input_sha256},
-        "seeds": list(config.seeds),
-        "kb": {"name": source.kb_name, "snapshot": source.kb_snapshot},
-        "renaming_config": source.renaming_config,
-    }
+    changed = _difference(old, source, list(config.seeds))
     raise BuildError(
-        f"{config.output_dir} already holds split {config.split!r} built differently ({_difference(old, new)}); "
+        f"{config.output_dir} already holds split {config.split!r} built differently ({changed}); "
         f"pass overwrite=True to replace it, or build into another folder"
     )
 

@@ -18,9 +18,11 @@ _RANGE_WORDS = frozenset({"to", "–", "-", "—", "until", "till", "through"})
 BIRTH, DEATH = "P569", "P570"
 
 
-def _original_tokens(doc: Document) -> tuple[dict[tuple[int, int], list[str]], dict[int, str], set[int]]:
-    """(sentence, position) -> original tokens of each renamed mention starting there; unchanged reasons;
-    renamed entities."""
+def _original_tokens(
+    doc: Document,
+) -> tuple[dict[tuple[int, int], list[str]], dict[tuple[int, int], str], dict[int, str], set[int]]:
+    """(sentence, position) -> original tokens of each renamed mention starting there; the original token at each
+    position of a renamed mention of unchanged length; unchanged reasons; renamed entities."""
     by_new: dict[int, dict[str, str]] = {}
     reasons: dict[int, str] = {}
     for sub in doc.substitutions or []:
@@ -29,24 +31,15 @@ def _original_tokens(doc: Document) -> tuple[dict[tuple[int, int], list[str]], d
         else:
             by_new.setdefault(sub.entity, {})[sub.new_name] = sub.original_name
     originals: dict[tuple[int, int], list[str]] = {}
+    before: dict[tuple[int, int], str] = {}
     for e, names in by_new.items():
         for mention in doc.entities[e].mentions:
             original = names.get(mention.name)
             if original is not None:
-                originals[(mention.sent_id, mention.start)] = tokenize_name(original)
-    return originals, reasons, set(by_new)
-
-
-def _token_maps(doc: Document, originals: dict[tuple[int, int], list[str]]) -> dict[tuple[int, int], str]:
-    """Original token at each position covered by a renamed mention of the same length."""
-    out: dict[tuple[int, int], str] = {}
-    for entity in doc.entities:
-        for mention in entity.mentions:
-            tokens = originals.get((mention.sent_id, mention.start))
-            if tokens is not None and len(tokens) == mention.end - mention.start:
-                for k, token in enumerate(tokens):
-                    out[(mention.sent_id, mention.start + k)] = token
-    return out
+                tokens = originals[(mention.sent_id, mention.start)] = tokenize_name(original)
+                if len(tokens) == mention.end - mention.start:
+                    before.update(((mention.sent_id, mention.start + k), t) for k, t in enumerate(tokens))
+    return originals, before, reasons, set(by_new)
 
 
 def _year(token: str) -> int | None:
@@ -69,8 +62,7 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
     demonym_reasons: Counter[str] = Counter()
     articles = Counter()
     for doc in renamed:
-        originals, reasons, renamed_entities = _original_tokens(doc)
-        before = _token_maps(doc, originals)
+        originals, before, reasons, renamed_entities = _original_tokens(doc)
         # year ranges
         for s, sent in enumerate(doc.sents):
             for i in [k for k, token in enumerate(sent) if len(token) == 4 and token.isdigit()]:

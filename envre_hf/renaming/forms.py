@@ -1,8 +1,5 @@
-"""Surface-form classes of names, the indefinite article a name takes, and grammatical number after a count.
-
-"an American politician" needs a demonym in that slot, "the U.S. Army" an acronym: the pipeline gives each
-original name a new name of the same *hard* form (demonym, acronym, plain); *soft* forms (a leading article,
-a plural after it) are preferred, never required, and a possessive ending is kept (docs/coherence.md).
+"""Surface-form classes of names (demonym, acronym, plain; article, plural, possessive), the indefinite article a
+name takes, and grammatical number after a count (rules ``forms-1``, ``articles-1``, ``num-3`` of docs/coherence.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +99,8 @@ _HELD_LOCKS: set[int] = set()
 
 def _close_inherited_locks() -> None:
     for fd in _HELD_LOCKS:
-        try:
+        with suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
     _HELD_LOCKS.clear()
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..documents import DOCUMENT_FEATURES, Document, Substitution, dataset_to_documents, documents_to_dataset, validate_document
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
+from ..kb.wikidata_json import is_item_id
 from .driver import RenamingDriver
 from .forms import ACRONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
 from .forms import INDEFINITE, is_count_of_one, is_one, pluralize, with_case
@@ -36,7 +37,6 @@ RULES: dict[str, str] = {
 RULE_VERSIONS = " ".join(RULES)
 
 UNCHANGED = "unchanged:"
-_QID = re.compile(r"^Q[1-9][0-9]*$")
 
 
 def is_substituted(sub: Substitution) -> bool:
@@ -243,7 +243,7 @@ class RenamingPipeline:
                              orig_title=doc.title, seed=seed, substitutions=subs)
         for e, choice in choices.items():
             entity = renamed.entities[e]
-            entity.wikidata_id = choice.item_id if choice.item_id and _QID.match(choice.item_id) else None
+            entity.wikidata_id = choice.item_id if is_item_id(choice.item_id) else None
             entity.extra.pop("entity_linking", None)
         report.articles_fixed, report.nouns_pluralized = _agree(doc, renamed, choices)
         leaks = find_leaks(renamed, originals)
@@ -257,14 +257,12 @@ class RenamingPipeline:
     @staticmethod
     def _ordered_names(doc: Document, e: int) -> list[tuple[str, list[str]]]:
         """Distinct names of entity ``e``, most frequent first, each with its first mention's tokens."""
-        counts: dict[str, int] = {}
         first: dict[str, list[str]] = {}
         for mention in doc.entities[e].mentions:
-            counts[mention.name] = counts.get(mention.name, 0) + 1
             if mention.name not in first:
                 first[mention.name] = mention.tokens(doc.sents)
-        order = sorted(first, key=lambda n: -counts[n])  # stable: first appearance breaks ties
-        return [(name, first[name]) for name in order]
+        counts = Counter(mention.name for mention in doc.entities[e].mentions)  # ties: first appearance first
+        return [(name, first[name]) for name, _ in counts.most_common()]
 
     def _choose(
         self,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 import re
+from calendar import isleap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .forms import NO_NOUN, counted_noun, is_count_of_one, is_one, pluralize, with_case
 
@@ -79,10 +80,6 @@ def _feb29(tokens: Sequence[str]) -> bool:
     return False
 
 
-def _leap(year: int) -> bool:
-    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-
-
 def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random, max_shift: int = 30) -> int:
     """One non-zero year offset for all TIME names of a document, within ``max_shift``: no year moves past 2020
     (unless one already is) or below 1000, and with a 29 February leap years stay leap (every date stays valid)."""
@@ -96,7 +93,7 @@ def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random,
     for shift in range(lo, hi + 1):
         if not shift:
             continue
-        if feb29 and any(not _leap(y + shift) for y in feb29 if _leap(y)):
+        if feb29 and any(not isleap(y + shift) for y in feb29 if isleap(y)):
             continue
         choices.append(shift)
     return rng.choice(choices) if choices else rng.choice((-1, 1)) * rng.randint(1, max_shift)
@@ -155,21 +152,18 @@ class ValueRename:
     fine_type: str
 
 
+@dataclass
 class _PieceMap:
     """Per-entity injective map of pieces (``(kind, text)`` -> new text); ``year_shift`` moves every year by it
     and decades by it rounded to ten, instead of random draws."""
 
-    def __init__(
-        self, rng: random.Random, time: bool, year_shift: int | None = None, keep_month_day: bool = False,
-        percent: bool = False,
-    ):
-        self.rng = rng
-        self.time = time
-        self.year_shift = year_shift
-        self.keep_month_day = keep_month_day
-        self.percent = percent
-        self.map: dict[tuple[str, str], str] = {}
-        self.used: dict[str, set[str]] = {}
+    rng: random.Random
+    time: bool
+    year_shift: int | None = None
+    percent: bool = False
+    keep_month_day: bool = False
+    map: dict[tuple[str, str], str] = field(default_factory=dict)
+    used: dict[str, set[str]] = field(default_factory=dict)
 
     def year(self, text: str) -> str | None:
         if self.year_shift is None:
@@ -191,9 +185,7 @@ class _PieceMap:
 
 
 def _is_month(token: str) -> int | None:
-    if token in _MONTH_FULL:
-        return _MONTH_FULL[token]
-    return _MONTH_ABBR.get(token.rstrip("."))
+    return _MONTH_FULL.get(token, _MONTH_ABBR.get(token.rstrip(".")))
 
 
 def _near_month(tokens: Sequence[str], i: int) -> bool:

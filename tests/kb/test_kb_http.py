@@ -12,7 +12,7 @@ import pytest
 from envre_hf.documents import Document, Entity, Mention
 from envre_hf.http import cache_key, parse_retry_after
 from envre_hf.kb import KnowledgeBaseError, PrecomputedLinks, WikidataHTTPKB
-from envre_hf.kb.base import distinct_names
+from envre_hf.kb.base import clean_names
 from kb_fixtures.synthetic import synthetic_entities
 from envre_hf.kb.wikidata_http import MAX_IDS_PER_REQUEST, CachedJSONClient
 from kb_fixtures.fake_wikidata import FakeWikidata, english_names, truthy_p31
@@ -74,7 +74,7 @@ def test_link_types_names_and_request_format(server, items, tmp_path):
     assert kb.link(doc, 1) is None and server.counts["wbsearchentities"] == 1  # TIME: rule-based, no request
     assert kb.link(doc, 2) is None
     assert kb.types(human["id"]) == ["Q5"]
-    assert kb.names(human["id"]) == distinct_names(english_label(human), english_names(human)[1:])
+    assert kb.names(human["id"]) == clean_names([english_label(human), *english_names(human)[1:]])
     assert kb.popularity(human["id"]) == sum(len(v) for v in human["claims"].values())
     for request in server.requests:
         assert request.headers["User-Agent"] == UA
