@@ -1,11 +1,9 @@
 """Word attributions of relational facts: which words of a document make a DocRE model predict (h, t, r)?
 
-The score of a fact is the threshold margin ``logit_r - logit_0`` (r is predicted exactly when it is positive,
-in every family). Attributions are integrated gradients over the input word-piece embeddings (or gradient x
-input), summed to DocRED tokens. The ``"shared"`` IG backend runs one batched forward of all interpolation
-points for every fact of a document (only the backward is per fact); ``"captum"`` is Captum's
-``IntegratedGradients``, the maintained reference at about twice the cost (docs/attribution.md). Long documents
-go through the model's own windows, so a word piece in two windows gets the sum of its gradients.
+The score of a fact is the threshold margin ``logit_r - logit_0`` (r is predicted exactly when it is positive).
+Attributions are integrated gradients (one batched forward of all interpolation points serves every fact of a
+document; only the backward is per fact) or gradient x input over the input word-piece embeddings, summed to
+DocRED tokens. Long documents go through the model's own windows. See docs/attribution.md.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from ..documents.schema import Document
 from ..features.featurize import DEFAULT_MARKER, _marked_words, featurize_document
 
 METHODS = ("ig", "grad_x_input")
-BACKENDS = ("shared", "captum")
 BASELINES = ("zero", "pad")
 DTYPES = ("float32", "bfloat16")
 
@@ -40,7 +37,6 @@ class AttributionConfig:
     method: str = "ig"
     steps: int = 10
     baseline: str = "zero"
-    backend: str = "shared"
     step_batch: int | None = None
     dtype: str = "float32"
     marker: str = DEFAULT_MARKER
@@ -48,7 +44,6 @@ class AttributionConfig:
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("method", self.method, METHODS),
-            ("backend", self.backend, BACKENDS),
             ("baseline", self.baseline, BASELINES),
             ("dtype", self.dtype, DTYPES),
         ):
@@ -60,7 +55,8 @@ class AttributionConfig:
             raise ValueError(f"AttributionConfig.step_batch must be >= 1, got {self.step_batch}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # "backend" as run folders recorded it before the Captum option went: they still resume
+        return {**asdict(self), "backend": "shared"}
 
 
 @dataclass
@@ -272,8 +268,6 @@ class DocumentAttributor:
                 ends = fact_scores(self.model, prep, torch.stack([x, b])).double()
             if self.config.method == "grad_x_input":
                 pieces = self._grad_x_input(prep, x, b)
-            elif self.config.backend == "captum":
-                pieces = self._ig_captum(prep, x, b)
             else:
                 pieces = self._ig_shared(prep, x, b)
         pieces = pieces.double()
@@ -324,23 +318,3 @@ class DocumentAttributor:
             (g,) = torch.autograd.grad(scores[:, f].sum(), embeds, retain_graph=f < n - 1)
             grads.append(g)
         return torch.stack(grads)
-
-    def _ig_captum(self, prep: _Prepared, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        try:
-            from captum.attr import IntegratedGradients
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            raise ImportError("the captum backend needs Captum: pip install 'envre-hf[attribution]'") from err
-
-        ig = IntegratedGradients(lambda embeds: fact_scores(self.model, prep, embeds))
-        pieces = []
-        for f in range(len(prep.facts)):
-            attr = ig.attribute(
-                x.unsqueeze(0),
-                baselines=b.unsqueeze(0),
-                target=f,
-                n_steps=self.config.steps,
-                method="gausslegendre",
-                internal_batch_size=self.config.step_batch or self.config.steps,
-            )
-            pieces.append(attr[0].sum(-1))
-        return torch.stack(pieces)
