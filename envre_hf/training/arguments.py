@@ -24,25 +24,13 @@ TWIN_SOURCES = ("on_the_fly", "prebuilt")
 EVRT_TWINS = ("fixed", "fresh")
 
 
-def _has_accelerator() -> bool:
-    import torch
-
-    mps = getattr(torch.backends, "mps", None)
-    xpu = getattr(torch, "xpu", None)
-    return bool(
-        torch.cuda.is_available()
-        or (mps is not None and mps.is_available())
-        or (xpu is not None and xpu.is_available())
-    )
-
-
 @dataclass
 class EVRTTrainingArguments(TrainingArguments):
     """Training arguments for DocRE models with optional EVRT.
 
     With ``evrt=False`` the trainer is a plain DocRE trainer (the vanilla baseline). Defaults
     differing from ``TrainingArguments``: ``remove_unused_columns=False`` (paired examples are nested
-    dicts the column filter would drop) and ``use_cpu=True`` on machines without CUDA/MPS/XPU.
+    dicts the column filter would drop) and ``use_cpu=True`` on machines without an accelerator.
     """
 
     evrt: bool = field(
@@ -153,7 +141,9 @@ class EVRTTrainingArguments(TrainingArguments):
     def __post_init__(self) -> None:
         if self.evrt_preset:
             self._apply_preset()
-        if not self.use_cpu and not _has_accelerator():
+        import torch
+
+        if not self.use_cpu and not torch.accelerator.is_available():
             # Without an accelerator, train on the CPU explicitly: this makes bf16 autocast legal on CPU and
             # makes CPU processes launched by torchrun/accelerate join a gloo process group.
             self.use_cpu = True
