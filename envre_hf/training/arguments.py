@@ -1,10 +1,5 @@
-"""``EVRTTrainingArguments``: ``TrainingArguments`` plus the switches of entity-variation robust training.
-
-The objective (see :class:`envre_hf.training.trainer.EVRTTrainer`) is
-``L = L_clo + L_clp + evrt_alpha * L_rcr + evrt_beta * L_pcr``; ``evrt_losses`` picks which of the three
-EVRT terms are on (any subset of ``clp``, ``rcr``, ``pcr``), so every row of the paper's ablation
-(Table 8) is one command line. ``L_clo`` (the model's loss on the originals) is always on.
-"""
+"""``EVRTTrainingArguments``: ``TrainingArguments`` plus the switches of entity-variation robust training
+(``L = L_clo + L_clp + evrt_alpha * L_rcr + evrt_beta * L_pcr``; ``evrt_losses`` picks the EVRT terms)."""
 
 from __future__ import annotations
 
@@ -26,12 +21,8 @@ EVRT_TWINS = ("fixed", "fresh")
 
 @dataclass
 class EVRTTrainingArguments(TrainingArguments):
-    """Training arguments for DocRE models with optional EVRT.
-
-    With ``evrt=False`` the trainer is a plain DocRE trainer (the vanilla baseline). Defaults
-    differing from ``TrainingArguments``: ``remove_unused_columns=False`` (paired examples are nested
-    dicts the column filter would drop) and ``use_cpu=True`` on machines without an accelerator.
-    """
+    """Training arguments for DocRE models with optional EVRT; unlike ``TrainingArguments``,
+    ``remove_unused_columns=False`` and ``use_cpu=True`` on machines without an accelerator."""
 
     evrt: bool = field(
         default=False,
@@ -144,9 +135,7 @@ class EVRTTrainingArguments(TrainingArguments):
         import torch
 
         if not self.use_cpu and not torch.accelerator.is_available():
-            # Without an accelerator, train on the CPU explicitly: this makes bf16 autocast legal on CPU and
-            # makes CPU processes launched by torchrun/accelerate join a gloo process group.
-            self.use_cpu = True
+            self.use_cpu = True  # bf16 autocast is then legal on CPU, and torchrun's processes join a gloo group
         super().__post_init__()
         # Accept "clp,rcr" (config files) and "none" (no EVRT term: the command line needs one word).
         raw = [self.evrt_losses] if isinstance(self.evrt_losses, str) else list(self.evrt_losses)

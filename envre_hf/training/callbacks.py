@@ -8,11 +8,8 @@ from transformers import TrainerCallback
 
 
 class TwinEpochCallback(TrainerCallback):
-    """Tells the paired training set which epoch starts, so it serves that epoch's twins.
-
-    Uses ``state.epoch`` (restored from the checkpoint on resume), so a resumed run sees the same
-    twins as an uninterrupted one.
-    """
+    """Tells the paired training set which epoch starts (``state.epoch``, restored on resume), so it serves that
+    epoch's twins."""
 
     def __init__(self, dataset: Any):
         self.dataset = dataset

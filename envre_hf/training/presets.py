@@ -1,10 +1,5 @@
-"""The released training recipes of EVRT (THU-BPM/Env-DocRE ``scripts/run_*.sh``) as named presets.
-
-Every preset trains NCRL with EVRT as the released ``evrt/main.py`` does (AdamW eps 1e-6, linear schedule with
-6% warm-up, clipping at 1.0, batch 4, 8 epochs, head lr 1e-4, top-4 decoding, best checkpoint by dev F1 +
-dev Ign F1); the presets differ in margin shift, EVRT weights, learning rate and accumulation (the table in
-docs/evrt.md).
-"""
+"""The released training recipes of EVRT (THU-BPM/Env-DocRE ``scripts/run_*.sh``) as named presets: NCRL with EVRT
+as ``evrt/main.py`` trains, differing in margin shift, EVRT weights, learning rate, accumulation (docs/evrt.md)."""
 
 from __future__ import annotations
 

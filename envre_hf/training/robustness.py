@@ -1,11 +1,5 @@
-"""Robustness report: the same model scored on an original test set and on its renamed version(s).
-
-The table mirrors the paper's Table 7: P, R, F1, Ign F1, Intra F1 and Inter F1 on the original
-documents, on the renamed ones (averaged over the renamed sets when the benchmark holds several
-seeds, e.g. Env-Re-DocRED's five), and the relative drop ``(original - renamed) / original``.
-Scores are fractions in [0, 1] in :meth:`RobustnessReport.to_dict` (like ``DocREScores``) and
-percentages in the markdown table.
-"""
+"""Robustness report (the paper's Table 7): one model scored on an original test set and on its renamed version(s)
+(averaged over renamed seeds), with the relative drop; fractions in ``to_dict``, percentages in the markdown."""
 
 from __future__ import annotations
 
@@ -99,11 +93,8 @@ def robustness_report(
     renamed_gold: Sequence[Document],
     train: Sequence[Document] | None = None,
 ) -> RobustnessReport:
-    """Score both prediction sets (official format) and compute the relative drops.
-
-    With several renamed sets (seeds) each is scored on its own and the renamed row is their
-    mean; their predictions must then carry ``doc_id`` (renamed copies share titles).
-    """
+    """Score both prediction sets and compute the relative drops; several renamed sets (seeds) are scored one by
+    one and averaged, their predictions carrying ``doc_id`` (renamed copies share titles)."""
     train = list(train) if train is not None else None
     original = _headline(score_predictions(list(original_predictions), list(original_gold), train))
     groups = group_renamed_sets(renamed_gold)

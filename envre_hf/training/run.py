@@ -1,10 +1,5 @@
-"""Training entry point shared by ``examples/run_docre.py`` and ``envre train`` (docs/training.md).
-
-:class:`ModelArguments`, :class:`DataArguments` and ``EVRTTrainingArguments`` are parsed with
-``HfArgumentParser`` (command line, or one ``.json`` / ``.yaml`` file); the run evaluates on the original and
-the renamed dev set, keeps the best checkpoint (``dev_f1_plus_ign_f1``, as the released code selects) and
-writes ``all_results.json``.
-"""
+"""Training entry point shared by ``examples/run_docre.py`` and ``envre train`` (docs/training.md): evaluates on
+the original and renamed dev sets, keeps the best checkpoint and writes ``all_results.json``."""
 
 from __future__ import annotations
 
@@ -96,11 +91,8 @@ class DataArguments:
 
 
 def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
-    """A saved DocRE model (config model_type ``docre``) or a new one on top of an encoder.
-
-    ``preset`` (an ``evrt_preset`` name) gives the head settings the released recipe uses (NCRL,
-    its margin shift, top-4 decoding) wherever ``model_args`` leaves them unset.
-    """
+    """A saved DocRE model, or a new one on top of an encoder with the ``preset``'s head settings wherever
+    ``model_args`` leaves them unset."""
     config = AutoConfig.from_pretrained(model_args.model_name_or_path)
     if isinstance(config, DocREConfig):
         return DocREModel.from_pretrained(model_args.model_name_or_path, use_safetensors=True)
@@ -121,11 +113,8 @@ def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = 
 
 
 class MentionDropSummary(logging.Filter):
-    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass.
-
-    Installed on the featurizer's logger by :func:`configure_logging`; :meth:`flush` (called by the trainer
-    callback after each epoch and each evaluation) logs the totals since the last flush.
-    """
+    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass
+    (:meth:`flush`, after each epoch and each evaluation)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -147,9 +136,8 @@ class MentionDropSummary(logging.Filter):
 
 
 def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummary:
-    """The runner's logging: each process at ``get_process_log_level()`` for envre-hf, transformers and datasets
-    (the root logger is left alone; with the default ``--log_level passive`` envre-hf's few INFO records show on
-    the main process), and featurization warnings summarised (see :class:`MentionDropSummary`)."""
+    """Each process at ``get_process_log_level()`` for envre-hf, transformers and datasets (the root logger is left
+    alone), and featurization warnings summarised (:class:`MentionDropSummary`)."""
     level = training_args.get_process_log_level()
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
@@ -177,11 +165,8 @@ def build_twin_source(
     extra_excluded: frozenset[str] = frozenset(),
     default_pool: list[Document] | None = None,
 ) -> Any:
-    """The twin source of ``args.twin_source``, with the evaluation names isolated.
-
-    On-the-fly renaming draws from ``args.rename_kb_pool``, else ``default_pool`` (the whole training
-    file), else ``train_docs``.
-    """
+    """The twin source of ``args.twin_source``, with the evaluation names isolated; on-the-fly renaming draws from
+    ``args.rename_kb_pool``, else ``default_pool`` (the whole training file), else ``train_docs``."""
     excluded = load_excluded_names(args.exclude_names_from) | extra_excluded
     if args.twin_source == "prebuilt":
         twins = PrebuiltTwins(train_docs, read_documents(args.twin_file), base_seed=args.rename_seed)

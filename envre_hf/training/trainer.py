@@ -48,9 +48,8 @@ class _ScoredSet:
 
 
 def _pair_rows(outputs: Any, rows: torch.Tensor) -> Any:
-    """``outputs`` restricted to the pairs of a boolean mask (those a document and its twin both place, so the
-    consistency losses never compare a pair with a different one). Per-pair tensors (and tuples of them) are cut;
-    other fields, the loss included, pass."""
+    """``outputs`` restricted to the pairs of a boolean mask (those a document and its twin both place): per-pair
+    tensors (and tuples of them) are cut, other fields pass."""
     n = outputs.logits.shape[0]
 
     def cut(value: Any) -> Any:
@@ -112,11 +111,8 @@ class EVRTTrainer(Trainer):
         return super().train(*args, **kwargs)
 
     def report_twins(self) -> dict[str, float] | None:
-        """Logs the twins' substitution rate per coarse type and warns when a checked type is below 90%.
-
-        Returns ``{type: rate}`` (also kept as ``self.twin_rates`` and written to ``trainer_state.json``
-        by :meth:`train`), or ``None`` when the training set has no twins.
-        """
+        """Logs the twins' substitution rate per coarse type (warns when a checked type is starved); returns and
+        keeps ``{type: rate}``, or ``None`` when the training set has no twins."""
         report = getattr(self.train_dataset, "twin_substitution_rates", None)
         if not callable(report):
             return None
@@ -138,9 +134,8 @@ class EVRTTrainer(Trainer):
         return self.twin_rates
 
     def _get_train_sampler(self, train_dataset: Any = None):
-        """``train_sampling_strategy="group_by_length"`` for document datasets: batches of similar lengths
-        (:class:`~envre_hf.features.batching.LengthGroupedSampler`), measured on the items themselves, so a
-        document and its twin stay one item (transformers' own sampler cannot measure pair items)."""
+        """``group_by_length`` for document datasets, measured on the items themselves: a document and its twin
+        stay one item (transformers' own sampler cannot measure pair items)."""
         dataset = self.train_dataset if train_dataset is None else train_dataset
         if self.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, DocumentFeaturesDataset):
             batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps
@@ -180,12 +175,6 @@ class EVRTTrainer(Trainer):
             if k not in _NON_MODEL_KEYS and (takes_kwargs or k in params) and not (k == "labels" and v is None)
         }
 
-    def _forward_with_loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> Any:
-        outputs = model(**self._forward_inputs(model, batch))
-        if outputs.loss is None:
-            raise ValueError("the model returned no loss: training batches need labels")
-        return outputs
-
     def _record(self, name: str, value: torch.Tensor) -> None:
         if not self.model.training:
             return
@@ -207,7 +196,9 @@ class EVRTTrainer(Trainer):
         if not paired and args.evrt and model.training and not self._warned_unpaired:
             logger.warning("evrt is on but the training batches carry no twins (use EVRTPairDataset): training vanilla")
             self._warned_unpaired = True
-        outputs = self._forward_with_loss(model, inputs)
+        outputs = model(**self._forward_inputs(model, inputs))
+        if outputs.loss is None:
+            raise ValueError("the model returned no loss: training batches need labels")
         loss = outputs.loss.float()
         self._record("clo", loss)
         if not any(use.values()):
@@ -290,10 +281,9 @@ class EVRTTrainer(Trainer):
             self.compute_metrics, self._scoring = self._scoring.user_metrics, None
 
     def prediction_step(self, model, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys=None):
-        """Trainer's step. While a set of documents is scored, the pair logits are decoded and the step returns
-        each document's multi-hot predictions (documents x pairs x labels, int8, padded with -100 as Trainer
-        pads) with the documents' positions in the set as labels: Trainer then gathers whole documents across
-        processes, and :meth:`_score_documents` (``compute_metrics``) scores them."""
+        """Trainer's step; while a set of documents is scored, it returns each document's decoded multi-hot
+        predictions (int8, padded with -100) labelled by the document's position, so Trainer gathers whole documents
+        across processes for :meth:`_score_documents`."""
         if self._scoring is None:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
         hts, keys = inputs["hts"], inputs["doc_keys"]
@@ -305,8 +295,7 @@ class EVRTTrainer(Trainer):
         return loss, predictions, torch.tensor([self._scoring.index[k] for k in keys], device=predictions.device)
 
     def _score_documents(self, eval_pred: EvalPrediction) -> dict[str, float]:
-        """``compute_metrics`` of a scored set: the DocRED scores of the decoded predictions, plus the metrics
-        of the user's own ``compute_metrics`` (given the same predictions)."""
+        """``compute_metrics`` of a scored set: DocRED scores, plus the user's own ``compute_metrics``."""
         scoring, documents = self._scoring, self._scoring.dataset.documents
         positions = eval_pred.label_ids.tolist()
         if sorted(positions) != list(range(len(documents))):
