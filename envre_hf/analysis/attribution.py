@@ -30,9 +30,8 @@ DTYPES = ("float32", "bfloat16")
 
 @dataclass
 class AttributionConfig:
-    """How attributions are computed: ``steps`` Gauss-Legendre points, ``step_batch`` of them per forward (lower
-    it to bound memory), a ``"zero"`` or ``"pad"`` baseline; ``dtype="bfloat16"`` runs under autocast (about
-    2.5x faster on CPUs with AMX, margins within about 0.01)."""
+    """``steps`` Gauss-Legendre points, ``step_batch`` of them per forward (to bound memory), a ``"zero"`` or
+    ``"pad"`` baseline; ``dtype="bfloat16"`` runs under autocast (docs/attribution.md)."""
 
     method: str = "ig"
     steps: int = 10
@@ -61,8 +60,8 @@ class AttributionConfig:
 
 @dataclass
 class FactAttribution:
-    """One gold fact: its score at the input and at the baseline, and one attribution per DocRED token; for IG,
-    ``sum(tokens) + unmapped`` (special tokens, markers) equals ``score - baseline_score`` up to ``gap``."""
+    """One gold fact's scores at the input and baseline and one attribution per DocRED token; for IG,
+    ``sum(tokens) + unmapped`` equals ``score - baseline_score`` up to ``gap``."""
 
     h: int
     t: int
@@ -103,8 +102,8 @@ class DocumentAttribution:
 
 
 def piece_tokens(doc: Document, tokenizer: Any, marker: str = DEFAULT_MARKER) -> tuple[list[int], list[int]]:
-    """The document's encoder ``input_ids`` (as :func:`featurize_document` builds them) and, per word
-    piece, the document-level DocRED token it belongs to, or -1 for special tokens and entity markers."""
+    """The document's encoder ``input_ids`` (as :func:`featurize_document` builds them) and, per word piece, its
+    DocRED token, or -1 for special tokens and entity markers."""
     words, spans = _marked_words(doc, marker)
     marker_words = {w for entity in spans for pair in entity for w in pair}
     word_token: list[int] = []
@@ -133,8 +132,8 @@ def sum_to_tokens(piece_scores: torch.Tensor, mapping: Sequence[int], n_tokens: 
 
 
 class _RowEmbedding(nn.Module):
-    """Stands in for the encoder's word-embedding table (id ``pad + 1 + i`` -> row i of ``rows``, the pad id ->
-    zeros), so each of the model's windows gathers, and back-propagates to, the right document-level row."""
+    """Stands in for the word-embedding table (id ``pad + 1 + i`` -> row i of ``rows``, the pad id -> zeros), so
+    each of the model's windows gathers, and back-propagates to, the right document-level row."""
 
     def __init__(self, rows: torch.Tensor, pad_id: int):
         super().__init__()
@@ -158,7 +157,7 @@ def _embeddings_from(model: nn.Module, rows: torch.Tensor, pad_id: int) -> Itera
 
 @contextmanager
 def _frozen(model: nn.Module) -> Iterator[None]:
-    """Eval mode and no parameter gradients (only input gradients are needed: about half the backward)."""
+    """Eval mode and no parameter gradients (only input gradients: about half the backward)."""
     flags = [p.requires_grad for p in model.parameters()]
     was_training = model.training
     model.eval()
@@ -174,7 +173,7 @@ def _frozen(model: nn.Module) -> Iterator[None]:
 
 @dataclass
 class _Prepared:
-    """What every fact of one document shares: inputs, pairs and the fact -> (pair row, class) index."""
+    """What every fact of one document shares."""
 
     input_ids: torch.Tensor  # (L,)
     mapping: list[int]
@@ -191,11 +190,7 @@ def _prepare(model: nn.Module, doc: Document, tokenizer: Any, config: Attributio
     input_ids, mapping = piece_tokens(doc, tokenizer, config.marker)
     if input_ids != list(feature["input_ids"]):
         raise RuntimeError(f"document {doc.key!r}: word-piece map and featurized inputs disagree")
-    facts, seen = [], set()
-    for rel in doc.relations:
-        if (rel.h, rel.t, rel.r) not in seen:
-            seen.add((rel.h, rel.t, rel.r))
-            facts.append((rel.h, rel.t, rel.r))
+    facts = list(dict.fromkeys((rel.h, rel.t, rel.r) for rel in doc.relations))  # distinct, in order
     pairs = sorted({(h, t) for h, t, _ in facts})
     row = {p: i for i, p in enumerate(pairs)}
     device = next(model.parameters()).device
@@ -233,7 +228,7 @@ def gauss_legendre(steps: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class DocumentAttributor:
-    """Attributes the gold facts of documents for one model (see the module docstring)."""
+    """Attributes the gold facts of documents for one model."""
 
     def __init__(
         self, model: nn.Module, tokenizer: Any, config: AttributionConfig | None = None, schema: RelationSchema | None = None
@@ -310,8 +305,7 @@ class DocumentAttributor:
 
     @staticmethod
     def _per_fact_grads(scores: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
-        """d scores[:, f].sum() / d embeds for every fact f (F x S x L x H): one backward per fact
-        through the shared forward graph."""
+        """d scores[:, f].sum() / d embeds for every fact f (F x S x L x H): one backward each, one forward graph."""
         n = scores.size(1)
         grads = []
         for f in range(n):

@@ -1,13 +1,5 @@
-"""A whole attribution run: every gold fact of every document, then MAP(K) against the rationales.
-
-The output folder holds ``attributions.jsonl`` (one line per finished document; a rerun with ``resume=True``
-skips them), ``run_config.json`` (a resume with other model or attribution settings is refused; MAP settings
-only re-rank saved attributions) and ``map.json``.
-
-DocRED-HWE documents are DocRED dev documents, and Re-DocRED revises DocRED dev into its own dev and
-test splits: a model trained on Re-DocRED dev has seen 360 of the 699 HWE documents. Given the
-training titles, the run refuses to attribute documents the model was trained on.
-"""
+"""A whole attribution run: every gold fact of every document, then MAP(K) against the rationales; resumable
+per document, and refusing training documents when given their titles (docs/attribution.md)."""
 
 from __future__ import annotations
 

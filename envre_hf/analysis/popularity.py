@@ -1,9 +1,5 @@
-"""Table 4: how popular the renamed entities were before and after renaming (``kb.popularity``, statements).
-
-Each renamed entity with a KB item counts once: its original item (the original document's ``wikidata_id``,
-else ``kb.link``, the renaming's own step 1) against ``Substitution.item_id``. When the KB reports no
-popularity the result says so instead of inventing numbers.
-"""
+"""Table 4: how popular the renamed entities were before and after renaming (``kb.popularity``, statements): each
+renamed entity's original item (``wikidata_id``, else ``kb.link``) against ``Substitution.item_id``, once."""
 
 from __future__ import annotations
 
