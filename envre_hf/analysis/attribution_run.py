@@ -45,10 +45,6 @@ def title_overlap(docs: Iterable[Document], train_titles: Iterable[str]) -> list
     return [d.title for d in docs if d.title in train]
 
 
-def has_rationales(docs: Sequence[Document]) -> bool:
-    return any(rel.extra.get("keywords") for d in docs for rel in d.relations)
-
-
 def run_attribution(
     model: Any,
     tokenizer: Any,
@@ -73,7 +69,7 @@ def run_attribution(
     keys = [d.key for d in docs]
     if len(set(keys)) != len(keys):
         raise AttributionRunError("documents must have distinct keys (doc_id or title)")
-    if not has_rationales(docs):
+    if not any(rel.extra.get("keywords") for d in docs for rel in d.relations):
         raise AttributionRunError("no relation carries 'keywords' rationales: attribute DocRED-HWE documents")
     if train_titles is not None:
         seen = title_overlap(docs, train_titles)
