@@ -1,10 +1,6 @@
-"""Word attributions of relational facts: which words of a document make a DocRE model predict (h, t, r)?
-
-The score of a fact is the threshold margin ``logit_r - logit_0`` (r is predicted exactly when it is positive).
-Attributions are integrated gradients (one batched forward of all interpolation points serves every fact of a
-document; only the backward is per fact) or gradient x input over the input word-piece embeddings, summed to
-DocRED tokens. Long documents go through the model's own windows. See docs/attribution.md.
-"""
+"""Which words of a document make a DocRE model predict (h, t, r)? Integrated gradients (one forward of all
+interpolation points serves every fact; the backward is per fact) or gradient x input of the threshold margin
+``logit_r - logit_0`` over the word-piece embeddings, summed to DocRED tokens (docs/attribution.md)."""
 
 from __future__ import annotations
 
@@ -218,12 +214,6 @@ def fact_scores(model: nn.Module, prep: _Prepared, embeds: torch.Tensor) -> torc
     return logits[:, prep.fact_rows, prep.fact_classes] - logits[:, prep.fact_rows, 0]
 
 
-def gauss_legendre(steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes in (0, 1) and weights (summing to 1) of the ``steps``-point Gauss-Legendre rule."""
-    nodes, weights = np.polynomial.legendre.leggauss(steps)
-    return (nodes + 1) / 2, weights / 2
-
-
 # --------------------------------------------------------------------------- attribution
 
 
@@ -292,7 +282,8 @@ class DocumentAttributor:
         return (grads[:, 0] * (x - b)).sum(-1)
 
     def _ig_shared(self, prep: _Prepared, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        alphas, weights = gauss_legendre(self.config.steps)
+        nodes, weights = np.polynomial.legendre.leggauss(self.config.steps)  # Gauss-Legendre on (-1, 1)
+        alphas, weights = (nodes + 1) / 2, weights / 2
         chunk = self.config.step_batch or self.config.steps
         total = x.new_zeros((len(prep.facts), *x.shape))
         for i in range(0, len(alphas), chunk):

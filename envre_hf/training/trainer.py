@@ -1,10 +1,5 @@
-"""``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training.
-
-The loss of a paired batch is ``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr``
-(:mod:`~envre_hf.training.consistency`), each term logged unweighted (``loss_clo``, ...). Evaluation scores
-whole documents with the DocRED metric: ``eval_documents={"dev": docs, ...}`` gives ``eval_dev_f1``,
-``eval_dev_ign_f1``, ``eval_dev_f1_plus_ign_f1`` (what the released code selects checkpoints by), ...
-"""
+"""``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training: the loss
+``L_clo + L_clp + alpha * L_rcr + beta * L_pcr``, each term logged, and DocRED-metric evaluation (docs/training.md)."""
 
 from __future__ import annotations
 
