@@ -8,7 +8,7 @@ from .popularity import PopularityResult, popularity_pairs, popularity_quartiles
 from .rationale_map import MAPCurve, map_curve, map_terms
 from .report import render_markdown, run_analyses, write_report
 from .substitution_table import substitution_table
-from .train_overlap import overlap_table, train_name_overlap, training_names
+from .train_overlap import overlap_table, train_name_overlap
 
 __all__ = [
     "EntityCountCurve",
@@ -27,6 +27,5 @@ __all__ = [
     "run_analyses",
     "substitution_table",
     "train_name_overlap",
-    "training_names",
     "write_report",
 ]

@@ -8,12 +8,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..documents import Document
+from ..renaming.isolation import document_names
 from .substitution_table import type_order
-
-
-def training_names(train: Iterable[Document]) -> set[str]:
-    """Every mention name of the training documents."""
-    return {m.name for doc in train for entity in doc.entities for m in entity.mentions}
 
 
 def train_name_overlap(docs: Sequence[Document], names: set[str]) -> dict[str, dict[str, Any]]:
@@ -34,5 +30,5 @@ def overlap_table(
     original: Sequence[Document], renamed: Sequence[Document], train: Iterable[Document]
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """``{"original": per type, "renamed": per type}`` against one training split."""
-    names = training_names(train)
+    names = document_names(train)
     return {"original": train_name_overlap(original, names), "renamed": train_name_overlap(renamed, names)}
