@@ -28,13 +28,6 @@ class EntityCountCurve:
         return asdict(self)
 
 
-def _fit(curve: EntityCountCurve) -> EntityCountCurve:
-    if len(set(curve.n_entities)) >= 2:
-        slope, intercept = np.polyfit(np.asarray(curve.n_entities, float), np.asarray(curve.f1, float), 1)
-        curve.slope, curve.intercept = float(slope), float(intercept)
-    return curve
-
-
 def f1_by_entity_count(
     predictions: Sequence[Mapping[str, Any]],
     gold: Sequence[Document],
@@ -59,4 +52,7 @@ def f1_by_entity_count(
         curve.n_entities.append(sum(n * row["documents"] for n, row in rows) / documents)
         curve.f1.append(0.0 if p + r == 0 else 2.0 * p * r / (p + r))  # the scorer's expressions
         curve.documents.append(documents)
-    return _fit(curve)
+    if len(set(curve.n_entities)) >= 2:
+        slope, intercept = np.polyfit(np.asarray(curve.n_entities, float), np.asarray(curve.f1, float), 1)
+        curve.slope, curve.intercept = float(slope), float(intercept)
+    return curve
