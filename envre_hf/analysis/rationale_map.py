@@ -102,8 +102,7 @@ class MAPCurve:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MAPCurve:
-        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
-        return cls(**known)
+        return cls(**{f: data[f] for f in cls.__dataclass_fields__ if f in data})
 
 
 def map_curve(

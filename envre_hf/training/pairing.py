@@ -73,24 +73,19 @@ def assert_aligned(original: Features, twin: Features) -> None:
             f"document {key!r}: twin {twin.get('doc_key', '?')!r} has {len(twin['entity_pos'])} entities, "
             f"the original {len(original['entity_pos'])}"
         )
-    hts_a, hts_b = _as_pairs(original["hts"]), _as_pairs(twin["hts"])
+    hts_a, hts_b = _rows(original["hts"]), _rows(twin["hts"])
     if hts_a != hts_b:
         raise ValueError(f"document {key!r}: the twin's entity pairs (hts) are not in the original's order")
     if "labels" in original and "labels" in twin and original["labels"] is not None and twin["labels"] is not None:
-        if _as_rows(original["labels"]) != _as_rows(twin["labels"]):
+        if _rows(original["labels"]) != _rows(twin["labels"]):
             raise ValueError(f"document {key!r}: the twin's pair labels differ from the original's")
 
 
-def _as_pairs(hts: Any) -> list[tuple[int, int]]:
-    if isinstance(hts, torch.Tensor):
-        hts = hts.tolist()
-    return [(int(h), int(t)) for h, t in hts]
-
-
-def _as_rows(labels: Any) -> list[tuple]:
-    if isinstance(labels, torch.Tensor):
-        labels = labels.tolist()
-    return [tuple(float(v) for v in row) for row in labels]
+def _rows(value: Any) -> list[tuple]:
+    """Rows (hts pairs, label rows) of a tensor or nested list, as tuples of floats."""
+    if isinstance(value, torch.Tensor):
+        value = value.tolist()
+    return [tuple(float(v) for v in row) for row in value]
 
 
 # --------------------------------------------------------------------------- name isolation
@@ -272,7 +267,7 @@ class EVRTPairDataset(DocumentFeaturesDataset):
 def aligned_pairs(features: Features) -> list[bool]:
     """Per entity pair (``hts`` order), whether both entities kept a mention: the pairs EVRT may compare."""
     placed = [bool(span) for span in features["entity_pos"]]
-    return [placed[int(h)] and placed[int(t)] for h, t in _as_pairs(features["hts"])]
+    return [placed[int(h)] and placed[int(t)] for h, t in _rows(features["hts"])]
 
 
 # --------------------------------------------------------------------------- collator
