@@ -55,20 +55,15 @@ def _headline(scores: Any) -> Scores:
 
 
 def _mean(rows: list[Scores]) -> Scores:
-    out: Scores = {}
-    for _, attr in REPORT_COLUMNS:
-        values = [row[attr] for row in rows if row.get(attr) is not None]
-        out[attr] = sum(values) / len(values) if values and len(values) == len(rows) else None
-    return out
+    """Per score, the mean over ``rows``; ``None`` when a row lacks it."""
+    columns = {attr: [row.get(attr) for row in rows] for _, attr in REPORT_COLUMNS}
+    return {attr: sum(v) / len(v) if v and None not in v else None for attr, v in columns.items()}
 
 
 def relative_drop(original: Scores, renamed: Scores) -> Scores:
     """``(original - renamed) / original`` per score (``None`` when undefined)."""
-    out: Scores = {}
-    for _, attr in REPORT_COLUMNS:
-        a, b = original.get(attr), renamed.get(attr)
-        out[attr] = None if a is None or b is None or a == 0 else (a - b) / a
-    return out
+    pairs = {attr: (original.get(attr), renamed.get(attr)) for _, attr in REPORT_COLUMNS}
+    return {attr: None if a is None or b is None or a == 0 else (a - b) / a for attr, (a, b) in pairs.items()}
 
 
 def group_renamed_sets(renamed: Sequence[Document]) -> dict[str, list[Document]]:
