@@ -255,12 +255,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         max_seq_length=data_args.max_seq_length,
     )
     trainer.add_callback(DropSummaryCallback(drops))
-    metrics: dict[str, float] = {}
     with disk_full_is_one_line(training_args.output_dir):  # a half-written checkpoint is skipped on resume
         result = trainer.train(
             resume_from_checkpoint=resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
         )
-    metrics.update(result.metrics)
+    metrics: dict[str, float] = dict(result.metrics)
     trainer.save_model()
     trainer.save_state()
     if eval_documents:
