@@ -170,12 +170,13 @@ class EVRTTrainer(Trainer):
             if k not in _NON_MODEL_KEYS and (takes_kwargs or k in params) and not (k == "labels" and v is None)
         }
 
-    def _record(self, name: str, value: torch.Tensor) -> None:
-        if not self.model.training:
-            return
-        value = value.detach().float()
-        self._loss_sums[name] = self._loss_sums.get(name, torch.zeros((), device=value.device)) + value
-        self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
+    def _record(self, name: str, value: torch.Tensor) -> torch.Tensor:
+        """Adds a loss term to the training logs' sums; returns it."""
+        if self.model.training:
+            seen = value.detach().float()
+            self._loss_sums[name] = self._loss_sums.get(name, torch.zeros((), device=seen.device)) + seen
+            self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
+        return value
 
     def compute_loss(
         self,
@@ -194,8 +195,7 @@ class EVRTTrainer(Trainer):
         outputs = model(**self._forward_inputs(model, inputs))
         if outputs.loss is None:
             raise ValueError("the model returned no loss: training batches need labels")
-        loss = outputs.loss.float()
-        self._record("clo", loss)
+        loss = self._record("clo", outputs.loss.float())
         if not any(use.values()):
             return (loss, outputs) if return_outputs else loss
         # the twins in their own forward call, as the released code does (so a family's loss may take extra inputs)
@@ -204,21 +204,16 @@ class EVRTTrainer(Trainer):
             twin_inputs.pop("labels", None)
         twin_out = model(**twin_inputs)
         if use["clp"]:
-            clp = twin_out.loss.float()
-            self._record("clp", clp)
-            loss = loss + clp
+            loss = loss + self._record("clp", twin_out.loss.float())
         if mask is not None and (use["rcr"] or use["pcr"]):
             mask = mask.to(outputs.logits.device)
             self._left_out += int((~mask).sum()) if model.training else 0
             outputs, twin_out = _pair_rows(outputs, mask), _pair_rows(twin_out, mask)
         if use["rcr"]:
-            rcr = self._rcr(model, outputs, twin_out)
-            self._record("rcr", rcr)
-            loss = loss + args.evrt_alpha * rcr
+            loss = loss + args.evrt_alpha * self._record("rcr", self._rcr(model, outputs, twin_out))
         if use["pcr"]:
             pcr = prediction_consistency_loss(outputs.logits, twin_out.logits, form=args.evrt_pcr_form)
-            self._record("pcr", pcr)
-            loss = loss + args.evrt_beta * pcr
+            loss = loss + args.evrt_beta * self._record("pcr", pcr)
         return (loss, outputs) if return_outputs else loss
 
     def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any) -> torch.Tensor:
