@@ -149,8 +149,6 @@ class PrebuiltTwins(TwinSource):
 
     def twin(self, doc: Document, epoch: int) -> Document:
         twins = self.by_key[doc.key]
-        if len(twins) == 1:
-            return twins[0]
         return twins[random.Random(f"{self.base_seed + epoch}:{doc.key}").randrange(len(twins))]
 
     def cacheable(self) -> bool:
