@@ -1,4 +1,4 @@
-"""Trainer callbacks of EVRT training: the twins' epoch, their substitution rates in the logs, mention drops."""
+"""Trainer callbacks of EVRT training: the twins' epoch and their substitution rates in the logs."""
 
 from __future__ import annotations
 
@@ -27,16 +27,3 @@ class TwinRatesCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
         if not any("twin_substitution_rate_ALL" in entry for entry in state.log_history):
             state.log_history.append({f"twin_substitution_rate_{k}": v for k, v in self.rates.items()} | {"step": 0})
-
-
-class DropSummaryCallback(TrainerCallback):
-    """Flushes a :class:`~envre_hf.training.run.MentionDropSummary` after each epoch and each evaluation."""
-
-    def __init__(self, summary: Any):
-        self.summary = summary
-
-    def on_epoch_end(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
-        self.summary.flush(f"training, epoch {round(state.epoch or 0)}")
-
-    def on_evaluate(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
-        self.summary.flush("evaluation")

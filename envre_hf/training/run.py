@@ -13,7 +13,7 @@ from typing import Any
 
 import datasets
 import transformers
-from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, set_seed
+from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainerCallback, set_seed
 
 from ..atomic import write_json
 from ..documents import Document, read_documents
@@ -27,7 +27,6 @@ from ..renaming import RenamingConfig, RenamingPipeline
 from ..renaming.driver import RenamingDriver
 from ..renaming.isolation import load_excluded_names, used_names
 from .arguments import EVRTTrainingArguments
-from .callbacks import DropSummaryCallback
 from .checkpoints import disk_full_is_one_line, resume_checkpoint
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, OnTheFlyTwins, PrebuiltTwins
 from .pairing import check_name_isolation, fixed_twins
@@ -112,9 +111,9 @@ def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = 
     return RenamingPipeline(CorpusKB(pool), RenamingConfig(exclude_names=frozenset(exclude_names)))
 
 
-class MentionDropSummary(logging.Filter):
-    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass
-    (:meth:`flush`, after each epoch and each evaluation)."""
+class MentionDropSummary(logging.Filter, TrainerCallback):
+    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass,
+    logged after each epoch and each evaluation."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -133,6 +132,12 @@ class MentionDropSummary(logging.Filter):
                 "max_seq_length=%s dropped %d mentions in %d documents (%s)", self.limit, self.dropped, self.documents, what
             )
         self.documents, self.dropped = 0, 0
+
+    def on_epoch_end(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        self.flush(f"training, epoch {round(state.epoch or 0)}")
+
+    def on_evaluate(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        self.flush("evaluation")
 
 
 def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummary:
@@ -254,7 +259,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         train_documents_for_ign=train_docs,
         max_seq_length=data_args.max_seq_length,
     )
-    trainer.add_callback(DropSummaryCallback(drops))
+    trainer.add_callback(drops)
     with disk_full_is_one_line(training_args.output_dir):  # a half-written checkpoint is skipped on resume
         result = trainer.train(
             resume_from_checkpoint=resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
