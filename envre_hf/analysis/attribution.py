@@ -156,9 +156,7 @@ def _frozen(model: nn.Module) -> Iterator[None]:
     """Eval mode and no parameter gradients (only input gradients: about half the backward)."""
     flags = [p.requires_grad for p in model.parameters()]
     was_training = model.training
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
+    model.eval().requires_grad_(False)
     try:
         yield
     finally:
@@ -234,8 +232,7 @@ class DocumentAttributor:
         x = table(prep.input_ids).detach()
         if self.config.baseline == "zero":
             return x, torch.zeros_like(x)
-        pad = getattr(self.tokenizer, "pad_token_id", None)
-        pad = int(pad if pad is not None else 0)
+        pad = int(getattr(self.tokenizer, "pad_token_id", None) or 0)
         return x, table(torch.full_like(prep.input_ids, pad)).detach()
 
     def attribute(self, doc: Document) -> DocumentAttribution:

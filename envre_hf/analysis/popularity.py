@@ -90,8 +90,7 @@ def popularity_quartiles(original: Sequence[Document], renamed: Sequence[Documen
             else "no renamed entity with a knowledge-base item and a linked original"
         )
         return PopularityResult(False, reason, skipped=skipped)
-    before = np.asarray([p[0] for p in pairs], float)
-    after = np.asarray([p[1] for p in pairs], float)
+    before, after = np.asarray(pairs, float).T
     cuts = np.percentile(before, [25, 50, 75])
     return PopularityResult(
         True,
