@@ -12,7 +12,7 @@ command, the curves, the paired EVRT - vanilla differences with document-bootstr
         /work/replicate_out/models/ncrl+evrt --time-budget 1500
 
 Speed (the issue's target: one Re-DocRED document of about 20 entities and 35 facts, MiniLM-L6, 10 IG steps,
-<= 30 s CPU on one core) - prints facts/s per method and backend, CPU seconds of this process:
+<= 30 s CPU on one core) - prints facts/s per method and dtype, CPU seconds of this process:
 
     nice -n 19 python benchmarks/attribute_hwe.py --speed
 """
@@ -51,7 +51,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--summarize-only", action="store_true", help="rebuild the results from the --work records only")
     p.add_argument("--speed", action="store_true", help="only the speed benchmark")
     p.add_argument("--speed-model", type=Path, help="model for --speed (default: MiniLM-L6 with a fresh NCRL head)")
-    p.add_argument("--speed-captum", action="store_true", help="--speed: also time the Captum backend (slow)")
     return p.parse_args()
 
 
@@ -91,8 +90,6 @@ def speed(args: argparse.Namespace) -> None:
         ("ig shared bfloat16", AttributionConfig(steps=args.steps, dtype="bfloat16")),
         ("grad_x_input float32", AttributionConfig(method="grad_x_input")),
     ]
-    if args.speed_captum:
-        runs.append(("ig captum float32", AttributionConfig(steps=args.steps, backend="captum")))
     rows = {}
     for name, cfg in runs:
         wall, cpu = time.perf_counter(), time.process_time()

@@ -6,15 +6,14 @@ from .performance import performance_table
 from .plots import plot_entity_count, plot_map_curves
 from .popularity import PopularityResult, popularity_pairs, popularity_quartiles
 from .rationale_map import MAPCurve, map_curve, map_terms
-from .report import analyze, render_markdown, run_analyses, write_report
+from .report import render_markdown, run_analyses, write_report
 from .substitution_table import substitution_table
-from .train_overlap import overlap_table, train_name_overlap, training_names
+from .train_overlap import overlap_table, train_name_overlap
 
 __all__ = [
     "EntityCountCurve",
     "MAPCurve",
     "PopularityResult",
-    "analyze",
     "f1_by_entity_count",
     "map_curve",
     "map_terms",
@@ -28,6 +27,5 @@ __all__ = [
     "run_analyses",
     "substitution_table",
     "train_name_overlap",
-    "training_names",
     "write_report",
 ]

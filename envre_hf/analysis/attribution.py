@@ -1,12 +1,6 @@
-"""Word attributions of relational facts: which words of a document make a DocRE model predict (h, t, r)?
-
-The score of a fact is the threshold margin ``logit_r - logit_0`` (r is predicted exactly when it is positive,
-in every family). Attributions are integrated gradients over the input word-piece embeddings (or gradient x
-input), summed to DocRED tokens. The ``"shared"`` IG backend runs one batched forward of all interpolation
-points for every fact of a document (only the backward is per fact); ``"captum"`` is Captum's
-``IntegratedGradients``, the maintained reference at about twice the cost (docs/attribution.md). Long documents
-go through the model's own windows, so a word piece in two windows gets the sum of its gradients.
-"""
+"""Which words of a document make a DocRE model predict (h, t, r)? Integrated gradients (one forward of all
+interpolation points serves every fact; the backward is per fact) or gradient x input of the threshold margin
+``logit_r - logit_0`` over the word-piece embeddings, summed to DocRED tokens (docs/attribution.md)."""
 
 from __future__ import annotations
 
@@ -26,21 +20,18 @@ from ..documents.schema import Document
 from ..features.featurize import DEFAULT_MARKER, _marked_words, featurize_document
 
 METHODS = ("ig", "grad_x_input")
-BACKENDS = ("shared", "captum")
 BASELINES = ("zero", "pad")
 DTYPES = ("float32", "bfloat16")
 
 
 @dataclass
 class AttributionConfig:
-    """How attributions are computed: ``steps`` Gauss-Legendre points, ``step_batch`` of them per forward (lower
-    it to bound memory), a ``"zero"`` or ``"pad"`` baseline; ``dtype="bfloat16"`` runs under autocast (about
-    2.5x faster on CPUs with AMX, margins within about 0.01)."""
+    """``steps`` Gauss-Legendre points, ``step_batch`` of them per forward (to bound memory), a ``"zero"`` or
+    ``"pad"`` baseline; ``dtype="bfloat16"`` runs under autocast (docs/attribution.md)."""
 
     method: str = "ig"
     steps: int = 10
     baseline: str = "zero"
-    backend: str = "shared"
     step_batch: int | None = None
     dtype: str = "float32"
     marker: str = DEFAULT_MARKER
@@ -48,7 +39,6 @@ class AttributionConfig:
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("method", self.method, METHODS),
-            ("backend", self.backend, BACKENDS),
             ("baseline", self.baseline, BASELINES),
             ("dtype", self.dtype, DTYPES),
         ):
@@ -60,13 +50,14 @@ class AttributionConfig:
             raise ValueError(f"AttributionConfig.step_batch must be >= 1, got {self.step_batch}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # "backend" as run folders recorded it before the Captum option went: they still resume
+        return {**asdict(self), "backend": "shared"}
 
 
 @dataclass
 class FactAttribution:
-    """One gold fact: its score at the input and at the baseline, and one attribution per DocRED token; for IG,
-    ``sum(tokens) + unmapped`` (special tokens, markers) equals ``score - baseline_score`` up to ``gap``."""
+    """One gold fact's scores at the input and baseline and one attribution per DocRED token; for IG,
+    ``sum(tokens) + unmapped`` equals ``score - baseline_score`` up to ``gap``."""
 
     h: int
     t: int
@@ -107,8 +98,8 @@ class DocumentAttribution:
 
 
 def piece_tokens(doc: Document, tokenizer: Any, marker: str = DEFAULT_MARKER) -> tuple[list[int], list[int]]:
-    """The document's encoder ``input_ids`` (as :func:`featurize_document` builds them) and, per word
-    piece, the document-level DocRED token it belongs to, or -1 for special tokens and entity markers."""
+    """The document's encoder ``input_ids`` (as :func:`featurize_document` builds them) and, per word piece, its
+    DocRED token, or -1 for special tokens and entity markers."""
     words, spans = _marked_words(doc, marker)
     marker_words = {w for entity in spans for pair in entity for w in pair}
     word_token: list[int] = []
@@ -137,8 +128,8 @@ def sum_to_tokens(piece_scores: torch.Tensor, mapping: Sequence[int], n_tokens: 
 
 
 class _RowEmbedding(nn.Module):
-    """Stands in for the encoder's word-embedding table (id ``pad + 1 + i`` -> row i of ``rows``, the pad id ->
-    zeros), so each of the model's windows gathers, and back-propagates to, the right document-level row."""
+    """Stands in for the word-embedding table (id ``pad + 1 + i`` -> row i of ``rows``, the pad id -> zeros), so
+    each of the model's windows gathers, and back-propagates to, the right document-level row."""
 
     def __init__(self, rows: torch.Tensor, pad_id: int):
         super().__init__()
@@ -162,12 +153,10 @@ def _embeddings_from(model: nn.Module, rows: torch.Tensor, pad_id: int) -> Itera
 
 @contextmanager
 def _frozen(model: nn.Module) -> Iterator[None]:
-    """Eval mode and no parameter gradients (only input gradients are needed: about half the backward)."""
+    """Eval mode and no parameter gradients (only input gradients: about half the backward)."""
     flags = [p.requires_grad for p in model.parameters()]
     was_training = model.training
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
+    model.eval().requires_grad_(False)
     try:
         yield
     finally:
@@ -178,7 +167,7 @@ def _frozen(model: nn.Module) -> Iterator[None]:
 
 @dataclass
 class _Prepared:
-    """What every fact of one document shares: inputs, pairs and the fact -> (pair row, class) index."""
+    """What every fact of one document shares."""
 
     input_ids: torch.Tensor  # (L,)
     mapping: list[int]
@@ -195,11 +184,7 @@ def _prepare(model: nn.Module, doc: Document, tokenizer: Any, config: Attributio
     input_ids, mapping = piece_tokens(doc, tokenizer, config.marker)
     if input_ids != list(feature["input_ids"]):
         raise RuntimeError(f"document {doc.key!r}: word-piece map and featurized inputs disagree")
-    facts, seen = [], set()
-    for rel in doc.relations:
-        if (rel.h, rel.t, rel.r) not in seen:
-            seen.add((rel.h, rel.t, rel.r))
-            facts.append((rel.h, rel.t, rel.r))
+    facts = list(dict.fromkeys((rel.h, rel.t, rel.r) for rel in doc.relations))  # distinct, in order
     pairs = sorted({(h, t) for h, t, _ in facts})
     row = {p: i for i, p in enumerate(pairs)}
     device = next(model.parameters()).device
@@ -227,17 +212,11 @@ def fact_scores(model: nn.Module, prep: _Prepared, embeds: torch.Tensor) -> torc
     return logits[:, prep.fact_rows, prep.fact_classes] - logits[:, prep.fact_rows, 0]
 
 
-def gauss_legendre(steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes in (0, 1) and weights (summing to 1) of the ``steps``-point Gauss-Legendre rule."""
-    nodes, weights = np.polynomial.legendre.leggauss(steps)
-    return (nodes + 1) / 2, weights / 2
-
-
 # --------------------------------------------------------------------------- attribution
 
 
 class DocumentAttributor:
-    """Attributes the gold facts of documents for one model (see the module docstring)."""
+    """Attributes the gold facts of documents for one model."""
 
     def __init__(
         self, model: nn.Module, tokenizer: Any, config: AttributionConfig | None = None, schema: RelationSchema | None = None
@@ -253,8 +232,7 @@ class DocumentAttributor:
         x = table(prep.input_ids).detach()
         if self.config.baseline == "zero":
             return x, torch.zeros_like(x)
-        pad = getattr(self.tokenizer, "pad_token_id", None)
-        pad = int(pad if pad is not None else 0)
+        pad = int(getattr(self.tokenizer, "pad_token_id", None) or 0)
         return x, table(torch.full_like(prep.input_ids, pad)).detach()
 
     def attribute(self, doc: Document) -> DocumentAttribution:
@@ -272,8 +250,6 @@ class DocumentAttributor:
                 ends = fact_scores(self.model, prep, torch.stack([x, b])).double()
             if self.config.method == "grad_x_input":
                 pieces = self._grad_x_input(prep, x, b)
-            elif self.config.backend == "captum":
-                pieces = self._ig_captum(prep, x, b)
             else:
                 pieces = self._ig_shared(prep, x, b)
         pieces = pieces.double()
@@ -303,7 +279,8 @@ class DocumentAttributor:
         return (grads[:, 0] * (x - b)).sum(-1)
 
     def _ig_shared(self, prep: _Prepared, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        alphas, weights = gauss_legendre(self.config.steps)
+        nodes, weights = np.polynomial.legendre.leggauss(self.config.steps)  # Gauss-Legendre on (-1, 1)
+        alphas, weights = (nodes + 1) / 2, weights / 2
         chunk = self.config.step_batch or self.config.steps
         total = x.new_zeros((len(prep.facts), *x.shape))
         for i in range(0, len(alphas), chunk):
@@ -316,31 +293,10 @@ class DocumentAttributor:
 
     @staticmethod
     def _per_fact_grads(scores: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
-        """d scores[:, f].sum() / d embeds for every fact f (F x S x L x H): one backward per fact
-        through the shared forward graph."""
+        """d scores[:, f].sum() / d embeds for every fact f (F x S x L x H): one backward each, one forward graph."""
         n = scores.size(1)
         grads = []
         for f in range(n):
             (g,) = torch.autograd.grad(scores[:, f].sum(), embeds, retain_graph=f < n - 1)
             grads.append(g)
         return torch.stack(grads)
-
-    def _ig_captum(self, prep: _Prepared, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        try:
-            from captum.attr import IntegratedGradients
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            raise ImportError("the captum backend needs Captum: pip install 'envre-hf[attribution]'") from err
-
-        ig = IntegratedGradients(lambda embeds: fact_scores(self.model, prep, embeds))
-        pieces = []
-        for f in range(len(prep.facts)):
-            attr = ig.attribute(
-                x.unsqueeze(0),
-                baselines=b.unsqueeze(0),
-                target=f,
-                n_steps=self.config.steps,
-                method="gausslegendre",
-                internal_batch_size=self.config.step_batch or self.config.steps,
-            )
-            pieces.append(attr[0].sum(-1))
-        return torch.stack(pieces)

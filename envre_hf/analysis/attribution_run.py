@@ -1,13 +1,5 @@
-"""A whole attribution run: every gold fact of every document, then MAP(K) against the rationales.
-
-The output folder holds ``attributions.jsonl`` (one line per finished document; a rerun with ``resume=True``
-skips them), ``run_config.json`` (a resume with other model or attribution settings is refused; MAP settings
-only re-rank saved attributions) and ``map.json``.
-
-DocRED-HWE documents are DocRED dev documents, and Re-DocRED revises DocRED dev into its own dev and
-test splits: a model trained on Re-DocRED dev has seen 360 of the 699 HWE documents. Given the
-training titles, the run refuses to attribute documents the model was trained on.
-"""
+"""A whole attribution run: every gold fact of every document, then MAP(K) against the rationales; resumable
+per document, and refusing training documents when given their titles (docs/attribution.md)."""
 
 from __future__ import annotations
 
@@ -53,10 +45,6 @@ def title_overlap(docs: Iterable[Document], train_titles: Iterable[str]) -> list
     return [d.title for d in docs if d.title in train]
 
 
-def has_rationales(docs: Sequence[Document]) -> bool:
-    return any(rel.extra.get("keywords") for d in docs for rel in d.relations)
-
-
 def run_attribution(
     model: Any,
     tokenizer: Any,
@@ -81,7 +69,7 @@ def run_attribution(
     keys = [d.key for d in docs]
     if len(set(keys)) != len(keys):
         raise AttributionRunError("documents must have distinct keys (doc_id or title)")
-    if not has_rationales(docs):
+    if not any(rel.extra.get("keywords") for d in docs for rel in d.relations):
         raise AttributionRunError("no relation carries 'keywords' rationales: attribute DocRED-HWE documents")
     if train_titles is not None:
         seen = title_overlap(docs, train_titles)

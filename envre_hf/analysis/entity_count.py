@@ -28,45 +28,31 @@ class EntityCountCurve:
         return asdict(self)
 
 
-def _fit(curve: EntityCountCurve) -> EntityCountCurve:
-    if len(set(curve.n_entities)) >= 2:
-        slope, intercept = np.polyfit(np.asarray(curve.n_entities, float), np.asarray(curve.f1, float), 1)
-        curve.slope, curve.intercept = float(slope), float(intercept)
-    return curve
-
-
 def f1_by_entity_count(
     predictions: Sequence[Mapping[str, Any]],
     gold: Sequence[Document],
     bin_width: int = 1,
     min_documents: int = 1,
 ) -> EntityCountCurve:
-    """The curve of one prediction set, each bin at the mean entity count of its documents (bins with fewer
-    than ``min_documents`` left out)."""
-
+    """The curve of one prediction set: the scorer's per-entity-count counts summed over bins of ``bin_width``
+    counts, each bin at the mean entity count of its documents (bins with fewer than ``min_documents`` left out)."""
     if bin_width < 1:
         raise ValueError(f"bin_width must be >= 1, got {bin_width}")
+    bins: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
+    for n, row in sorted(score_predictions(list(predictions), list(gold)).by_entity_count.items()):
+        bins.setdefault(n // bin_width, []).append((n, row))
     curve = EntityCountCurve()
-    if bin_width == 1:
-        for n, row in sorted(score_predictions(list(predictions), list(gold)).by_entity_count.items()):
-            if row["documents"] >= min_documents:
-                curve.n_entities.append(float(n))
-                curve.f1.append(float(row["f1"]))
-                curve.documents.append(int(row["documents"]))
-        return _fit(curve)
-    bins: dict[int, list[Document]] = {}
-    for doc in gold:
-        bins.setdefault(doc.num_entities // bin_width, []).append(doc)
-    by_key: dict[str, list[Mapping[str, Any]]] = {}
-    titles = {doc.title: doc.key for doc in gold}
-    for pred in predictions:
-        key = pred.get("doc_id")
-        by_key.setdefault(key if key is not None else titles.get(pred.get("title"), pred.get("title")), []).append(pred)
-    for _, docs in sorted(bins.items()):
-        if len(docs) < min_documents:
+    for rows in bins.values():
+        documents = sum(row["documents"] for _, row in rows)
+        if documents < min_documents:
             continue
-        preds = [p for d in docs for p in by_key.get(d.key, [])]
-        curve.n_entities.append(float(np.mean([d.num_entities for d in docs])))
-        curve.f1.append(float(score_predictions(preds, docs).f1))
-        curve.documents.append(len(docs))
-    return _fit(curve)
+        correct, predicted, n_gold = (sum(row[k] for _, row in rows) for k in ("correct", "predicted", "gold"))
+        p = correct / predicted if predicted > 0 else 0.0
+        r = correct / n_gold if n_gold > 0 else 0.0
+        curve.n_entities.append(sum(n * row["documents"] for n, row in rows) / documents)
+        curve.f1.append(0.0 if p + r == 0 else 2.0 * p * r / (p + r))  # the scorer's expressions
+        curve.documents.append(documents)
+    if len(set(curve.n_entities)) >= 2:
+        slope, intercept = np.polyfit(np.asarray(curve.n_entities, float), np.asarray(curve.f1, float), 1)
+        curve.slope, curve.intercept = float(slope), float(intercept)
+    return curve

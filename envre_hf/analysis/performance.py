@@ -19,11 +19,8 @@ def performance_table(
     pred_renamed: Sequence[Mapping[str, Any]] | None,
     train: Sequence[Document] | None = None,
 ) -> dict[str, dict[str, float | None]]:
-    """``{"original": {...}, "renamed": {...}, "change": renamed - original}`` from :func:`score_predictions`.
-
-    A set without predictions (``None``) has no row, and ``change`` needs both. ``train`` enables Ign F1.
-    """
-
+    """``{"original": {...}, "renamed": {...}, "change": renamed - original}`` of the sets with predictions
+    (``change`` needs both); ``train`` enables Ign F1."""
     rows: dict[str, dict[str, float | None]] = {}
     for name, docs, preds in (("original", original, pred_original), ("renamed", renamed, pred_renamed)):
         if preds is None:

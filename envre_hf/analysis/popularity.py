@@ -1,9 +1,5 @@
-"""Table 4: how popular the renamed entities were before and after renaming (``kb.popularity``, statements).
-
-Each renamed entity with a KB item counts once: its original item (the original document's ``wikidata_id``,
-else ``kb.link``, the renaming's own step 1) against ``Substitution.item_id``. When the KB reports no
-popularity the result says so instead of inventing numbers.
-"""
+"""Table 4: how popular the renamed entities were before and after renaming (``kb.popularity``, statements): each
+renamed entity's original item (``wikidata_id``, else ``kb.link``) against ``Substitution.item_id``, once."""
 
 from __future__ import annotations
 
@@ -94,8 +90,7 @@ def popularity_quartiles(original: Sequence[Document], renamed: Sequence[Documen
             else "no renamed entity with a knowledge-base item and a linked original"
         )
         return PopularityResult(False, reason, skipped=skipped)
-    before = np.asarray([p[0] for p in pairs], float)
-    after = np.asarray([p[1] for p in pairs], float)
+    before, after = np.asarray(pairs, float).T
     cuts = np.percentile(before, [25, 50, 75])
     return PopularityResult(
         True,

@@ -1,12 +1,5 @@
-"""MAP(K) of attributed words against human rationales (DocRED-HWE), Eq. 5 of the Env-DocRE study:
-
-    MAP(K) = 1/T sum_t 1/K sum_{i<=K} P_t(i) 1_t(i)
-
-over the T facts t (Chen et al., ACL 2023). Candidates are the document's tokens minus the fact's head and tail
-mentions (``exclude="pair"``) or minus every mention (``"all"``); rationale words are the candidates among its
-``keywords`` spans (a fact without any is reported, not counted). Ties are scored by their expectation over a
-random order, so neither document order nor token index can favour a model.
-"""
+"""MAP(K) of attributed words against human rationales (DocRED-HWE), Eq. 5 of the Env-DocRE study
+(``MAP(K) = 1/T sum_t 1/K sum_{i<=K} P_t(i) 1_t(i)``; candidates, exclusions and ties: docs/attribution.md)."""
 
 from __future__ import annotations
 
@@ -54,12 +47,9 @@ def excluded_tokens(doc: Document, h: int, t: int, exclude: str = "pair") -> set
 
 
 def precision_terms(scores: Sequence[float], relevant: Sequence[bool], k_max: int) -> np.ndarray:
-    """E[P(i) 1(i)] for ranks i = 1..k_max of a ranking by descending score (0 past the last word).
-
-    Within a tie of g words holding m relevant ones, after a words with c relevant: the word at rank
-    a + j is relevant with probability m/g, and given that, the expected number of relevant words
-    among the tie's first j is 1 + (j - 1)(m - 1)/(g - 1).
-    """
+    """E[P(i) 1(i)] for ranks i = 1..k_max by descending score (0 past the last word). In a tie of g words holding
+    m relevant ones after a words with c relevant, rank a + j is relevant with probability m/g, and then the tie's
+    first j hold 1 + (j - 1)(m - 1)/(g - 1) relevant words in expectation."""
     scores = np.asarray(scores, dtype=np.float64)
     relevant = np.asarray(relevant, dtype=bool)
     out = np.zeros(k_max)
@@ -112,8 +102,7 @@ class MAPCurve:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MAPCurve:
-        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
-        return cls(**known)
+        return cls(**{f: data[f] for f in cls.__dataclass_fields__ if f in data})
 
 
 def map_curve(

@@ -169,15 +169,3 @@ def write_report(figures: Mapping[str, Any], output_dir: str | os.PathLike) -> d
     paths["report"] = out / REPORT
     write_text(paths["report"], render_markdown(figures, ENTITY_COUNT_PLOT if curves else None))
     return paths
-
-
-def analyze(
-    original: Sequence[Document],
-    renamed: Sequence[Document],
-    output_dir: str | os.PathLike,
-    **kwargs: Any,
-) -> dict[str, Any]:
-    """:func:`run_analyses` then :func:`write_report`; returns the figures."""
-    figures = run_analyses(original, renamed, **kwargs)
-    write_report(figures, output_dir)
-    return figures

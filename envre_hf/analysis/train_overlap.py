@@ -7,12 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..documents import ENTITY_TYPES, Document
-
-
-def training_names(train: Iterable[Document]) -> set[str]:
-    """Every mention name of the training documents."""
-    return {m.name for doc in train for entity in doc.entities for m in entity.mentions}
+from ..documents import Document
+from ..renaming.isolation import document_names
+from .substitution_table import type_order
 
 
 def train_name_overlap(docs: Sequence[Document], names: set[str]) -> dict[str, dict[str, Any]]:
@@ -25,14 +22,13 @@ def train_name_overlap(docs: Sequence[Document], names: set[str]) -> dict[str, d
                     row = counts.setdefault(key, [0, 0])
                     row[0] += 1
                     row[1] += m.name in names
-    order = [t for t in ENTITY_TYPES if t in counts] + sorted(t for t in counts if t not in ENTITY_TYPES and t != "ALL")
-    order += ["ALL"] if "ALL" in counts else []
-    return {t: {"mentions": counts[t][0], "in_train": counts[t][1], "share": counts[t][1] / counts[t][0]} for t in order}
+    rows = {t: counts[t] for t in type_order(counts)}
+    return {t: {"mentions": n, "in_train": k, "share": k / n} for t, (n, k) in rows.items()}
 
 
 def overlap_table(
     original: Sequence[Document], renamed: Sequence[Document], train: Iterable[Document]
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """``{"original": per type, "renamed": per type}`` against one training split."""
-    names = training_names(train)
+    names = document_names(train)
     return {"original": train_name_overlap(original, names), "renamed": train_name_overlap(renamed, names)}

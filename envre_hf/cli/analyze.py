@@ -55,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.original is None or args.renamed is None:
         print("envre analyze: --original and --renamed are required (or --map-curves alone)", file=sys.stderr)
         return 2
-    from ..analysis import analyze  # lazy: start-up time
-    from ..analysis.report import REPORT  # lazy: start-up time
+    from ..analysis.report import REPORT, run_analyses, write_report  # lazy: start-up time
     from ..documents import read_documents  # lazy: start-up time
     from ..metrics import read_predictions  # lazy: start-up time
 
@@ -80,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
                 ]
     kb = make_kb(args) if args.kb else None
     try:
-        figures = analyze(original, renamed, args.output, train=train, kb=kb, bin_width=args.bin_width, **preds)
+        figures = run_analyses(original, renamed, train=train, kb=kb, bin_width=args.bin_width, **preds)
+        write_report(figures, args.output)
     finally:
         if kb is not None:
             kb.close()

@@ -11,7 +11,7 @@ from .common import UsageError, existing_path, non_negative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..analysis.attribution import BACKENDS, BASELINES, DTYPES, METHODS  # lazy: start-up time
+    from ..analysis.attribution import BASELINES, DTYPES, METHODS  # lazy: start-up time
     from ..analysis.rationale_map import EXCLUDE, RANK_BY  # lazy: start-up time
 
     parser.add_argument("--model", required=True, type=Path, help="a saved DocRE model folder (save_pretrained)")
@@ -25,7 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=METHODS, default="ig", help="integrated gradients (default) or gradient x input")
     parser.add_argument("--steps", type=positive_int, default=10, help="IG interpolation points (default 10)")
     parser.add_argument("--baseline", choices=BASELINES, default="zero", help="IG baseline embedding (default zero)")
-    parser.add_argument("--backend", choices=BACKENDS, default="shared", help="IG implementation (default shared)")
     parser.add_argument("--step-batch", type=positive_int, help="interpolation points per forward pass (default: all)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="bfloat16: autocast, faster on AMX CPUs / GPUs")
     parser.add_argument("--k-max", type=positive_int, default=30, help="MAP(K) for K = 1..k-max (default 30)")
@@ -51,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
         method=args.method,
         steps=args.steps,
         baseline=args.baseline,
-        backend=args.backend,
         step_batch=args.step_batch,
         dtype=args.dtype,
     )

@@ -1,10 +1,5 @@
-"""``EVRTTrainingArguments``: ``TrainingArguments`` plus the switches of entity-variation robust training.
-
-The objective (see :class:`envre_hf.training.trainer.EVRTTrainer`) is
-``L = L_clo + L_clp + evrt_alpha * L_rcr + evrt_beta * L_pcr``; ``evrt_losses`` picks which of the three
-EVRT terms are on (any subset of ``clp``, ``rcr``, ``pcr``), so every row of the paper's ablation
-(Table 8) is one command line. ``L_clo`` (the model's loss on the originals) is always on.
-"""
+"""``EVRTTrainingArguments``: ``TrainingArguments`` plus the switches of entity-variation robust training
+(``L = L_clo + L_clp + evrt_alpha * L_rcr + evrt_beta * L_pcr``; ``evrt_losses`` picks the EVRT terms)."""
 
 from __future__ import annotations
 
@@ -24,26 +19,10 @@ TWIN_SOURCES = ("on_the_fly", "prebuilt")
 EVRT_TWINS = ("fixed", "fresh")
 
 
-def _has_accelerator() -> bool:
-    import torch
-
-    mps = getattr(torch.backends, "mps", None)
-    xpu = getattr(torch, "xpu", None)
-    return bool(
-        torch.cuda.is_available()
-        or (mps is not None and mps.is_available())
-        or (xpu is not None and xpu.is_available())
-    )
-
-
 @dataclass
 class EVRTTrainingArguments(TrainingArguments):
-    """Training arguments for DocRE models with optional EVRT.
-
-    With ``evrt=False`` the trainer is a plain DocRE trainer (the vanilla baseline). Defaults
-    differing from ``TrainingArguments``: ``remove_unused_columns=False`` (paired examples are nested
-    dicts the column filter would drop) and ``use_cpu=True`` on machines without CUDA/MPS/XPU.
-    """
+    """Training arguments for DocRE models with optional EVRT; unlike ``TrainingArguments``,
+    ``remove_unused_columns=False`` and ``use_cpu=True`` on machines without an accelerator."""
 
     evrt: bool = field(
         default=False,
@@ -153,10 +132,10 @@ class EVRTTrainingArguments(TrainingArguments):
     def __post_init__(self) -> None:
         if self.evrt_preset:
             self._apply_preset()
-        if not self.use_cpu and not _has_accelerator():
-            # Without an accelerator, train on the CPU explicitly: this makes bf16 autocast legal on CPU and
-            # makes CPU processes launched by torchrun/accelerate join a gloo process group.
-            self.use_cpu = True
+        import torch
+
+        if not self.use_cpu and not torch.accelerator.is_available():
+            self.use_cpu = True  # bf16 autocast is then legal on CPU, and torchrun's processes join a gloo group
         super().__post_init__()
         # Accept "clp,rcr" (config files) and "none" (no EVRT term: the command line needs one word).
         raw = [self.evrt_losses] if isinstance(self.evrt_losses, str) else list(self.evrt_losses)

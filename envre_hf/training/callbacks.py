@@ -1,4 +1,4 @@
-"""Trainer callbacks of EVRT training: the twins' epoch, their substitution rates in the logs, mention drops."""
+"""Trainer callbacks of EVRT training: the twins' epoch and their substitution rates in the logs."""
 
 from __future__ import annotations
 
@@ -8,11 +8,8 @@ from transformers import TrainerCallback
 
 
 class TwinEpochCallback(TrainerCallback):
-    """Tells the paired training set which epoch starts, so it serves that epoch's twins.
-
-    Uses ``state.epoch`` (restored from the checkpoint on resume), so a resumed run sees the same
-    twins as an uninterrupted one.
-    """
+    """Tells the paired training set which epoch starts (``state.epoch``, restored on resume), so it serves that
+    epoch's twins."""
 
     def __init__(self, dataset: Any):
         self.dataset = dataset
@@ -30,16 +27,3 @@ class TwinRatesCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
         if not any("twin_substitution_rate_ALL" in entry for entry in state.log_history):
             state.log_history.append({f"twin_substitution_rate_{k}": v for k, v in self.rates.items()} | {"step": 0})
-
-
-class DropSummaryCallback(TrainerCallback):
-    """Flushes a :class:`~envre_hf.training.run.MentionDropSummary` after each epoch and each evaluation."""
-
-    def __init__(self, summary: Any):
-        self.summary = summary
-
-    def on_epoch_end(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
-        self.summary.flush(f"training, epoch {round(state.epoch or 0)}")
-
-    def on_evaluate(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
-        self.summary.flush("evaluation")

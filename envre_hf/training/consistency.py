@@ -1,24 +1,8 @@
 """EVRT consistency losses between a document's entity pairs and the same pairs in its renamed twin.
 
-Both losses take row-aligned tensors: row ``i`` of the twin tensors is the pair ``hts[i]`` of the
-twin document, the same (head, tail) entities as row ``i`` of the originals (renaming keeps the
-entity order, see :mod:`envre_hf.training.pairing`).
-
-Defaults follow the authors' released code (THU-BPM/Env-DocRE ``evrt/losses.py``), which produced
-every number of the study; the paper's Eq. 1/2 forms are kept as options for ablations:
-
-* L_rcr (:func:`representation_consistency_loss`): ``reduction="mean"`` (default, released) is the
-  mean squared difference over pairs x dims (``nn.MSELoss``); ``"sum"`` is the paper's
-  ``||z - z'||^2`` summed over the D dims and averaged over pairs, D times larger (12,288 for a
-  MiniLM ATLOP head, 49,152 for BERT-base), which drowns the classification gradient.
-* L_pcr (:func:`prediction_consistency_loss`): ``form="bce_margin"`` (default, released) is a
-  symmetric binary cross-entropy between the threshold margins ``logit_r - logit_TH`` of one side
-  and ``sigmoid`` of the other's, summed over pairs x relations, ``/ 2 / n_pairs``, targets not
-  detached; ``form="sym_kl"`` is the paper's symmetric KL of the per-relation Bernoulli
-  distributions ``[P_r, 1 - P_r]``, summed over relations, averaged over pairs.
-
-Everything is computed in float32 whatever the autocast dtype: squared distances and log
-probabilities lose too much precision in bf16/fp16.
+Tensors are row-aligned (row ``i`` of the twin is the pair ``hts[i]`` of the original, see
+:mod:`envre_hf.training.pairing`). Defaults follow the authors' released code; the paper's Eq. 1/2 forms are
+options for ablations (the table in docs/evrt.md). Computed in float32 whatever the autocast dtype.
 """
 
 from __future__ import annotations
@@ -28,8 +12,7 @@ import torch.nn.functional as F
 
 from ..models.losses import threshold_margins
 
-#: Probabilities are clamped to ``[EPS, 1 - EPS]`` before taking logits (``sym_kl``), so saturated
-#: predictions (P_r = 0 or 1 in float32) give a large but finite divergence instead of inf/nan.
+#: ``sym_kl`` clamps probabilities to ``[EPS, 1 - EPS]``: saturated predictions give a finite divergence.
 EPS = 1e-6
 #: ``evrt_rcr_reduction`` values: released mean over pairs x dims, paper's sum over dims.
 RCR_REDUCTIONS = ("mean", "sum")
@@ -53,11 +36,8 @@ def _zero(t: torch.Tensor) -> torch.Tensor:
 def representation_consistency_loss(
     original: torch.Tensor, twin: torch.Tensor, reduction: str = "mean"
 ) -> torch.Tensor:
-    """L_rcr between pair representations (``original``/``twin``: n_pairs x D); 0 without pairs.
-
-    ``reduction="mean"``: mean of ``(z - z')^2`` over pairs x dims (released code);
-    ``"sum"``: mean over pairs of ``||z - z'||^2`` (the paper's Eq. 1).
-    """
+    """L_rcr between pair representations (n_pairs x D): ``"mean"`` of ``(z - z')^2`` over pairs x dims
+    (released), or ``"sum"``, the mean over pairs of ``||z - z'||^2`` (Eq. 1); 0 without pairs."""
     _check_aligned(original, twin, "representation consistency")
     if reduction not in RCR_REDUCTIONS:
         raise ValueError(f"rcr reduction must be one of {RCR_REDUCTIONS}, got {reduction!r}")
@@ -71,16 +51,9 @@ def group_bilinear_consistency_loss(
     zh: torch.Tensor, zt: torch.Tensor, zh_twin: torch.Tensor, zt_twin: torch.Tensor, block_size: int,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """L_rcr on ATLOP's group-bilinear features without materialising them.
-
-    The pair feature is ``z = vec_k(h_k t_k^T)`` over ``k`` blocks of size ``b`` (``zh``/``zt``:
-    n_pairs x emb). Per block, ``h t^T - h' t'^T = h d_t^T + d_h t'^T`` with ``d_h = h - h'`` and
-    ``d_t = t - t'``, so ``||h t^T - h' t'^T||_F^2 = |h|^2|d_t|^2 + 2 (h.d_h)(d_t.t') + |d_h|^2|t'|^2``:
-    O(emb) per pair instead of O(emb x b). Written with the differences, not as
-    ``|h|^2|t|^2 - 2 (h.h')(t.t') + |h'|^2|t'|^2``, whose terms cancel when twins are close (5% off
-    in float32 at distances of 1e-3). Equal to :func:`representation_consistency_loss` on the
-    materialised features (tested, close and far twins).
-    """
+    """L_rcr on ATLOP's group-bilinear features ``z = vec_k(h_k t_k^T)`` without materialising them: per block,
+    ``||h t^T - h' t'^T||_F^2 = |h|^2|d_t|^2 + 2 (h.d_h)(d_t.t') + |d_h|^2|t'|^2`` (``d = x - x'``), O(emb) per
+    pair. Not ``|h|^2|t|^2 - 2 (h.h')(t.t') + |h'|^2|t'|^2``, which cancels when twins are close (5% off in float32)."""
     _check_aligned(zh, zh_twin, "representation consistency")
     _check_aligned(zt, zt_twin, "representation consistency")
     if reduction not in RCR_REDUCTIONS:
@@ -105,11 +78,7 @@ def group_bilinear_consistency_loss(
 
 
 def symmetric_bernoulli_kl(p: torch.Tensor, q: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    """Element-wise ``KL(B(p) || B(q)) + KL(B(q) || B(p))`` for Bernoulli parameters ``p`` and ``q``.
-
-    The two KL terms share their log ratios, so the sum simplifies to
-    ``(p - q) * (logit(p) - logit(q))``: non-negative, symmetric, and zero iff ``p == q``.
-    """
+    """Element-wise ``KL(B(p) || B(q)) + KL(B(q) || B(p))``, which simplifies to ``(p - q) * (logit(p) - logit(q))``."""
     p = p.float().clamp(eps, 1.0 - eps)
     q = q.float().clamp(eps, 1.0 - eps)
     return (p - q) * (torch.logit(p) - torch.logit(q))
@@ -118,13 +87,8 @@ def symmetric_bernoulli_kl(p: torch.Tensor, q: torch.Tensor, eps: float = EPS) -
 def prediction_consistency_loss(
     original_logits: torch.Tensor, twin_logits: torch.Tensor, form: str = "bce_margin", eps: float = EPS
 ) -> torch.Tensor:
-    """L_pcr between the logits (n_pairs x num_labels, class 0 = threshold) of the pairs and their twins.
-
-    ``form="bce_margin"`` (released): with margins ``m = logit_r - logit_TH``,
-    ``(BCE_sum(m', sigmoid(m)) + BCE_sum(m, sigmoid(m'))) / 2 / n_pairs``, both sides trained
-    (targets not detached). ``"sym_kl"`` (paper): mean over pairs of the sum over relations of the
-    symmetric Bernoulli KL of ``P_r = sigmoid(m)``. 0 without pairs.
-    """
+    """L_pcr between the logits (n_pairs x num_labels, class 0 = threshold) of the pairs and their twins:
+    ``"bce_margin"`` (released) or ``"sym_kl"`` (Eq. 2) on the margins ``m = logit_r - logit_TH``; 0 without pairs."""
     _check_aligned(original_logits, twin_logits, "prediction consistency")
     if form not in PCR_FORMS:
         raise ValueError(f"pcr form must be one of {PCR_FORMS}, got {form!r}")

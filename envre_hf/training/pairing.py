@@ -1,11 +1,8 @@
 """Training documents paired with renamed twins, and the collator that batches them (docs/evrt.md).
 
-Renaming keeps the entity order and the labels, so a document and its twin have the same pair list
-(``hts``); :func:`assert_aligned` checks it for every example instead of trusting it. Twins come from
-:class:`PrebuiltTwins` (a renamed copy of the training set, matched by key), :func:`fixed_twins` (each
-document renamed once, as the released code trains) or :class:`OnTheFlyTwins` (a fresh renaming every
-epoch). Under a length cap both sides are featurized ``align_with`` the other, so they keep the same
-mentions; pairs that lost an entity are left out of the consistency losses.
+Renaming keeps the entity order and labels, so a document and its twin share the pair list (``hts``):
+:func:`assert_aligned` checks it for every example. Pairs that lost an entity under a length cap are left out
+of the consistency losses.
 """
 
 from __future__ import annotations
@@ -32,11 +29,8 @@ Featurizer = Callable[[Document], Features]
 
 
 def original_key(twin: Document) -> str:
-    """The key of the original document a renamed ``twin`` was made from.
-
-    ``doc_id`` ``"<key>#<seed>"`` gives ``<key>``; without such a ``doc_id`` the twin's ``orig_title``
-    is used (the original's title is its key when it has no ``doc_id``).
-    """
+    """The key of the original a renamed ``twin`` was made from: ``<key>`` of its ``doc_id`` ``"<key>#<seed>"``,
+    else its ``orig_title``."""
     if twin.doc_id is not None and "#" in twin.doc_id:
         return twin.doc_id.rsplit("#", 1)[0]
     if twin.orig_title is not None:
@@ -71,47 +65,35 @@ def check_document_alignment(original: Document, twin: Document) -> None:
 
 
 def assert_aligned(original: Features, twin: Features) -> None:
-    """Raise ``ValueError`` unless the featurized ``twin`` has the same entity pairs, in the same order.
-
-    The consistency losses compare row ``i`` of the original with row ``i`` of the twin, so a
-    misaligned pair list would silently pull unrelated pairs together.
-    """
+    """Raise ``ValueError`` unless the featurized ``twin`` has the same entity pairs, in the same order (else the
+    consistency losses would silently pull unrelated pairs together)."""
     key = original.get("doc_key", "?")
     if len(original["entity_pos"]) != len(twin["entity_pos"]):
         raise ValueError(
             f"document {key!r}: twin {twin.get('doc_key', '?')!r} has {len(twin['entity_pos'])} entities, "
             f"the original {len(original['entity_pos'])}"
         )
-    hts_a, hts_b = _as_pairs(original["hts"]), _as_pairs(twin["hts"])
+    hts_a, hts_b = _rows(original["hts"]), _rows(twin["hts"])
     if hts_a != hts_b:
         raise ValueError(f"document {key!r}: the twin's entity pairs (hts) are not in the original's order")
     if "labels" in original and "labels" in twin and original["labels"] is not None and twin["labels"] is not None:
-        if _as_rows(original["labels"]) != _as_rows(twin["labels"]):
+        if _rows(original["labels"]) != _rows(twin["labels"]):
             raise ValueError(f"document {key!r}: the twin's pair labels differ from the original's")
 
 
-def _as_pairs(hts: Any) -> list[tuple[int, int]]:
-    if isinstance(hts, torch.Tensor):
-        hts = hts.tolist()
-    return [(int(h), int(t)) for h, t in hts]
-
-
-def _as_rows(labels: Any) -> list[tuple]:
-    if isinstance(labels, torch.Tensor):
-        labels = labels.tolist()
-    return [tuple(float(v) for v in row) for row in labels]
+def _rows(value: Any) -> list[tuple]:
+    """Rows (hts pairs, label rows) of a tensor or nested list, as tuples of floats."""
+    if isinstance(value, torch.Tensor):
+        value = value.tolist()
+    return [tuple(float(v) for v in row) for row in value]
 
 
 # --------------------------------------------------------------------------- name isolation
 
 
 def check_name_isolation(twins: Iterable[Document], excluded: frozenset[str]) -> None:
-    """Raise ``ValueError`` when a twin's KB substitution uses an excluded (evaluation) name.
-
-    Names are compared like the renaming pipeline compares them (``name_key``: case and spacing
-    folded). Rule-made NUM/TIME values and ``unchanged:`` records are not KB names and are skipped,
-    as the pipeline does by default (``RenamingConfig.exclude_values=False``).
-    """
+    """Raise ``ValueError`` when a twin's KB substitution uses an excluded (evaluation) name, compared by
+    ``name_key`` as the pipeline does; rule-made values and ``unchanged:`` records are not KB names."""
     if not excluded:
         return
     keys = {name_key(name) for name in excluded}
@@ -142,11 +124,8 @@ class TwinSource(ABC):
 
 
 class PrebuiltTwins(TwinSource):
-    """Twins read from a pre-built renamed training set, matched to the originals by key.
-
-    Every original must have at least one twin; with several (one per seed) epoch ``e`` draws one
-    with ``random.Random(f"{base_seed + e}:{key}")``, identical on every process.
-    """
+    """Twins read from a pre-built renamed training set, matched to the originals by key; with several per
+    original, epoch ``e`` draws one with ``random.Random(f"{base_seed + e}:{key}")`` (the same on every process)."""
 
     def __init__(self, originals: Sequence[Document], renamed: Iterable[Document], base_seed: int = 0):
         self.base_seed = base_seed
@@ -170,8 +149,6 @@ class PrebuiltTwins(TwinSource):
 
     def twin(self, doc: Document, epoch: int) -> Document:
         twins = self.by_key[doc.key]
-        if len(twins) == 1:
-            return twins[0]
         return twins[random.Random(f"{self.base_seed + epoch}:{doc.key}").randrange(len(twins))]
 
     def cacheable(self) -> bool:
@@ -184,11 +161,8 @@ class PrebuiltTwins(TwinSource):
 def fixed_twins(
     originals: Sequence[Document], pipeline: Any, seed: int, path: str | Path | None = None, progress: bool = True
 ) -> PrebuiltTwins:
-    """Each of ``originals`` renamed once at ``seed``, as the released code trains (its ``evrt.json``).
-
-    With ``path``, the twins are written there (DocRED JSON, atomically) and a rerun or resumed run
-    reads them back instead of renaming again, so a resumed run trains on the same twins.
-    """
+    """Each of ``originals`` renamed once at ``seed``, as the released code trains; with ``path`` the twins are
+    written there and a rerun or resumed run reads them back, so it trains on the same twins."""
     if path is not None and Path(path).exists():
         renamed = read_documents(path)
     else:
@@ -201,11 +175,7 @@ def fixed_twins(
 
 
 class OnTheFlyTwins(TwinSource):
-    """Twins renamed through ``pipeline`` at seed ``base_seed + epoch`` (a fresh renaming every epoch).
-
-    The pipeline should be built with ``RenamingConfig(exclude_names=...)`` holding the evaluation
-    benchmarks' names (see :func:`load_excluded_names`).
-    """
+    """Twins renamed through ``pipeline`` (with the evaluation names excluded) at seed ``base_seed + epoch``."""
 
     def __init__(self, pipeline: Any, base_seed: int = 0):
         self.pipeline = pipeline
@@ -227,12 +197,8 @@ MIN_TWIN_RATE = 0.9
 
 
 def starved_twin_types(rates: dict[str, dict[str, float]], minimum: float = MIN_TWIN_RATE) -> dict[str, float]:
-    """The checked coarse types whose twin substitution rate is clearly below ``minimum`` (type -> rate).
-
-    Clearly: the one-sided 95% Wilson upper bound of the rate (from its ``entities`` count) is below ``minimum``,
-    so a few unrenamable entities in a handful of documents do not raise the alarm (3 of 23 ORG entities of 8
-    documents: 87%, bound 95%), while 54.9% of 2,000 does. A rate without a count is taken as it is.
-    """
+    """The checked coarse types whose twin substitution rate is clearly below ``minimum`` (type -> rate): the
+    one-sided 95% Wilson upper bound is below it, so 3 unrenamable of 23 ORG entities (87%, bound 95%) pass."""
     z = 1.645
     starved = {}
     for t in CHECKED_TWIN_TYPES:
@@ -263,12 +229,8 @@ class DocumentFeaturesDataset(torch.utils.data.Dataset):
 
 
 class EVRTPairDataset(DocumentFeaturesDataset):
-    """Each item is ``{"original": features, "twin": features, "aligned": [bool per pair]}``.
-
-    ``set_epoch`` (the trainer's callback, also after resuming) selects the epoch's twins. The featurizer must
-    take ``align_with`` (as :func:`~envre_hf.features.featurize_document` does); ``aligned`` marks the pairs
-    whose entities both kept a mention. Only pre-built twins stay cached across epochs.
-    """
+    """Each item is ``{"original": features, "twin": features, "aligned": [bool per pair]}``; ``set_epoch`` selects
+    the epoch's twins. The featurizer must take ``align_with``; only pre-built twins stay cached across epochs."""
 
     def __init__(self, documents: Sequence[Document], featurize: Featurizer, twins: TwinSource, epoch: int = 0):
         super().__init__(documents, featurize)
@@ -283,15 +245,10 @@ class EVRTPairDataset(DocumentFeaturesDataset):
         self.epoch = epoch
 
     def twin_document(self, index: int) -> Document:
-        """The twin of document ``index`` in the current epoch."""
         return self.twins.twin(self.documents[index], self.epoch)
 
     def twin_substitution_rates(self) -> dict[str, dict[str, float]]:
-        """Substitution rate per coarse type of this epoch's twins (:func:`~envre_hf.renaming.substitution_rates`).
-
-        A twin that keeps its names teaches nothing about names: the trainer reports these rates at
-        the start of training and warns below :data:`MIN_TWIN_RATE`.
-        """
+        """Substitution rate per coarse type of this epoch's twins, reported when training starts."""
         return substitution_rates(self.twin_document(i) for i in range(len(self)))
 
     def __getitem__(self, index: int) -> dict[str, Any]:
@@ -308,17 +265,15 @@ class EVRTPairDataset(DocumentFeaturesDataset):
 def aligned_pairs(features: Features) -> list[bool]:
     """Per entity pair (``hts`` order), whether both entities kept a mention: the pairs EVRT may compare."""
     placed = [bool(span) for span in features["entity_pos"]]
-    return [placed[int(h)] and placed[int(t)] for h, t in _as_pairs(features["hts"])]
+    return [placed[int(h)] and placed[int(t)] for h, t in _rows(features["hts"])]
 
 
 # --------------------------------------------------------------------------- collator
 
 
 class EVRTPairCollator:
-    """Batches paired examples: the base collator's batch of the originals, with the twins' batch (same order,
-    same pairs) under ``"twin"`` and ``consistency_mask`` (one boolean per pair of the originals: both entities
-    kept a mention on both sides, so the consistency losses may compare it). Plain (unpaired) examples go to the
-    base collator unchanged, so the same collator serves evaluation sets."""
+    """Batches paired examples: the originals' batch, the twins' under ``"twin"`` and ``consistency_mask`` (per pair:
+    the losses may compare it). Plain examples go to the base collator unchanged (evaluation sets)."""
 
     def __init__(self, base_collator: Callable[[list[Features]], dict[str, Any]]):
         self.base_collator = base_collator

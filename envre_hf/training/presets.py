@@ -1,14 +1,9 @@
-"""The released training recipes of EVRT (THU-BPM/Env-DocRE ``scripts/run_*.sh``) as named presets.
-
-Every preset trains NCRL with EVRT as the released ``evrt/main.py`` does (AdamW eps 1e-6, linear schedule with
-6% warm-up, clipping at 1.0, batch 4, 8 epochs, head lr 1e-4, top-4 decoding, best checkpoint by dev F1 +
-dev Ign F1); the presets differ in margin shift, EVRT weights, learning rate and accumulation (the table in
-docs/evrt.md).
-"""
+"""The released training recipes of EVRT (THU-BPM/Env-DocRE ``scripts/run_*.sh``) as named presets: NCRL with EVRT
+as ``evrt/main.py`` trains, differing in margin shift, EVRT weights, learning rate, accumulation (docs/evrt.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 #: Settings every released script shares (``TrainingArguments`` / EVRT field names).
@@ -37,45 +32,33 @@ _COMMON_TRAINING: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class EVRTPreset:
-    """One released recipe: training settings, model settings, and the encoder it was run with."""
+    """One released recipe (``script``, run with ``encoder``): what it passes beyond the shared settings."""
 
     name: str
     script: str
     encoder: str
-    training: dict[str, Any] = field(default_factory=dict)
-    model: dict[str, Any] = field(default_factory=dict)
+    weight: float  # evrt_alpha = evrt_beta
+    learning_rate: float
+    ncrl_margin: float
+    accumulation: int
 
     def training_settings(self) -> dict[str, Any]:
         """``EVRTTrainingArguments`` fields this preset sets."""
-        return {**_COMMON_TRAINING, **self.training}
+        return {**_COMMON_TRAINING, "evrt_alpha": self.weight, "evrt_beta": self.weight,
+                "learning_rate": self.learning_rate, "gradient_accumulation_steps": self.accumulation}  # fmt: skip
 
     def model_settings(self) -> dict[str, Any]:
         """``DocREConfig`` / model-argument fields this preset sets (NCRL, its margin shift, top-4 decoding)."""
-        return {"head_type": "ncrl", "ncrl_none_weight": 1.0, "top_k": 4, **self.model}
-
-
-def _preset(name: str, script: str, encoder: str, weight: float, lr: float, shift: float, accum: int) -> EVRTPreset:
-    return EVRTPreset(
-        name=name,
-        script=f"scripts/{script}.sh",
-        encoder=encoder,
-        training={
-            "evrt_alpha": weight,
-            "evrt_beta": weight,
-            "learning_rate": lr,
-            "gradient_accumulation_steps": accum,
-        },
-        model={"ncrl_margin": shift},
-    )
+        return {"head_type": "ncrl", "ncrl_none_weight": 1.0, "top_k": 4, "ncrl_margin": self.ncrl_margin}
 
 
 PRESETS: dict[str, EVRTPreset] = {
     p.name: p
     for p in (
-        _preset("redocred-bert", "run_re-docred_bert", "bert-base-cased", 0.1, 5e-5, 0.04, 1),
-        _preset("redocred-roberta", "run_re-docred_roberta", "roberta-large", 0.2, 3e-5, 0.04, 2),
-        _preset("docred-bert", "run_docred_bert", "bert-base-cased", 1.0, 5e-5, 0.05, 1),
-        _preset("docred-roberta", "run_docred_roberta", "roberta-large", 1.0, 3e-5, 0.05, 2),
+        EVRTPreset("redocred-bert", "scripts/run_re-docred_bert.sh", "bert-base-cased", 0.1, 5e-5, 0.04, 1),
+        EVRTPreset("redocred-roberta", "scripts/run_re-docred_roberta.sh", "roberta-large", 0.2, 3e-5, 0.04, 2),
+        EVRTPreset("docred-bert", "scripts/run_docred_bert.sh", "bert-base-cased", 1.0, 5e-5, 0.05, 1),
+        EVRTPreset("docred-roberta", "scripts/run_docred_roberta.sh", "roberta-large", 1.0, 3e-5, 0.05, 2),
     )
 }
 

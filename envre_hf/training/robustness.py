@@ -1,11 +1,5 @@
-"""Robustness report: the same model scored on an original test set and on its renamed version(s).
-
-The table mirrors the paper's Table 7: P, R, F1, Ign F1, Intra F1 and Inter F1 on the original
-documents, on the renamed ones (averaged over the renamed sets when the benchmark holds several
-seeds, e.g. Env-Re-DocRED's five), and the relative drop ``(original - renamed) / original``.
-Scores are fractions in [0, 1] in :meth:`RobustnessReport.to_dict` (like ``DocREScores``) and
-percentages in the markdown table.
-"""
+"""Robustness report (the paper's Table 7): one model scored on an original test set and on its renamed version(s)
+(averaged over renamed seeds), with the relative drop; fractions in ``to_dict``, percentages in the markdown."""
 
 from __future__ import annotations
 
@@ -61,20 +55,15 @@ def _headline(scores: Any) -> Scores:
 
 
 def _mean(rows: list[Scores]) -> Scores:
-    out: Scores = {}
-    for _, attr in REPORT_COLUMNS:
-        values = [row[attr] for row in rows if row.get(attr) is not None]
-        out[attr] = sum(values) / len(values) if values and len(values) == len(rows) else None
-    return out
+    """Per score, the mean over ``rows``; ``None`` when a row lacks it."""
+    columns = {attr: [row.get(attr) for row in rows] for _, attr in REPORT_COLUMNS}
+    return {attr: sum(v) / len(v) if v and None not in v else None for attr, v in columns.items()}
 
 
 def relative_drop(original: Scores, renamed: Scores) -> Scores:
     """``(original - renamed) / original`` per score (``None`` when undefined)."""
-    out: Scores = {}
-    for _, attr in REPORT_COLUMNS:
-        a, b = original.get(attr), renamed.get(attr)
-        out[attr] = None if a is None or b is None or a == 0 else (a - b) / a
-    return out
+    pairs = {attr: (original.get(attr), renamed.get(attr)) for _, attr in REPORT_COLUMNS}
+    return {attr: None if a is None or b is None or a == 0 else (a - b) / a for attr, (a, b) in pairs.items()}
 
 
 def group_renamed_sets(renamed: Sequence[Document]) -> dict[str, list[Document]]:
@@ -99,11 +88,8 @@ def robustness_report(
     renamed_gold: Sequence[Document],
     train: Sequence[Document] | None = None,
 ) -> RobustnessReport:
-    """Score both prediction sets (official format) and compute the relative drops.
-
-    With several renamed sets (seeds) each is scored on its own and the renamed row is their
-    mean; their predictions must then carry ``doc_id`` (renamed copies share titles).
-    """
+    """Score both prediction sets and compute the relative drops; several renamed sets (seeds) are scored one by
+    one and averaged, their predictions carrying ``doc_id`` (renamed copies share titles)."""
     train = list(train) if train is not None else None
     original = _headline(score_predictions(list(original_predictions), list(original_gold), train))
     groups = group_renamed_sets(renamed_gold)

@@ -1,10 +1,5 @@
-"""Training entry point shared by ``examples/run_docre.py`` and ``envre train`` (docs/training.md).
-
-:class:`ModelArguments`, :class:`DataArguments` and ``EVRTTrainingArguments`` are parsed with
-``HfArgumentParser`` (command line, or one ``.json`` / ``.yaml`` file); the run evaluates on the original and
-the renamed dev set, keeps the best checkpoint (``dev_f1_plus_ign_f1``, as the released code selects) and
-writes ``all_results.json``.
-"""
+"""Training entry point shared by ``examples/run_docre.py`` and ``envre train`` (docs/training.md): evaluates on
+the original and renamed dev sets, keeps the best checkpoint and writes ``all_results.json``."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from typing import Any
 
 import datasets
 import transformers
-from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, set_seed
+from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainerCallback, set_seed
 
 from ..atomic import write_json
 from ..documents import Document, read_documents
@@ -32,7 +27,6 @@ from ..renaming import RenamingConfig, RenamingPipeline
 from ..renaming.driver import RenamingDriver
 from ..renaming.isolation import load_excluded_names, used_names
 from .arguments import EVRTTrainingArguments
-from .callbacks import DropSummaryCallback
 from .checkpoints import disk_full_is_one_line, resume_checkpoint
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, OnTheFlyTwins, PrebuiltTwins
 from .pairing import check_name_isolation, fixed_twins
@@ -96,11 +90,8 @@ class DataArguments:
 
 
 def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
-    """A saved DocRE model (config model_type ``docre``) or a new one on top of an encoder.
-
-    ``preset`` (an ``evrt_preset`` name) gives the head settings the released recipe uses (NCRL,
-    its margin shift, top-4 decoding) wherever ``model_args`` leaves them unset.
-    """
+    """A saved DocRE model, or a new one on top of an encoder with the ``preset``'s head settings wherever
+    ``model_args`` leaves them unset."""
     config = AutoConfig.from_pretrained(model_args.model_name_or_path)
     if isinstance(config, DocREConfig):
         return DocREModel.from_pretrained(model_args.model_name_or_path, use_safetensors=True)
@@ -120,12 +111,9 @@ def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = 
     return RenamingPipeline(CorpusKB(pool), RenamingConfig(exclude_names=frozenset(exclude_names)))
 
 
-class MentionDropSummary(logging.Filter):
-    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass.
-
-    Installed on the featurizer's logger by :func:`configure_logging`; :meth:`flush` (called by the trainer
-    callback after each epoch and each evaluation) logs the totals since the last flush.
-    """
+class MentionDropSummary(logging.Filter, TrainerCallback):
+    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass,
+    logged after each epoch and each evaluation."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -145,11 +133,16 @@ class MentionDropSummary(logging.Filter):
             )
         self.documents, self.dropped = 0, 0
 
+    def on_epoch_end(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        self.flush(f"training, epoch {round(state.epoch or 0)}")
+
+    def on_evaluate(self, args, state, control, **kwargs):  # noqa: D102 - TrainerCallback hook
+        self.flush("evaluation")
+
 
 def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummary:
-    """The runner's logging: each process at ``get_process_log_level()`` for envre-hf, transformers and datasets
-    (the root logger is left alone; with the default ``--log_level passive`` envre-hf's few INFO records show on
-    the main process), and featurization warnings summarised (see :class:`MentionDropSummary`)."""
+    """Each process at ``get_process_log_level()`` for envre-hf, transformers and datasets (the root logger is left
+    alone), and featurization warnings summarised (:class:`MentionDropSummary`)."""
     level = training_args.get_process_log_level()
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
@@ -177,11 +170,8 @@ def build_twin_source(
     extra_excluded: frozenset[str] = frozenset(),
     default_pool: list[Document] | None = None,
 ) -> Any:
-    """The twin source of ``args.twin_source``, with the evaluation names isolated.
-
-    On-the-fly renaming draws from ``args.rename_kb_pool``, else ``default_pool`` (the whole training
-    file), else ``train_docs``.
-    """
+    """The twin source of ``args.twin_source``, with the evaluation names isolated; on-the-fly renaming draws from
+    ``args.rename_kb_pool``, else ``default_pool`` (the whole training file), else ``train_docs``."""
     excluded = load_excluded_names(args.exclude_names_from) | extra_excluded
     if args.twin_source == "prebuilt":
         twins = PrebuiltTwins(train_docs, read_documents(args.twin_file), base_seed=args.rename_seed)
@@ -269,13 +259,12 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         train_documents_for_ign=train_docs,
         max_seq_length=data_args.max_seq_length,
     )
-    trainer.add_callback(DropSummaryCallback(drops))
-    metrics: dict[str, float] = {}
+    trainer.add_callback(drops)
     with disk_full_is_one_line(training_args.output_dir):  # a half-written checkpoint is skipped on resume
         result = trainer.train(
             resume_from_checkpoint=resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
         )
-    metrics.update(result.metrics)
+    metrics: dict[str, float] = dict(result.metrics)
     trainer.save_model()
     trainer.save_state()
     if eval_documents:

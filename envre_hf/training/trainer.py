@@ -1,10 +1,5 @@
-"""``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training.
-
-The loss of a paired batch is ``L = L_clo + L_clp + alpha * L_rcr + beta * L_pcr``
-(:mod:`~envre_hf.training.consistency`), each term logged unweighted (``loss_clo``, ...). Evaluation scores
-whole documents with the DocRED metric: ``eval_documents={"dev": docs, ...}`` gives ``eval_dev_f1``,
-``eval_dev_ign_f1``, ``eval_dev_f1_plus_ign_f1`` (what the released code selects checkpoints by), ...
-"""
+"""``EVRTTrainer``: a ``transformers.Trainer`` for DocRE models with entity-variation robust training: the loss
+``L_clo + L_clp + alpha * L_rcr + beta * L_pcr``, each term logged, and DocRED-metric evaluation (docs/training.md)."""
 
 from __future__ import annotations
 
@@ -48,9 +43,8 @@ class _ScoredSet:
 
 
 def _pair_rows(outputs: Any, rows: torch.Tensor) -> Any:
-    """``outputs`` restricted to the pairs of a boolean mask (those a document and its twin both place, so the
-    consistency losses never compare a pair with a different one). Per-pair tensors (and tuples of them) are cut;
-    other fields, the loss included, pass."""
+    """``outputs`` restricted to the pairs of a boolean mask (those a document and its twin both place): per-pair
+    tensors (and tuples of them) are cut, other fields pass."""
     n = outputs.logits.shape[0]
 
     def cut(value: Any) -> Any:
@@ -112,11 +106,8 @@ class EVRTTrainer(Trainer):
         return super().train(*args, **kwargs)
 
     def report_twins(self) -> dict[str, float] | None:
-        """Logs the twins' substitution rate per coarse type and warns when a checked type is below 90%.
-
-        Returns ``{type: rate}`` (also kept as ``self.twin_rates`` and written to ``trainer_state.json``
-        by :meth:`train`), or ``None`` when the training set has no twins.
-        """
+        """Logs the twins' substitution rate per coarse type (warns when a checked type is starved); returns and
+        keeps ``{type: rate}``, or ``None`` when the training set has no twins."""
         report = getattr(self.train_dataset, "twin_substitution_rates", None)
         if not callable(report):
             return None
@@ -138,9 +129,8 @@ class EVRTTrainer(Trainer):
         return self.twin_rates
 
     def _get_train_sampler(self, train_dataset: Any = None):
-        """``train_sampling_strategy="group_by_length"`` for document datasets: batches of similar lengths
-        (:class:`~envre_hf.features.batching.LengthGroupedSampler`), measured on the items themselves, so a
-        document and its twin stay one item (transformers' own sampler cannot measure pair items)."""
+        """``group_by_length`` for document datasets, measured on the items themselves: a document and its twin
+        stay one item (transformers' own sampler cannot measure pair items)."""
         dataset = self.train_dataset if train_dataset is None else train_dataset
         if self.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, DocumentFeaturesDataset):
             batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps
@@ -180,18 +170,13 @@ class EVRTTrainer(Trainer):
             if k not in _NON_MODEL_KEYS and (takes_kwargs or k in params) and not (k == "labels" and v is None)
         }
 
-    def _forward_with_loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> Any:
-        outputs = model(**self._forward_inputs(model, batch))
-        if outputs.loss is None:
-            raise ValueError("the model returned no loss: training batches need labels")
-        return outputs
-
-    def _record(self, name: str, value: torch.Tensor) -> None:
-        if not self.model.training:
-            return
-        value = value.detach().float()
-        self._loss_sums[name] = self._loss_sums.get(name, torch.zeros((), device=value.device)) + value
-        self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
+    def _record(self, name: str, value: torch.Tensor) -> torch.Tensor:
+        """Adds a loss term to the training logs' sums; returns it."""
+        if self.model.training:
+            seen = value.detach().float()
+            self._loss_sums[name] = self._loss_sums.get(name, torch.zeros((), device=seen.device)) + seen
+            self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
+        return value
 
     def compute_loss(
         self,
@@ -207,9 +192,10 @@ class EVRTTrainer(Trainer):
         if not paired and args.evrt and model.training and not self._warned_unpaired:
             logger.warning("evrt is on but the training batches carry no twins (use EVRTPairDataset): training vanilla")
             self._warned_unpaired = True
-        outputs = self._forward_with_loss(model, inputs)
-        loss = outputs.loss.float()
-        self._record("clo", loss)
+        outputs = model(**self._forward_inputs(model, inputs))
+        if outputs.loss is None:
+            raise ValueError("the model returned no loss: training batches need labels")
+        loss = self._record("clo", outputs.loss.float())
         if not any(use.values()):
             return (loss, outputs) if return_outputs else loss
         # the twins in their own forward call, as the released code does (so a family's loss may take extra inputs)
@@ -218,21 +204,16 @@ class EVRTTrainer(Trainer):
             twin_inputs.pop("labels", None)
         twin_out = model(**twin_inputs)
         if use["clp"]:
-            clp = twin_out.loss.float()
-            self._record("clp", clp)
-            loss = loss + clp
+            loss = loss + self._record("clp", twin_out.loss.float())
         if mask is not None and (use["rcr"] or use["pcr"]):
             mask = mask.to(outputs.logits.device)
             self._left_out += int((~mask).sum()) if model.training else 0
             outputs, twin_out = _pair_rows(outputs, mask), _pair_rows(twin_out, mask)
         if use["rcr"]:
-            rcr = self._rcr(model, outputs, twin_out)
-            self._record("rcr", rcr)
-            loss = loss + args.evrt_alpha * rcr
+            loss = loss + args.evrt_alpha * self._record("rcr", self._rcr(model, outputs, twin_out))
         if use["pcr"]:
             pcr = prediction_consistency_loss(outputs.logits, twin_out.logits, form=args.evrt_pcr_form)
-            self._record("pcr", pcr)
-            loss = loss + args.evrt_beta * pcr
+            loss = loss + args.evrt_beta * self._record("pcr", pcr)
         return (loss, outputs) if return_outputs else loss
 
     def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any) -> torch.Tensor:
@@ -290,10 +271,9 @@ class EVRTTrainer(Trainer):
             self.compute_metrics, self._scoring = self._scoring.user_metrics, None
 
     def prediction_step(self, model, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys=None):
-        """Trainer's step. While a set of documents is scored, the pair logits are decoded and the step returns
-        each document's multi-hot predictions (documents x pairs x labels, int8, padded with -100 as Trainer
-        pads) with the documents' positions in the set as labels: Trainer then gathers whole documents across
-        processes, and :meth:`_score_documents` (``compute_metrics``) scores them."""
+        """Trainer's step; while a set of documents is scored, it returns each document's decoded multi-hot
+        predictions (int8, padded with -100) labelled by the document's position, so Trainer gathers whole documents
+        across processes for :meth:`_score_documents`."""
         if self._scoring is None:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
         hts, keys = inputs["hts"], inputs["doc_keys"]
@@ -305,8 +285,7 @@ class EVRTTrainer(Trainer):
         return loss, predictions, torch.tensor([self._scoring.index[k] for k in keys], device=predictions.device)
 
     def _score_documents(self, eval_pred: EvalPrediction) -> dict[str, float]:
-        """``compute_metrics`` of a scored set: the DocRED scores of the decoded predictions, plus the metrics
-        of the user's own ``compute_metrics`` (given the same predictions)."""
+        """``compute_metrics`` of a scored set: DocRED scores, plus the user's own ``compute_metrics``."""
         scoring, documents = self._scoring, self._scoring.dataset.documents
         positions = eval_pred.label_ids.tolist()
         if sorted(positions) != list(range(len(documents))):
