@@ -57,11 +57,8 @@ def existing_path(text: str) -> Path:
 def model_location(value: str | os.PathLike) -> str:
     """``value`` when it is a local folder or a Hub id the Hub has (or the Hub cache holds: its snapshot folder).
 
-    A path that does not exist is "no such folder" at once: anything starting with ``./``, ``../``, ``/`` or
-    ``~``, with more than one ``/`` or a ``\\``, or ``dir/name`` where ``dir`` is a local folder (``runs/typo``);
-    else it is a Hub id (``owner/name`` or a bare ``bert-base-cased``), checked with one request of a few seconds
-    rather than transformers' minute of retries. With ``HF_HUB_OFFLINE=1`` or no Hub in reach, only what the
-    Hub cache holds is accepted.
+    A Hub id is checked with one request of a few seconds rather than transformers' minute of retries; with
+    ``HF_HUB_OFFLINE=1`` or no Hub in reach, only what the Hub cache holds is accepted.
     """
     text = str(value)
     path = Path(text).expanduser()
@@ -100,7 +97,7 @@ def model_location(value: str | os.PathLike) -> str:
 
 
 def _looks_like_path(text: str) -> bool:
-    """``text`` can only be a local path (not a Hub id): see :func:`model_location`."""
+    """``text`` can only be a local path, not a Hub id: ``./``, ``/``, ``~``..., two ``/``, or ``runs/typo``."""
     if text.startswith(("./", "../", "/", "~", ".")) or "\\" in text or (os.sep != "/" and os.sep in text):
         return True
     parts = text.split("/")
@@ -190,10 +187,7 @@ _EXPECTED_NAMES = {
 
 
 def error_message(err: BaseException) -> str | None:
-    """The one-line message of an expected error, or ``None`` for a bug (an unexpected exception).
-
-    Credentials are redacted (:func:`envre_hf.http.redact`): a server body echoing a token never reaches stderr.
-    """
+    """The one-line message of an expected error (credentials redacted), or ``None`` for a bug."""
     from ..http import redact  # lazy: start-up time
 
     message = _message(err)

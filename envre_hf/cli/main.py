@@ -1,11 +1,6 @@
-"""``envre``: one entry point, one module per subcommand, one error path.
-
-Each subcommand is ``envre_hf/cli/<name>.py`` (``-`` becomes ``_``) with ``add_arguments(parser)`` and
-``run(args) -> int`` (``train`` only ``run``: its arguments arrive untouched in ``args.forwarded``), imported
-only when it runs, so ``envre --help`` stays fast. Expected errors end in one line on stderr
-(``envre <command>: error: <file/document/field>: <what>``, exit status 2), a bug in one line with exit
-status 1; ``envre --debug <command> ...`` (or ``ENVRE_DEBUG=1``) shows the traceback instead.
-"""
+"""``envre``: one module per subcommand (``add_arguments(parser)``, ``run(args)``; imported only when it runs) and
+one error path: an expected error is one line on stderr (exit 2), a bug one line (exit 1); ``--debug`` or
+``ENVRE_DEBUG=1`` shows the traceback."""
 
 from __future__ import annotations
 

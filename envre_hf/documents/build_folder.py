@@ -1,7 +1,5 @@
-"""Documents of a benchmark given as a file or as a dataset folder written by ``envre build``: the one reader
-of that layout (``data/<split>-NNNNN-of-NNNNN.parquet``, ``statistics.json``, the unfinished mark ``.build/<split>``),
-which ``envre_hf.renaming`` writes with these names.
-"""
+"""The one reader of ``envre build`` folders (``data/<split>-NNNNN-of-NNNNN.parquet``, ``statistics.json``, the
+unfinished mark ``.build/<split>``); ``envre_hf.renaming`` writes these names."""
 
 from __future__ import annotations
 
@@ -18,6 +16,7 @@ from .schema import Document
 STATISTICS_FILE = "statistics.json"
 #: The folder of unfinished splits: ``.build/<split>`` exists while the split's files are being replaced.
 WORK_DIR = ".build"
+_SHARD = re.compile(r"(.+)-\d{5}-of-\d{5}\.parquet")
 
 
 class BuildFolderError(ValueError):
@@ -26,7 +25,7 @@ class BuildFolderError(ValueError):
 
 def is_shard_of(name: str, split: str) -> bool:
     """``name`` is a shard of ``split`` exactly (``test-hard-00000-of-00001.parquet`` is not one of ``test``)."""
-    return re.fullmatch(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.parquet", name) is not None
+    return (match := _SHARD.fullmatch(name)) is not None and match.group(1) == split
 
 
 def build_splits(folder: str | os.PathLike) -> list[str]:
@@ -35,9 +34,6 @@ def build_splits(folder: str | os.PathLike) -> list[str]:
     if not data.is_dir():
         return []
     return sorted({m.group(1) for f in data.glob("*.parquet") if (m := _SHARD.fullmatch(f.name))})
-
-
-_SHARD = re.compile(r"(.+)-\d{5}-of-\d{5}\.parquet")
 
 
 def split_holding(folder: str | os.PathLike, references: Iterable[tuple[str | None, str | None]]) -> str | None:
