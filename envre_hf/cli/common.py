@@ -149,7 +149,7 @@ def _one_line(text: str) -> str:
 
 
 def _os_message(err: OSError) -> str:
-    where = err.filename if err.filename is not None else None
+    where = err.filename
     reasons = {
         errno.ENOENT: "no such file or folder",
         errno.EISDIR: "is a folder, expected a file",
@@ -225,15 +225,9 @@ def add_precision_arguments(group: argparse._ActionsContainer) -> None:
         "(fast everywhere); bf16 = --bf16 (default fp32)",
     )
     group.add_argument(
-        "--bf16", nargs="?", const="on", type=_bf16_choice, default=None, metavar="force",
+        "--bf16", nargs="?", const="on", choices=("on", "force"), default=None, metavar="force",
         help="bf16 autocast; on hardware without native bf16 it warns and runs fp32, unless '--bf16 force'",
     )
-
-
-def _bf16_choice(text: str) -> str:
-    if text not in ("on", "force"):
-        raise argparse.ArgumentTypeError(f"expected nothing or 'force', got {text!r}")
-    return text
 
 
 def precision_of(args: argparse.Namespace) -> str | None:

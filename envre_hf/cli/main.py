@@ -41,13 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _debug_from_env() -> bool:
-    return os.environ.get("ENVRE_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = _debug_from_env()
+    debug = os.environ.get("ENVRE_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     while argv and argv[0] == "--debug":
         debug = True
         argv.pop(0)
@@ -80,15 +76,6 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
             sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
             args = sub.parse_args(argv)
         return int(module.run(args) or 0)
-    except SystemExit as stop:
-        if stop.code is None or isinstance(stop.code, int):
-            raise  # --help, or a command's own exit status
-        if debug:
-            raise
-        message = " ".join(str(stop.code).split())
-        prefix = "" if message.startswith("envre") else f"{prog}: error: "
-        print(f"{prefix}{message}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         if debug:
             raise

@@ -230,12 +230,10 @@ class KeyChecker:
         self.seen: dict[Any, int] = {}
 
     def check(self, doc: Document, index: int) -> None:
-        key = doc.key
+        key, field = doc.key, "doc_id" if doc.doc_id is not None else "title"
         if not isinstance(key, str):
-            field = "doc_id" if doc.doc_id is not None else "title"
             raise DocumentError(f"expected a string, got {type(key).__name__}", doc_index=index, field=field)
         if key in self.seen:
-            field = "doc_id" if doc.doc_id is not None else "title"
             where = f"{self.source}: " if self.source is not None else ""
             raise DocumentError(
                 f"{where}duplicate document key {key!r} (also document {self.seen[key]}); every document needs "
