@@ -16,8 +16,6 @@ def validate_document(doc: Document, index: int | None = None, schema: RelationS
     schema = schema if schema is not None else docred_schema()
     where = {"doc_index": index, "title": doc.title}
     n_sents = len(doc.sents)
-    if not isinstance(doc.title, str):
-        raise DocumentError(f"expected a string, got {type(doc.title).__name__}", field="title", **where)
     if doc.doc_id is not None and not isinstance(doc.doc_id, str):
         raise DocumentError(f"expected a string, got {type(doc.doc_id).__name__}", field="doc_id", **where)
     if doc.seed is not None and (not isinstance(doc.seed, int) or isinstance(doc.seed, bool)):
