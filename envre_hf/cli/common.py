@@ -149,7 +149,6 @@ def _one_line(text: str) -> str:
 
 
 def _os_message(err: OSError) -> str:
-    where = err.filename
     reasons = {
         errno.ENOENT: "no such file or folder",
         errno.EISDIR: "is a folder, expected a file",
@@ -162,26 +161,22 @@ def _os_message(err: OSError) -> str:
         errno.EEXIST: "already exists",
     }
     reason = reasons.get(err.errno or -1) or err.strerror or _one_line(str(err)) or type(err).__name__
-    return f"{where}: {reason}" if where else reason
+    return f"{err.filename}: {reason}" if err.filename else reason
 
 
 #: Exceptions that are bad input or a bad environment (exit 2), by class name where importing the class
-#: would load a heavy or optional module (safetensors, the ICL backends, the metric).
+#: would load a heavy or optional module (safetensors, the ICL backends, the Hub); a subclass of one (or of
+#: ValueError / OSError) needs no entry.
 _EXPECTED_NAMES = {
     "SafetensorError",
     "HeaderTooLarge",
     "BackendError",
     "ICLRunError",
     "AttributionRunError",
-    "PredictionError",
     "BuildError",
     "KnowledgeBaseError",
     "HTTPRequestError",
-    "HFValidationError",
-    "RepositoryNotFoundError",
     "EntryNotFoundError",
-    "LocalEntryNotFoundError",
-    "GatedRepoError",
     "HfHubHTTPError",
 }
 
