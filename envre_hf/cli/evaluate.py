@@ -159,9 +159,8 @@ def run_predictions(args: argparse.Namespace) -> int:
 
 def emit(result: dict[str, Any], args: argparse.Namespace) -> None:
     """Write ``result`` to ``--output`` and print it as JSON (the big tables only under ``--details``)."""
-    output = getattr(args, "output", None)
-    if output is not None:
-        write_json(Path(output), result)
+    if args.output is not None:
+        write_json(args.output, result)
     if not getattr(args, "details", False):
         result = {k: v for k, v in result.items() if k not in ("per_relation", "by_entity_count")}
     print(json.dumps(result, indent=2, ensure_ascii=False))

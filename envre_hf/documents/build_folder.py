@@ -37,9 +37,8 @@ def build_splits(folder: str | os.PathLike) -> list[str]:
 
 
 def split_holding(folder: str | os.PathLike, references: Iterable[tuple[str | None, str | None]]) -> str | None:
-    """The one split of build folder ``folder`` that holds every document the ``(doc_id, title)`` references name
-    (a ``doc_id`` is matched to document keys, a bare title to keys or titles, as the scorer does), or None when no
-    split or several do: scoring a split's predictions against a folder of several splits needs the split."""
+    """The one split of build folder ``folder`` holding every document the ``(doc_id, title)`` references name (matched
+    as the scorer does), or None when no split or several do."""
     references = list(references)
     holding = []
     for split in build_splits(folder):
@@ -58,10 +57,8 @@ def unfinished_splits(folder: str | os.PathLike) -> list[str]:
 
 
 def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Document]:
-    """Documents of a DocRED-format file, or of one split of a folder written by ``envre build`` (exactly its
-    shards: ``test`` never picks up ``test_hard``; ``"*"``: every split). A missing split raises
-    :class:`FileNotFoundError` naming those there are; a cut-short split write :class:`BuildFolderError`.
-    """
+    """Documents of a DocRED-format file, or of one split of an ``envre build`` folder (exactly its shards; ``"*"``:
+    every split); a missing split is a :class:`FileNotFoundError`, a cut-short write a :class:`BuildFolderError`."""
     path = Path(path)
     if not path.is_dir():
         return list(iter_documents(path))
