@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..documents.build_folder import read_benchmark  # the one reader of build folders (envre icl/evaluate too)
@@ -44,17 +43,12 @@ def plot_saved_map_curves(paths: list[Path], output: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.map_curves:
-        try:
-            print(f"wrote {plot_saved_map_curves(args.map_curves, args.output)}")
-        except (OSError, ValueError) as err:  # JSONDecodeError is a ValueError
-            print(f"envre analyze: --map-curves: {err}", file=sys.stderr)
-            return 2
+    if args.map_curves:  # a bad map.json: one line through envre_hf.cli.main, as every command's errors
+        print(f"wrote {plot_saved_map_curves(args.map_curves, args.output)}")
         if args.original is None and args.renamed is None:
             return 0
     if args.original is None or args.renamed is None:
-        print("envre analyze: --original and --renamed are required (or --map-curves alone)", file=sys.stderr)
-        return 2
+        raise UsageError("--original and --renamed are required (or --map-curves alone)")
     from ..analysis.report import REPORT, run_analyses, write_report  # lazy: start-up time
     from ..documents import read_documents  # lazy: start-up time
     from ..metrics import read_predictions  # lazy: start-up time

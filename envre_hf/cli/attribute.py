@@ -42,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.attribution_run import run_attribution  # lazy: start-up time
     from ..analysis.plots import plot_map_curves  # lazy: start-up time
     from ..documents import DocumentError, read_documents  # lazy: start-up time
-    from ..documents.io import located_in_file  # lazy: start-up time
 
     if not (args.model / "config.json").is_file():
         raise UsageError(f"{args.model}: no config.json (expected a folder written by save_pretrained)")
@@ -104,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             allow_train_overlap=args.allow_train_overlap,
         )
     except DocumentError as err:
-        raise located_in_file(err, args.gold) from None
+        raise err.located(None, None, file=args.gold) from None
     plot_map_curves([result.curve], args.output / "map.png")
     curve = result.curve
     shown = ", ".join(f"MAP({k})={curve.map[k - 1]:.3f}" for k in (1, 5, 10, 20, 30) if k <= len(curve.map))

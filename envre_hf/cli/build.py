@@ -1,10 +1,5 @@
-"""``envre build``: rename a DocRED-format split with a knowledge base into a dataset folder (or Hub repo).
-
-Example (offline, the README's main job)::
-
-    envre build --input ../shared/data/redocred/test_revised.json --kb corpus \\
-        --kb-pool ../shared/data/redocred/dev_revised.json --seeds 5 --output env_redocred
-"""
+"""``envre build``: rename a DocRED-format split with a knowledge base into a dataset folder or Hub repo
+(docs/renaming.md)."""
 
 from __future__ import annotations
 

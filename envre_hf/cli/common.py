@@ -57,11 +57,8 @@ def existing_path(text: str) -> Path:
 def model_location(value: str | os.PathLike) -> str:
     """``value`` when it is a local folder or a Hub id the Hub has (or the Hub cache holds: its snapshot folder).
 
-    A path that does not exist is "no such folder" at once: anything starting with ``./``, ``../``, ``/`` or
-    ``~``, with more than one ``/`` or a ``\\``, or ``dir/name`` where ``dir`` is a local folder (``runs/typo``);
-    else it is a Hub id (``owner/name`` or a bare ``bert-base-cased``), checked with one request of a few seconds
-    rather than transformers' minute of retries. With ``HF_HUB_OFFLINE=1`` or no Hub in reach, only what the
-    Hub cache holds is accepted.
+    A Hub id is checked with one request of a few seconds rather than transformers' minute of retries; with
+    ``HF_HUB_OFFLINE=1`` or no Hub in reach, only what the Hub cache holds is accepted.
     """
     text = str(value)
     path = Path(text).expanduser()
@@ -100,7 +97,7 @@ def model_location(value: str | os.PathLike) -> str:
 
 
 def _looks_like_path(text: str) -> bool:
-    """``text`` can only be a local path (not a Hub id): see :func:`model_location`."""
+    """``text`` can only be a local path, not a Hub id: ``./``, ``/``, ``~``..., two ``/``, or ``runs/typo``."""
     if text.startswith(("./", "../", "/", "~", ".")) or "\\" in text or (os.sep != "/" and os.sep in text):
         return True
     parts = text.split("/")
@@ -152,7 +149,6 @@ def _one_line(text: str) -> str:
 
 
 def _os_message(err: OSError) -> str:
-    where = err.filename if err.filename is not None else None
     reasons = {
         errno.ENOENT: "no such file or folder",
         errno.EISDIR: "is a folder, expected a file",
@@ -165,35 +161,28 @@ def _os_message(err: OSError) -> str:
         errno.EEXIST: "already exists",
     }
     reason = reasons.get(err.errno or -1) or err.strerror or _one_line(str(err)) or type(err).__name__
-    return f"{where}: {reason}" if where else reason
+    return f"{err.filename}: {reason}" if err.filename else reason
 
 
 #: Exceptions that are bad input or a bad environment (exit 2), by class name where importing the class
-#: would load a heavy or optional module (safetensors, the ICL backends, the metric).
+#: would load a heavy or optional module (safetensors, the ICL backends, the Hub); a subclass of one (or of
+#: ValueError / OSError) needs no entry.
 _EXPECTED_NAMES = {
     "SafetensorError",
     "HeaderTooLarge",
     "BackendError",
     "ICLRunError",
     "AttributionRunError",
-    "PredictionError",
     "BuildError",
     "KnowledgeBaseError",
     "HTTPRequestError",
-    "HFValidationError",
-    "RepositoryNotFoundError",
     "EntryNotFoundError",
-    "LocalEntryNotFoundError",
-    "GatedRepoError",
     "HfHubHTTPError",
 }
 
 
 def error_message(err: BaseException) -> str | None:
-    """The one-line message of an expected error, or ``None`` for a bug (an unexpected exception).
-
-    Credentials are redacted (:func:`envre_hf.http.redact`): a server body echoing a token never reaches stderr.
-    """
+    """The one-line message of an expected error (credentials redacted), or ``None`` for a bug."""
     from ..http import redact  # lazy: start-up time
 
     message = _message(err)
@@ -231,15 +220,9 @@ def add_precision_arguments(group: argparse._ActionsContainer) -> None:
         "(fast everywhere); bf16 = --bf16 (default fp32)",
     )
     group.add_argument(
-        "--bf16", nargs="?", const="on", type=_bf16_choice, default=None, metavar="force",
+        "--bf16", nargs="?", const="on", choices=("on", "force"), default=None, metavar="force",
         help="bf16 autocast; on hardware without native bf16 it warns and runs fp32, unless '--bf16 force'",
     )
-
-
-def _bf16_choice(text: str) -> str:
-    if text not in ("on", "force"):
-        raise argparse.ArgumentTypeError(f"expected nothing or 'force', got {text!r}")
-    return text
 
 
 def precision_of(args: argparse.Namespace) -> str | None:

@@ -1,13 +1,5 @@
-"""``envre evaluate``: score DocRE output against gold documents with the official DocRED rules.
-
-Modes, one function each, chosen in :func:`run`: ``--predictions FILE`` (:func:`run_predictions`),
-``--model DIR`` (:func:`run_model`: predict first) and ``--env ENV`` (:func:`run_robustness`: the report).
-
-Scores are printed as JSON (fractions in [0, 1]); ``--output`` writes them to a file with the
-per-relation and per-entity-count tables, which ``--details`` also prints.
-Bad input (unknown documents, out-of-range entities, malformed files) exits with status 2 and a
-one-line message naming the prediction or document and the field (see :mod:`envre_hf.cli.main`).
-"""
+"""``envre evaluate``: score ``--predictions FILE``, or ``--model DIR`` (predict first), against ``--gold`` with
+the official DocRED rules (docs/metric.md), or the robustness report on ``--gold`` and ``--env`` (docs/training.md)."""
 
 from __future__ import annotations
 
@@ -26,14 +18,24 @@ from .common import add_precision_arguments, precision_of
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common = parser.add_argument_group("gold data and output (all modes)")
     common.add_argument(
-        "--gold", type=existing_path, help="gold documents (DocRED / Re-DocRED JSON, .jsonl, Linked-DocRED, or an envre build folder)"
+        "--gold", required=True, type=existing_path, help="gold documents (DocRED / Re-DocRED JSON, .jsonl, Linked-DocRED, or an envre build folder)"
     )
     common.add_argument(
         "--train",
         type=existing_path,
         help="training documents for Ign F1 (facts seen in training are ignored); without it Ign scores are null",
     )
-    add_split_arguments(common)
+    common.add_argument(
+        "--gold-split",
+        help="split of a --gold build folder holding several (default: its only split; with --predictions, the "
+        "split holding the predictions' documents)",
+    )
+    common.add_argument("--train-split", help="split of a --train build folder holding several (required then)")
+    common.add_argument(
+        "--max-docs",
+        type=non_negative_int,
+        help="--model: predict and score only the first N --gold documents (with --env: their renamed copies too)",
+    )
     common.add_argument(
         "--output", type=Path, help="also write the scores, per-relation and per-entity-count tables included, to this JSON file"
     )
@@ -48,12 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="count predictions for documents missing from --gold as wrong (the official scorer's behaviour) "
         "instead of stopping with an error",
     )
-    add_model_arguments(parser)
-    add_env_arguments(parser)
-
-
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--model DIR``: predict ``--gold`` with a saved DocRE model, then score (helper MODELS)."""
     group = parser.add_argument_group("predicting with a saved model, then scoring")
     group.add_argument("--model", help="a DocRE model folder (save_pretrained, tokenizer saved with it) or Hub id")
     add_inference_arguments(group)
@@ -65,6 +61,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the leaderboard files: result.json + result.zip (one per seed, seed<k>/, for renamed "
         "copies) and a README of what to upload; an unlabelled --gold (DocRED test) is then not scored",
     )
+    group = parser.add_argument_group("robustness report: --model DIR --gold ORIGINAL --env RENAMED")
+    group.add_argument(
+        "--env",
+        type=existing_path,
+        help="renamed version of --gold (DocRED JSON/JSONL, or an envre build folder); prints P, R, F1, Ign F1, "
+        "Intra/Inter F1 on both and the relative drop as a markdown table, --output writes it as JSON",
+    )
+    group.add_argument("--env-split", default="test", help="split to read from an envre build folder (default test)")
 
 
 def add_inference_arguments(group: argparse._ActionsContainer) -> None:
@@ -110,18 +114,6 @@ def run_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_env_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--env ENV`` (with ``--model``): the robustness report on ``--gold`` and its renamed version (helper EVRT)."""
-    group = parser.add_argument_group("robustness report: --model DIR --gold ORIGINAL --env RENAMED")
-    group.add_argument(
-        "--env",
-        type=existing_path,
-        help="renamed version of --gold (DocRED JSON/JSONL, or an envre build folder); prints P, R, F1, Ign F1, "
-        "Intra/Inter F1 on both and the relative drop as a markdown table, --output writes it as JSON",
-    )
-    group.add_argument("--env-split", default="test", help="split to read from an envre build folder (default test)")
-
-
 def run_robustness(args: argparse.Namespace) -> int:
     """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
     from ..documents.build_folder import read_benchmark  # lazy: start-up time
@@ -143,7 +135,6 @@ def run_robustness(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Errors propagate to :func:`envre_hf.cli.main.main`, which prints them on one line (exit status 2)."""
     if getattr(args, "predictions", None) is not None:
         return run_predictions(args)
     if getattr(args, "env", None) is not None:
@@ -153,17 +144,11 @@ def run(args: argparse.Namespace) -> int:
     raise UsageError("nothing to score; give --predictions FILE --gold FILE (or --model DIR --gold FILE)")
 
 
-def _require_gold(args: argparse.Namespace) -> Path:
-    if args.gold is None:
-        raise UsageError("--gold FILE is required")
-    return args.gold
-
-
 def run_predictions(args: argparse.Namespace) -> int:
     """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
     from ..metrics import score_files  # lazy: start-up time
 
-    gold, unknown = _require_gold(args), args.allow_unknown_documents
+    gold, unknown = args.gold, args.allow_unknown_documents
     if args.max_docs is not None:
         raise UsageError("--max-docs limits what --model predicts; a --predictions file is scored whole")
     splits = {"gold_split": gold_split(args, args.predictions), "train_split": train_split(args)}
@@ -174,30 +159,14 @@ def run_predictions(args: argparse.Namespace) -> int:
 
 def emit(result: dict[str, Any], args: argparse.Namespace) -> None:
     """Write ``result`` to ``--output`` and print it as JSON (the big tables only under ``--details``)."""
-    output = getattr(args, "output", None)
-    if output is not None:
-        write_json(Path(output), result)
+    if args.output is not None:
+        write_json(args.output, result)
     if not getattr(args, "details", False):
         result = {k: v for k, v in result.items() if k not in ("per_relation", "by_entity_count")}
     print(json.dumps(result, indent=2, ensure_ascii=False))
 
 
 # --------------------------------------------------------------------------- splits of build folders, --max-docs
-
-
-def add_split_arguments(group: argparse._ActionsContainer) -> None:
-    """``--gold-split`` / ``--train-split`` (a build folder holding several splits) and ``--max-docs``."""
-    group.add_argument(
-        "--gold-split",
-        help="split of a --gold build folder holding several (default: its only split; with --predictions, the "
-        "split holding the predictions' documents)",
-    )
-    group.add_argument("--train-split", help="split of a --train build folder holding several (required then)")
-    group.add_argument(
-        "--max-docs",
-        type=non_negative_int,
-        help="--model: predict and score only the first N --gold documents (with --env: their renamed copies too)",
-    )
 
 
 def _split(path: Path | None, split: str | None, flag: str, owner: str) -> str | None:
@@ -243,7 +212,7 @@ def train_split(args: argparse.Namespace) -> str | None:
 
 def read_gold_and_train(args: argparse.Namespace) -> tuple[list[Any], list[Any] | None]:
     """``--gold`` (its first ``--max-docs`` documents) and ``--train``, each one split of a build folder."""
-    gold = read_documents(_require_gold(args), split=gold_split(args))
+    gold = read_documents(args.gold, split=gold_split(args))
     if args.max_docs is not None:
         gold = gold[: args.max_docs]
     train = read_documents(args.train, split=train_split(args)) if args.train is not None else None

@@ -1,11 +1,6 @@
-"""``envre``: one entry point, one module per subcommand, one error path.
-
-Each subcommand is ``envre_hf/cli/<name>.py`` (``-`` becomes ``_``) with ``add_arguments(parser)`` and
-``run(args) -> int`` (``train`` only ``run``: its arguments arrive untouched in ``args.forwarded``), imported
-only when it runs, so ``envre --help`` stays fast. Expected errors end in one line on stderr
-(``envre <command>: error: <file/document/field>: <what>``, exit status 2), a bug in one line with exit
-status 1; ``envre --debug <command> ...`` (or ``ENVRE_DEBUG=1``) shows the traceback instead.
-"""
+"""``envre``: one module per subcommand (``add_arguments(parser)``, ``run(args)``; imported only when it runs) and
+one error path: an expected error is one line on stderr (exit 2), a bug one line (exit 1); ``--debug`` or
+``ENVRE_DEBUG=1`` shows the traceback."""
 
 from __future__ import annotations
 
@@ -46,13 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _debug_from_env() -> bool:
-    return os.environ.get("ENVRE_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = _debug_from_env()
+    debug = os.environ.get("ENVRE_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     while argv and argv[0] == "--debug":
         debug = True
         argv.pop(0)
@@ -85,15 +76,6 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
             sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
             args = sub.parse_args(argv)
         return int(module.run(args) or 0)
-    except SystemExit as stop:
-        if stop.code is None or isinstance(stop.code, int):
-            raise  # --help, or a command's own exit status
-        if debug:
-            raise
-        message = " ".join(str(stop.code).split())
-        prefix = "" if message.startswith("envre") else f"{prog}: error: "
-        print(f"{prefix}{message}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         if debug:
             raise

@@ -1,8 +1,5 @@
-"""``envre push-metric REPO``: publish the docre_f1 metric as a Space (``evaluate.load(REPO)`` then works anywhere).
-
-The Space's scoring module is taken from the installed envre-hf (``envre_hf/metrics/scoring.py``, of which the
-Space folder holds a byte-identical copy), so the published metric always scores exactly as ``envre evaluate`` does.
-"""
+"""``envre push-metric REPO``: publish the docre_f1 metric as a Space (``evaluate.load(REPO)`` then works anywhere),
+its scoring module the installed ``envre_hf/metrics/scoring.py``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``envre train``: runs the training entry point of ``examples/run_docre.py`` with the given arguments.
-
-Every argument after ``train`` is forwarded unchanged to ``HfArgumentParser`` (``envre train --help``
-lists them all), e.g. ``envre train --model_name_or_path DIR --train_file train.json --output_dir out --evrt``.
-For several processes use ``accelerate launch examples/run_docre.py ...`` with the same arguments.
-A bad or unknown option is a one-line usage error (exit status 2), like every other subcommand's.
-"""
+"""``envre train``: ``examples/run_docre.py``'s training, every argument after ``train`` forwarded unchanged to
+``HfArgumentParser`` (``envre train --help``; several processes: ``accelerate launch examples/run_docre.py``)."""
 
 from __future__ import annotations
 

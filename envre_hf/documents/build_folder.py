@@ -1,7 +1,5 @@
-"""Documents of a benchmark given as a file or as a dataset folder written by ``envre build``: the one reader
-of that layout (``data/<split>-NNNNN-of-NNNNN.parquet``, ``statistics.json``, the unfinished mark ``.build/<split>``),
-which ``envre_hf.renaming`` writes with these names.
-"""
+"""The one reader of ``envre build`` folders (``data/<split>-NNNNN-of-NNNNN.parquet``, ``statistics.json``, the
+unfinished mark ``.build/<split>``); ``envre_hf.renaming`` writes these names."""
 
 from __future__ import annotations
 
@@ -18,6 +16,7 @@ from .schema import Document
 STATISTICS_FILE = "statistics.json"
 #: The folder of unfinished splits: ``.build/<split>`` exists while the split's files are being replaced.
 WORK_DIR = ".build"
+_SHARD = re.compile(r"(.+)-\d{5}-of-\d{5}\.parquet")
 
 
 class BuildFolderError(ValueError):
@@ -26,7 +25,7 @@ class BuildFolderError(ValueError):
 
 def is_shard_of(name: str, split: str) -> bool:
     """``name`` is a shard of ``split`` exactly (``test-hard-00000-of-00001.parquet`` is not one of ``test``)."""
-    return re.fullmatch(rf"{re.escape(split)}-\d{{5}}-of-\d{{5}}\.parquet", name) is not None
+    return (match := _SHARD.fullmatch(name)) is not None and match.group(1) == split
 
 
 def build_splits(folder: str | os.PathLike) -> list[str]:
@@ -37,13 +36,9 @@ def build_splits(folder: str | os.PathLike) -> list[str]:
     return sorted({m.group(1) for f in data.glob("*.parquet") if (m := _SHARD.fullmatch(f.name))})
 
 
-_SHARD = re.compile(r"(.+)-\d{5}-of-\d{5}\.parquet")
-
-
 def split_holding(folder: str | os.PathLike, references: Iterable[tuple[str | None, str | None]]) -> str | None:
-    """The one split of build folder ``folder`` that holds every document the ``(doc_id, title)`` references name
-    (a ``doc_id`` is matched to document keys, a bare title to keys or titles, as the scorer does), or None when no
-    split or several do: scoring a split's predictions against a folder of several splits needs the split."""
+    """The one split of build folder ``folder`` holding every document the ``(doc_id, title)`` references name (matched
+    as the scorer does), or None when no split or several do."""
     references = list(references)
     holding = []
     for split in build_splits(folder):
@@ -62,10 +57,8 @@ def unfinished_splits(folder: str | os.PathLike) -> list[str]:
 
 
 def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Document]:
-    """Documents of a DocRED-format file, or of one split of a folder written by ``envre build`` (exactly its
-    shards: ``test`` never picks up ``test_hard``; ``"*"``: every split). A missing split raises
-    :class:`FileNotFoundError` naming those there are; a cut-short split write :class:`BuildFolderError`.
-    """
+    """Documents of a DocRED-format file, or of one split of an ``envre build`` folder (exactly its shards; ``"*"``:
+    every split); a missing split is a :class:`FileNotFoundError`, a cut-short write a :class:`BuildFolderError`."""
     path = Path(path)
     if not path.is_dir():
         return list(iter_documents(path))

@@ -1,8 +1,5 @@
-"""Conversion between :class:`Document` and the JSON dicts of DocRED-family files, in two dialects: DocRED /
-Re-DocRED (``vertexSet``, ``labels`` by entity index, Wikidata ids in ``entity_wikidata_ids``) and
-Linked-(Re-)DocRED (``entities``, ``relations`` by entity ``id``, ``entity_linking.wikidata_resource``).
-Keys not modelled are kept in the ``extra`` dicts and written back unchanged.
-"""
+"""Conversion between :class:`Document` and the dicts of DocRED / Re-DocRED and Linked-(Re-)DocRED files
+(docs/documents.md); keys not modelled are kept in the ``extra`` dicts and written back unchanged."""
 
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ def _raw_items(path: Path, keep_errors: bool) -> Iterator[Any]:
             obj = DocumentError(obj.reason, doc_index=i)
         elif surrogates and (err := _surrogate_error(obj, i)) is not None:
             if not keep_errors:
-                raise located_in_file(err, path)
+                raise err.located(None, None, file=path)
             obj = err
         yield obj
 
@@ -230,12 +230,10 @@ class KeyChecker:
         self.seen: dict[Any, int] = {}
 
     def check(self, doc: Document, index: int) -> None:
-        key = doc.key
+        key, field = doc.key, "doc_id" if doc.doc_id is not None else "title"
         if not isinstance(key, str):
-            field = "doc_id" if doc.doc_id is not None else "title"
             raise DocumentError(f"expected a string, got {type(key).__name__}", doc_index=index, field=field)
         if key in self.seen:
-            field = "doc_id" if doc.doc_id is not None else "title"
             where = f"{self.source}: " if self.source is not None else ""
             raise DocumentError(
                 f"{where}duplicate document key {key!r} (also document {self.seen[key]}); every document needs "
@@ -248,10 +246,7 @@ class KeyChecker:
 
 def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> Iterator[Document]:
     """Yield the documents of a DocRED / Linked JSON list or a JSON Lines file; keys are always checked.
-
-    ``on_error="fail"`` raises the first bad document (naming the file); a callable gets each bad document's
-    error and raw object (``None`` for a line that is not JSON) and the document is left out (it may raise).
-    """
+    ``on_error``: see :data:`OnError` (the raw object is ``None`` for a line that is not JSON)."""
     path = Path(path)
     if on_error != "fail" and not callable(on_error):
         raise ValueError(f"on_error must be 'fail' or a callable, got {on_error!r}")
@@ -264,15 +259,11 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
             doc = parse_document(obj, i, validate=validate)
         except DocumentError as err:
             if skip is None:
-                raise err if str(path) in str(err) else located_in_file(err, path) from None
+                raise err if str(path) in str(err) else err.located(None, None, file=path) from None
             skip(err, None if isinstance(obj, DocumentError) else obj)
             continue
         keys.check(doc, i)
         yield doc
-
-
-def located_in_file(err: DocumentError, path: Path) -> DocumentError:
-    return err.located(None, None, file=path)
 
 
 def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) -> None:

@@ -1,8 +1,5 @@
-"""The DocRED relation inventory, shipped as package data.
-
-The order of :data:`DOCRED_RELATIONS` fixes the class index of every model: class 0 is the
-no-relation / threshold class, relation ``i`` of the table is class ``i + 1``.
-"""
+"""The DocRED relation inventory (package data); its order fixes every model's classes: class 0 is no relation,
+relation ``i`` of the table class ``i + 1``."""
 
 from __future__ import annotations
 

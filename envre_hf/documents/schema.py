@@ -1,7 +1,5 @@
-"""Typed model of a DocRED-format document, shared by every stage of envre-hf: sentences of tokens, entities
-(clusters of coreferent mentions) and relation labels; fields beyond these (Re-DocRED's ``global_pos``) are
-kept in ``extra``, so reading then writing a file loses nothing.
-"""
+"""Typed DocRED documents, shared by every stage: sentences of tokens, entities (coreferent mentions) and labels;
+other fields (Re-DocRED's ``global_pos``) are kept in ``extra``, so reading then writing loses nothing."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""One reader for every source of documents: a DocRED / Linked file (JSON list or Lines, gzipped or not), an
-``envre build`` folder, a ``save_to_disk`` folder, a ``datasets`` object or a Hub dataset id. ``datasets`` is
-imported only for the sources that need it, so reading a JSON file stays light.
-"""
+"""One reader for every source of documents: a document file, an ``envre build`` or ``save_to_disk`` folder, a
+``datasets`` object or a Hub dataset id (``datasets`` imported only for the sources that need it)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""DocRED-style tokenization of replacement names: a new name enters a document as tokens, so it is split the
-way DocRED splits its text (brackets, quotes and clitics off, hyphens between letters as tokens, currency and
-``%`` off numbers; docs/documents.md); the tokens of 98%+ of real mention names are reproduced (see the tests).
-"""
+"""DocRED-style tokenization of replacement names (brackets, quotes, clitics, currency and ``%`` split off; hyphens
+between letters as tokens; docs/documents.md): the tokens of 98%+ of real mention names are reproduced."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""In-context learning for DocRE: prompts (with demonstration augmentation and consistency guidance),
-chat backends (OpenAI-compatible endpoints through huggingface_hub's InferenceClient, local transformers), a
-tolerant triple parser and a resumable runner.
-"""
+"""In-context learning for DocRE: prompts (DA and CG), chat backends, a tolerant triple parser and a resumable
+runner (docs/icl.md)."""
 
 from .backends import BackendError, ChatBackend, Completion, LocalBackend, OpenAIChatBackend, chat_cache_key
 from .parser import ParseReport, TripleParser, parse_triples

@@ -1,9 +1,5 @@
-"""Chat backends: any OpenAI-compatible chat-completions endpoint, or a local ``transformers`` model.
-
-Both take chat ``messages`` and return a :class:`Completion`. Replies go to the package's one reply cache
-(:class:`envre_hf.http.ResponseCache`), keyed by endpoint, model, messages and generation parameters, so a rerun
-costs nothing. The API key is read from an environment variable and never enters logs, caches or errors.
-"""
+"""Chat backends (an OpenAI-compatible endpoint, a local ``transformers`` model): messages in, a :class:`Completion`
+out, replies kept in the package's one reply cache (:class:`envre_hf.http.ResponseCache`); docs/icl.md."""
 
 from __future__ import annotations
 
@@ -104,13 +100,9 @@ def cached_complete(
 
 
 class OpenAIChatBackend:
-    """Chat completions at ``{base_url}/chat/completions`` through ``huggingface_hub.InferenceClient`` (OpenAI,
-    vLLM, TGI, llama.cpp's server, Inference Endpoints and Providers; docs/icl.md).
-
-    Temperature 0 by default; transient failures (HTTP 408/425/429/5xx, timeouts, connection errors, malformed
-    replies) are retried under :class:`~envre_hf.http.NetworkBounds`, honouring ``Retry-After``; other HTTP
-    errors fail at once. The key comes from ``$api_key_env``; without it no ``Authorization`` header is sent.
-    """
+    """Chat completions at ``{base_url}/chat/completions`` through ``huggingface_hub.InferenceClient``; transient
+    failures are retried under :class:`~envre_hf.http.NetworkBounds` (honouring ``Retry-After``), other HTTP errors
+    fail at once. The key comes from ``$api_key_env``; without it no ``Authorization`` header is sent."""
 
     def __init__(
         self,

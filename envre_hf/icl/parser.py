@@ -58,12 +58,8 @@ _LEADING_NUMBER = re.compile(r"^\[?\s*(?:entity|ent\.?|e|no\.?|number|#)?\s*(\d+
 
 
 def _entity_number(part: str, names: dict[str, int]) -> int | None:
-    """1-based entity number of one triple part, or None.
-
-    Accepts ``1``, ``[1 Skai TV]``, ``Entity 1``, ``E1``, ``#1``, ``one``/``twenty-one``, and an entity's exact
-    name (``names``: normalised name -> number; a name that is not all digits wins over a leading number,
-    so ``13 March 1963`` is the date, not entity 13).
-    """
+    """1-based entity number of one triple part (``1``, ``[1 Skai TV]``, ``Entity 1``, ``E1``, ``#1``, ``twenty-one``,
+    or an exact name in ``names``, which wins over a leading number: ``13 March 1963`` is the date), or None."""
     text = part.replace("*", "").replace("`", "").strip().strip("\"'“”‘’")
     norm = _norm(text)
     if norm in names and not norm.isdigit():

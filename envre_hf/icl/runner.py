@@ -1,15 +1,11 @@
-"""A whole in-context-learning evaluation: prompt, query, parse and score each test document.
-
-The output folder holds ``results.jsonl`` (one line per finished document: a rerun with ``resume=True`` skips
-them), ``run_config.json`` (a resume with other settings is refused), ``predictions.json``, ``scores.json`` and
-``parse_report.json``.
-"""
+"""A whole in-context-learning evaluation: prompt, query, parse and score each test document, resumable from the
+output folder's ``results.jsonl`` (docs/icl.md)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +40,6 @@ class ICLResult:
     parse_summary: dict[str, Any]
     documents: int
     skipped: int = 0
-    output_dir: Path | None = None
-    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 def summarize_parse_reports(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -136,6 +130,4 @@ def run_icl(
         parse_summary=summary,
         documents=len(ordered),
         skipped=len(docs) - len(todo),
-        output_dir=out,
-        records=ordered,
     )

@@ -13,7 +13,6 @@ from typing import Any
 
 from ..atomic import PathLike
 from ..documents import Document, DocumentError, iter_documents
-from ..documents.io import located_in_file
 from .driver import DocumentFailure
 
 
@@ -54,7 +53,7 @@ def file_sha256(path: PathLike) -> str:
 
 def in_file(err: DocumentError, path: PathLike) -> DocumentError:
     """``err`` naming the input file too (once)."""
-    return err if str(path) in str(err) or Path(path).name in str(err) else located_in_file(err, Path(path))
+    return err if str(path) in str(err) or Path(path).name in str(err) else err.located(None, None, file=Path(path))
 
 
 def read_input_documents(
