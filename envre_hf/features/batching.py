@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import torch
 
 
 def feature_length(item: Mapping[str, Any]) -> int:
@@ -51,37 +49,3 @@ def budget_batches(
         held += n
     return batches
 
-
-class LengthGroupedSampler(torch.utils.data.Sampler[int]):
-    """transformers' ``group_by_length`` order (docs/speed.md "Batching") over given ``lengths``, one per item
-    (:func:`dataset_lengths`), batches also shuffled; :meth:`set_epoch` (``Trainer`` calls it) reorders."""
-
-    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, mega_batch_mult: int = 50):
-        if batch_size < 1 or mega_batch_mult < 1:
-            raise ValueError("batch_size and mega_batch_mult must be >= 1")
-        self.lengths = list(lengths)
-        self.batch_size = batch_size
-        self.seed = seed
-        self.mega_batch_mult = mega_batch_mult
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = int(epoch)
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __iter__(self) -> Iterator[int]:
-        n = len(self.lengths)
-        if n == 0:
-            return iter([])
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
-        perm = torch.randperm(n, generator=generator).tolist()
-        mega = self.batch_size * self.mega_batch_mult
-        groups = [sorted(perm[i : i + mega], key=lambda j: -self.lengths[j]) for i in range(0, n, mega)]
-        batches = [g[i : i + self.batch_size] for g in groups for i in range(0, len(g), self.batch_size)]
-        longest = max(range(len(batches)), key=lambda b: self.lengths[batches[b][0]])
-        batches[0], batches[longest] = batches[longest], batches[0]
-        rest = torch.randperm(len(batches) - 1, generator=generator).tolist()
-        ordered = [batches[0]] + [batches[1 + b] for b in rest]
-        return iter([i for b in ordered for i in b])

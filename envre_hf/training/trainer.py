@@ -13,10 +13,11 @@ from typing import Any
 
 import torch
 from transformers import EvalPrediction, Trainer
+from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from ..atomic import write_text
 from ..documents import Document, check_unique_keys
-from ..features.batching import LengthGroupedSampler, dataset_lengths
+from ..features.batching import dataset_lengths
 from ..features.collator import DocRECollator
 from ..features.featurize import featurize_document
 from ..metrics import score_predictions
@@ -129,12 +130,12 @@ class EVRTTrainer(Trainer):
         return self.twin_rates
 
     def _get_train_sampler(self, train_dataset: Any = None):
-        """``group_by_length`` for document datasets, measured on the items themselves: a document and its twin
-        stay one item (transformers' own sampler cannot measure pair items)."""
+        """transformers' ``group_by_length`` sampler for document datasets, given the items' lengths (it cannot
+        measure a pair item itself): a document and its twin stay one item."""
         dataset = self.train_dataset if train_dataset is None else train_dataset
         if self.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, DocumentFeaturesDataset):
             batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps
-            return LengthGroupedSampler(dataset_lengths(dataset), batch, seed=self.args.seed)
+            return LengthGroupedSampler(batch, lengths=dataset_lengths(dataset))
         return super()._get_train_sampler(train_dataset)
 
     def create_optimizer(self, model: torch.nn.Module | None = None):

@@ -9,7 +9,7 @@ import pytest
 import torch
 from _training_helpers import tiny_model
 
-from envre_hf.features import LengthGroupedSampler, feature_length, featurize_document, length_sorted_batches
+from envre_hf.features import feature_length, featurize_document, length_sorted_batches
 from envre_hf.models.prediction import iter_logits, predict, quantize_int8
 
 
@@ -36,25 +36,6 @@ def test_length_sorted_batches_cover_every_index_once_and_group_lengths():
     assert seen == sorted(lengths, reverse=True)  # longest first, no batch mixes far-apart lengths
     with pytest.raises(ValueError):
         length_sorted_batches(lengths, 0)
-
-
-def test_sampler_is_a_seeded_permutation_with_grouped_lengths():
-    rng = random.Random(1)
-    lengths = [rng.randint(50, 900) for _ in range(200)]
-    sampler = LengthGroupedSampler(lengths, batch_size=4, seed=3, mega_batch_mult=10)
-    order = list(sampler)
-    assert sorted(order) == list(range(200)) and len(sampler) == 200
-    assert order == list(LengthGroupedSampler(lengths, batch_size=4, seed=3, mega_batch_mult=10))
-    assert lengths[order[0]] == max(lengths)  # the longest batch first
-    sampler.set_epoch(1)
-    assert list(sampler) != order
-
-    def padding(seq):
-        return sum(max(lengths[i] for i in seq[k : k + 4]) * 4 - sum(lengths[i] for i in seq[k : k + 4]) for k in range(0, 200, 4))
-
-    shuffled = list(range(200))
-    random.Random(2).shuffle(shuffled)
-    assert padding(order) < padding(shuffled) / 3
 
 
 def test_pairs_are_sampled_as_one_item_at_the_longer_length():

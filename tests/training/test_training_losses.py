@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 import pytest
@@ -304,22 +305,29 @@ def test_without_evrt_only_the_originals_are_trained_on(tmp_path):
 
 
 def test_group_by_length_batches_pairs_of_similar_length(tmp_path):
-    """``train_sampling_strategy="group_by_length"`` on an EVRT pair dataset: the trainer's sampler orders
-    the pair items so that each batch holds documents of similar length (twins stay with their originals)."""
-    from envre_hf.features.batching import LengthGroupedSampler
+    """``train_sampling_strategy="group_by_length"`` on an EVRT pair dataset: transformers' sampler, given the
+    items' lengths, orders the pair items so that batches hold documents of similar length."""
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
     from envre_hf.training import DocumentFeaturesDataset
 
-    lengths = [5, 60, 7, 58, 6, 61, 8, 59]
+    rng = random.Random(1)
+    lengths = [rng.randint(5, 500) for _ in range(200)]
     docs = [{"input_ids": list(range(n)), "doc_key": str(i)} for i, n in enumerate(lengths)]
     dataset = DocumentFeaturesDataset(docs, featurize=lambda d: d)
     args = EVRTTrainingArguments(
-        output_dir=str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=2,
+        output_dir=str(tmp_path), report_to=[], use_cpu=True, per_device_train_batch_size=4,
         train_sampling_strategy="group_by_length",
     )  # fmt: skip
     trainer = EVRTTrainer(model=_PairModel(), args=args, train_dataset=dataset, data_collator=_base_collator)
     sampler = trainer._get_train_sampler()
     assert isinstance(sampler, LengthGroupedSampler)
     order = list(sampler)
-    assert sorted(order) == list(range(8))
-    for batch in (order[i : i + 2] for i in range(0, 8, 2)):
-        assert {lengths[i] > 30 for i in batch} in ({True}, {False})  # never a short and a long one together
+    assert sorted(order) == list(range(200)) and lengths[order[0]] == max(lengths)  # the longest batch first
+
+    def padding(seq):
+        return sum(max(lengths[i] for i in seq[k : k + 4]) * 4 - sum(lengths[i] for i in seq[k : k + 4]) for k in range(0, 200, 4))
+
+    shuffled = list(range(200))
+    random.Random(2).shuffle(shuffled)
+    assert padding(order) < padding(shuffled) / 3
