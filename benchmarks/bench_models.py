@@ -11,7 +11,7 @@ path ("new") against the path it replaces ("replaced") and against the authors' 
   (``model.set_attn_implementation("eager")``, the encoder's ``output_attentions`` route), batches in
   input order;
 * new: SDPA in every layer and only the last layer's attention rows at mention starts
-  (``DocREPreTrainedModel.encode``), training batches from transformers' ``LengthGroupedSampler``, prediction batches
+  (``DocREPreTrainedModel.encode``), training batches in transformers' ``group_by_length`` order, prediction batches
   sorted by length (``iter_logits``);
 * new-bf16: the new path under bf16 autocast (training and inference), printed as a separate figure
   against the fp32 released baseline (skipped with ``--dtype bf16``, where every path runs in bf16).
@@ -64,7 +64,7 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
     """One family on one path (called in the child process)."""
     import torch
     from transformers import AutoTokenizer
-    from transformers.trainer_pt_utils import LengthGroupedSampler
+    from transformers.trainer_pt_utils import get_length_grouped_indices
 
     from envre_hf.documents import read_documents
     from envre_hf.features import DocRECollator, featurize_document
@@ -91,7 +91,9 @@ def measure(family: str, path: str, args: argparse.Namespace) -> dict:
 
     lengths = [len(f["input_ids"]) for f in train_feats]
     if fast:
-        order = list(LengthGroupedSampler(args.batch_size, lengths=lengths, generator=torch.Generator().manual_seed(0)))
+        # transformers' group_by_length order; mega-batches of 50 batches even on a few documents, as its sampler on a corpus
+        generator = torch.Generator().manual_seed(0)
+        order = get_length_grouped_indices(lengths, args.batch_size, mega_batch_mult=50, generator=generator)
     else:
         order = list(range(len(train_feats)))
     collate = DocRECollator(tokenizer)
