@@ -35,9 +35,6 @@ logger = logging.getLogger(__name__)
 
 Messages = list[dict[str, str]]
 
-#: ``method`` column of the chat rows in the shared reply cache.
-CACHE_METHOD = "CHAT"
-
 
 class BackendError(RuntimeError):
     """The backend could not produce a completion (after retries, or a non-retryable error)."""
@@ -95,7 +92,7 @@ def cached_complete(
     completion = answer(messages)
     if cache is not None:
         body = json.dumps({"text": completion.text, "usage": completion.usage}, ensure_ascii=False)
-        cache.put(key, CACHE_METHOD, where, identity["params"], body)
+        cache.put(key, "CHAT", where, identity["params"], body)
     return completion
 
 
@@ -247,15 +244,15 @@ class LocalBackend:
 
     @classmethod
     def from_pretrained(
-        cls, name_or_path: str, device: str | None = None, *, require_chat_template: bool = True, **kwargs: Any
+        cls, name_or_path: str, device: str | None = None, **kwargs: Any
     ) -> "LocalBackend":
-        """Load model and tokenizer (safetensors only, no remote code); ``require_chat_template`` refuses a base
-        model before its weights are loaded (given chat messages joined as text, it answers nothing useful)."""
+        """Load model and tokenizer (safetensors only, no remote code); a base model is refused before its
+        weights are loaded (given chat messages joined as text, it answers nothing useful)."""
         # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        if require_chat_template and not getattr(tokenizer, "chat_template", None):
+        if not getattr(tokenizer, "chat_template", None):
             raise ValueError(
                 f"{name_or_path}: its tokenizer has no chat template; expected a chat (instruction-tuned) model, "
                 "e.g. Qwen/Qwen2.5-0.5B-Instruct"
