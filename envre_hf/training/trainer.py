@@ -43,20 +43,6 @@ class _ScoredSet:
     user_metrics: Callable[[EvalPrediction], dict[str, float]] | None
 
 
-def _pair_rows(outputs: Any, rows: torch.Tensor) -> Any:
-    """``outputs`` restricted to the pairs of a boolean mask (those a document and its twin both place): per-pair
-    tensors (and tuples of them) are cut, other fields pass."""
-    n = outputs.logits.shape[0]
-
-    def cut(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return tuple(cut(v) for v in value)
-        return value[rows] if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == n else value
-
-    fields = {f.name: cut(getattr(outputs, f.name)) for f in dataclasses.fields(outputs) if f.name != "loss"}
-    return type(outputs)(loss=outputs.loss, **fields)
-
-
 class EVRTTrainer(Trainer):
     """Trainer with the EVRT objective, per-component loss logging and DocRED-F1 evaluation."""
 
@@ -206,27 +192,29 @@ class EVRTTrainer(Trainer):
         twin_out = model(**twin_inputs)
         if use["clp"]:
             loss = loss + self._record("clp", twin_out.loss.float())
+        # the consistency terms read only the pairs a document and its twin both place
+        rows = slice(None)
         if mask is not None and (use["rcr"] or use["pcr"]):
-            mask = mask.to(outputs.logits.device)
-            self._left_out += int((~mask).sum()) if model.training else 0
-            outputs, twin_out = _pair_rows(outputs, mask), _pair_rows(twin_out, mask)
+            rows = mask.to(outputs.logits.device)
+            self._left_out += int((~rows).sum()) if model.training else 0
         if use["rcr"]:
-            loss = loss + args.evrt_alpha * self._record("rcr", self._rcr(model, outputs, twin_out))
+            loss = loss + args.evrt_alpha * self._record("rcr", self._rcr(model, outputs, twin_out, rows))
         if use["pcr"]:
-            pcr = prediction_consistency_loss(outputs.logits, twin_out.logits, form=args.evrt_pcr_form)
+            pcr = prediction_consistency_loss(outputs.logits[rows], twin_out.logits[rows], form=args.evrt_pcr_form)
             loss = loss + args.evrt_beta * self._record("pcr", pcr)
         return (loss, outputs) if return_outputs else loss
 
-    def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any) -> torch.Tensor:
-        """L_rcr; from the group-bilinear factors in closed form when the family exposes them."""
+    def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any, rows: Any) -> torch.Tensor:
+        """L_rcr over the pairs ``rows``; from the group-bilinear factors in closed form when the family exposes
+        them (only those rows are cut: the pair representations are far larger)."""
         reduction = self.args.evrt_rcr_reduction
         factors = getattr(outputs, "bilinear_factors", None), getattr(twin_out, "bilinear_factors", None)
         if all(f is not None for f in factors):
             block = self.accelerator.unwrap_model(model).config.block_size
             (zh, zt), (zh2, zt2) = factors
-            return group_bilinear_consistency_loss(zh, zt, zh2, zt2, block, reduction=reduction)
+            return group_bilinear_consistency_loss(zh[rows], zt[rows], zh2[rows], zt2[rows], block, reduction=reduction)
         return representation_consistency_loss(
-            outputs.pair_representations, twin_out.pair_representations, reduction=reduction
+            outputs.pair_representations[rows], twin_out.pair_representations[rows], reduction=reduction
         )
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
