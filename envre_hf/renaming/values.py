@@ -48,7 +48,6 @@ _PIECE = re.compile(
 
 
 _YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)")
-_FEB29 = re.compile(r"^(?:29(?:th)?$)")
 _YEAR_RANGE = re.compile(r"(\d{4})[–-](\d{4}|\d{2})")
 
 
@@ -72,12 +71,10 @@ def years_in(tokens: Sequence[str]) -> list[int]:
 
 
 def _feb29(tokens: Sequence[str]) -> bool:
-    for i, t in enumerate(tokens):
-        if t in ("February", "Feb", "Feb."):
-            near = tokens[max(0, i - 2) : i + 3]
-            if any(_FEB29.match(x) for x in near):
-                return True
-    return False
+    return any(
+        t in ("February", "Feb", "Feb.") and {"29", "29th"} & set(tokens[max(0, i - 2) : i + 3])
+        for i, t in enumerate(tokens)
+    )
 
 
 def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random, max_shift: int = 30) -> int:
@@ -89,13 +86,7 @@ def document_year_shift(time_names: Sequence[Sequence[str]], rng: random.Random,
     low = min(years, default=None)
     lo = -max_shift if low is None else max(-max_shift, 1000 - low)
     hi = max_shift if top is None else min(max_shift, 2020 - top)
-    choices = []
-    for shift in range(lo, hi + 1):
-        if not shift:
-            continue
-        if feb29 and any(not isleap(y + shift) for y in feb29 if isleap(y)):
-            continue
-        choices.append(shift)
+    choices = [s for s in range(lo, hi + 1) if s and not any(isleap(y) and not isleap(y + s) for y in feb29)]
     return rng.choice(choices) if choices else rng.choice((-1, 1)) * rng.randint(1, max_shift)
 
 
@@ -346,7 +337,6 @@ def rename_values(
         result: dict[str, list[str]] = {}
         seen: set[str] = set()
         kinds_first: list[str] = []
-        ok = True
         for n, (name, tokens) in enumerate(names):
             kinds: list[str] = []
             new_tokens = []
@@ -370,12 +360,11 @@ def rename_values(
             joined = " ".join(new_tokens)
             key = joined.casefold()
             if key in originals or key in seen or (accept is not None and not accept(joined)):
-                ok = False
-                break
+                break  # redraw the whole entity
             seen.add(key)
             result[name] = new_tokens
             if n == 0:
                 kinds_first = kinds
-        if ok:
+        else:
             return ValueRename(result, _fine_type(coarse, kinds_first, names[0][1]))
     return None
