@@ -10,7 +10,7 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..documents import DOCUMENT_FEATURES, Document, Substitution, dataset_to_documents, documents_to_dataset, validate_document
@@ -117,16 +117,13 @@ def _overlapping_entities(doc: Document) -> set[int]:
             by_sent.setdefault(mention.sent_id, []).append((mention.start, mention.end, e, mention.name))
     blocked: set[int] = set()
     for spans in by_sent.values():
-        if len(spans) < 2:
-            continue
         spans.sort()
         for i, (s1, t1, e1, n1) in enumerate(spans):
             for s2, t2, e2, n2 in spans[i + 1 :]:
                 if s2 >= t1:
                     break
                 if (s1, t1, e1, n1) != (s2, t2, e2, n2):
-                    blocked.add(e1)
-                    blocked.add(e2)
+                    blocked.update((e1, e2))
     return blocked
 
 
@@ -178,11 +175,8 @@ class RenamingPipeline:
             validate_document(doc)
         report = RenameReport()
         blocked = _overlapping_entities(doc)
-        taken: set[str] = set()
-        for entity in doc.entities:
-            for mention in entity.mentions:
-                taken.add(mention.name.casefold())
-                taken.add(name_key(mention.name))
+        mention_names = [mention.name for entity in doc.entities for mention in entity.mentions]
+        taken = {name.casefold() for name in mention_names} | {name_key(name) for name in mention_names}
         coarse = [entity.type for entity in doc.entities]
         year_shift = None
         if "TIME" in self.config.value_types and "TIME" in coarse:
@@ -237,7 +231,7 @@ class RenamingPipeline:
             title_key = name_key(doc.title)
             for choice in choices.values():
                 for name, tokens in choice.new_tokens.items():
-                    if doc.title == name or title_key == name_key(name):
+                    if title_key == name_key(name):
                         title = " ".join(tokens)
         renamed = substitute(doc, replacements, new_names, title=title, doc_id=f"{doc.key}#{seed}",
                              orig_title=doc.title, seed=seed, substitutions=subs)
@@ -337,7 +331,7 @@ class RenamingPipeline:
         extra = [d for d in self.kb.demonyms(item_id) if d not in names]
         out: list[tuple[str, str, NameForm]] = []
         keys: set[str] = set()
-        for name in names + extra if extra else names:
+        for name in [*names, *extra]:
             key = name_key(name)
             if not key or key in keys or key in self._excluded or _bare(key) in self._excluded:
                 continue
@@ -388,21 +382,18 @@ class RenamingPipeline:
         if n == 0:
             return None
 
-        def try_one(candidate: Candidate) -> tuple[Candidate, list[list[str]]] | None:
-            if candidate.item_id == own:
-                return None
-            usable = self._usable_names(candidate.item_id, forms, taken)
-            return None if usable is None else (candidate, usable)
+        def indices() -> Iterator[int]:  # random draws, then a scan from a random offset
+            for _ in range(min(self.config.max_draws, n)):
+                yield rng.randrange(n)
+            offset = rng.randrange(n)
+            for j in range(min(n, self.config.max_scan)):
+                yield (offset + j) % n
 
-        for _ in range(min(self.config.max_draws, n)):
-            found = try_one(candidates[rng.randrange(n)])
-            if found is not None:
-                return found
-        offset = rng.randrange(n)
-        for j in range(min(n, self.config.max_scan)):
-            found = try_one(candidates[(offset + j) % n])
-            if found is not None:
-                return found
+        for i in indices():
+            candidate = candidates[i]
+            usable = None if candidate.item_id == own else self._usable_names(candidate.item_id, forms, taken)
+            if usable is not None:
+                return candidate, usable
         return None
 
 
@@ -467,27 +458,24 @@ def _agree(doc: Document, renamed: Document, choices: dict[int, _Choice]) -> tup
     for e, choice in choices.items():
         mentions = renamed.entities[e].mentions
         for mention in mentions:
-            start = mention.start
-            if start == 0 or sents[mention.sent_id][start - 1] not in INDEFINITE:
+            sent = sents[mention.sent_id]
+            i = mention.start - 1
+            if i < 0 or sent[i] not in INDEFINITE:
                 continue
-            i = start - 1
-            article = sents[mention.sent_id][i]
-            want = indefinite_article(sents[mention.sent_id][start : mention.end])
-            if article.lower() != want and i not in covered.get(mention.sent_id, ()):
-                edits.append((mention.sent_id, i, with_case(article, want), True))
+            want = indefinite_article(sent[mention.start : mention.end])
+            if sent[i].lower() != want and i not in covered.get(mention.sent_id, ()):
+                edits.append((mention.sent_id, i, with_case(sent[i], want), True))
         for m, offset in choice.pluralize_after:
             mention = mentions[m]
             sent = renamed.sents[mention.sent_id]
             if mention.end + offset < len(sent) and not is_one(sent[mention.end - 1]):
                 edits.append((mention.sent_id, mention.end + offset, pluralize(sent[mention.end + offset]), False))
-    articles = nouns = 0
-    for sent_id, i, token, is_article in edits:
+    for sent_id, i, token, _ in edits:
         if renamed.sents[sent_id] is doc.sents[sent_id]:
             renamed.sents[sent_id] = list(renamed.sents[sent_id])
-        articles += is_article
-        nouns += not is_article
         renamed.sents[sent_id][i] = token
-    return articles, nouns
+    articles = sum(is_article for *_, is_article in edits)
+    return articles, len(edits) - articles
 
 
 def rename_dataset(dataset, pipeline: RenamingPipeline, seeds: Sequence[int], num_proc: int = 1, batch_size: int = 64):
