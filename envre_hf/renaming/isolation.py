@@ -19,23 +19,15 @@ NAMES_FORMAT = "envre-names-used/1"
 
 def used_names(renamed_docs: Iterable[Document]) -> set[str]:
     """The new names of every renamed entity (``unchanged:`` records excluded)."""
-    out: set[str] = set()
-    for doc in renamed_docs:
-        for sub in doc.substitutions or []:
-            if not sub.match.startswith("unchanged:"):
-                out.add(sub.new_name)
-    return out
+    subs = (sub for doc in renamed_docs for sub in doc.substitutions or [])
+    return {sub.new_name for sub in subs if not sub.match.startswith("unchanged:")}
 
 
 def document_names(docs: Iterable[Document], types: Iterable[str] | None = None) -> set[str]:
     """Every mention name of ``docs`` (only entities of the coarse ``types`` when given)."""
     wanted = None if types is None else set(types)
-    out: set[str] = set()
-    for doc in docs:
-        for entity in doc.entities:
-            if wanted is None or entity.type in wanted:
-                out.update(m.name for m in entity.mentions)
-    return out
+    entities = (entity for doc in docs for entity in doc.entities if wanted is None or entity.type in wanted)
+    return {mention.name for entity in entities for mention in entity.mentions}
 
 
 def load_excluded_names(sources: str | os.PathLike | Iterable[str | os.PathLike]) -> frozenset[str]:

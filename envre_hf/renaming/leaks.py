@@ -53,17 +53,14 @@ def find_leaks(doc: Document, originals: Mapping[int, Mapping[str, Sequence[str]
         mask = covered.get(s, set())
         i = 0
         while i < len(sent):
-            found = None
             for tokens, e, name in patterns.get(sent[i], ()):
                 end = i + len(tokens)
-                if tuple(sent[i:end]) == tokens and not any(j in mask for j in range(i, end)):
-                    found = Leak(s, i, end, e, name)
+                if tuple(sent[i:end]) == tokens and mask.isdisjoint(range(i, end)):
+                    leaks.append(Leak(s, i, end, e, name))
+                    i = end
                     break
-            if found is None:
-                i += 1
             else:
-                leaks.append(found)
-                i = found.end
+                i += 1
     return leaks
 
 
