@@ -8,7 +8,6 @@ from .pipeline import (
     RenameReport,
     RenamingConfig,
     RenamingPipeline,
-    entity_rng,
     is_substituted,
     rename_dataset,
 )
@@ -26,7 +25,6 @@ __all__ = [
     "ValueRename",
     "coherence_statistics",
     "document_names",
-    "entity_rng",
     "find_leaks",
     "is_substituted",
     "load_excluded_names",

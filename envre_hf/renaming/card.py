@@ -107,8 +107,7 @@ def statistics_markdown(split: str, stats: dict[str, Any]) -> list[str]:
     lines += [f"Leaks (unannotated original names left in the renamed text): {leaks}. "
               f"New names used: {stats['names_used']}."]
     lines += coherence_markdown(stats.get("coherence"))
-    config = stats.get("renaming_config") or {}
-    if config:
+    if config := stats.get("renaming_config"):
         shown = ", ".join(
             f"{key}: {value['count']} names" if isinstance(value, dict) and "count" in value else f"{key}={value}"
             for key, value in config.items()

@@ -65,9 +65,7 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
         originals, before, reasons, renamed_entities = _original_tokens(doc)
         # year ranges
         for s, sent in enumerate(doc.sents):
-            for i in [k for k, token in enumerate(sent) if len(token) == 4 and token.isdigit()]:
-                if i + 2 >= len(sent):
-                    continue
+            for i in range(len(sent) - 2):
                 connector = sent[i + 1]
                 if connector not in _RANGE_WORDS and not (connector == "and" and i > 0 and sent[i - 1] == "between"):
                     continue
