@@ -19,44 +19,6 @@ _ARTICLES = frozenset({"the", "The", "THE"})
 _NOT_PLURAL = ("ss", "us", "is", "ys", "os", "as", "'s")
 
 
-def is_acronym(tokens: Sequence[str]) -> bool:
-    """One token of capitals (dots, ``&`` and digits allowed) with at least two capital letters."""
-    return len(tokens) == 1 and bool(_ACRONYM.match(tokens[0]))
-
-
-def possessive_split(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``(stem, ending)``: ``(["Smith"], ["'s"])`` for ``Smith 's``; ending ``[]`` otherwise."""
-    if len(tokens) > 1 and tokens[-1] in _POSSESSIVE:
-        return list(tokens[:-1]), [tokens[-1]]
-    return list(tokens), []
-
-
-def hard_form(tokens: Sequence[str]) -> str:
-    """``demonym``, ``acronym`` or ``plain`` of a name's tokens (a possessive ending ignored)."""
-    stem, _ = possessive_split(tokens)
-    if is_demonym(stem):
-        return DEMONYM
-    if is_acronym(stem):
-        return ACRONYM
-    return PLAIN
-
-
-def soft_forms(tokens: Sequence[str]) -> tuple[bool, bool]:
-    """``(leading article, plural last word)`` of a name (possessive ending ignored)."""
-    stem, _ = possessive_split(tokens)
-    article = len(stem) > 1 and stem[0] in _ARTICLES
-    last = stem[-1] if stem else ""
-    plural = (  # only with an article: "The Beatles", "the United States" (not "Jones", "Athens")
-        article
-        and len(last) > 3
-        and last[:1].isupper()
-        and last.endswith("s")
-        and not last.endswith(_NOT_PLURAL)
-        and not last.isupper()
-    )
-    return article, plural
-
-
 # --------------------------------------------------------------------------- a / an
 
 _AN_LETTERS = frozenset("AEFHILMNORSX")  # letters whose name starts with a vowel sound: "an FBI", "an MS"
@@ -249,10 +211,26 @@ class NameForm:
 
 @lru_cache(maxsize=65536)
 def form_of_tokens(tokens: tuple[str, ...]) -> NameForm:
-    """:class:`NameForm` of a name's DocRED tokens (a tuple, cached)."""
-    stem, ending = possessive_split(tokens)
-    article, plural = soft_forms(stem)
-    return NameForm(hard_form(stem), article, plural, tuple(ending))
+    """:class:`NameForm` of a name's DocRED tokens (a tuple, cached), read without its possessive ending."""
+    ending = tokens[-1:] if len(tokens) > 1 and tokens[-1] in _POSSESSIVE else ()
+    stem = tokens[: len(tokens) - len(ending)]
+    if is_demonym(stem):
+        hard = DEMONYM
+    elif len(stem) == 1 and _ACRONYM.match(stem[0]):  # capitals (dots, & and digits allowed), 2+ letters
+        hard = ACRONYM
+    else:
+        hard = PLAIN
+    article = len(stem) > 1 and stem[0] in _ARTICLES
+    last = stem[-1] if stem else ""
+    plural = (  # only with an article: "The Beatles", "the United States" (not "Jones", "Athens")
+        article
+        and len(last) > 3
+        and last[:1].isupper()
+        and last.endswith("s")
+        and not last.endswith(_NOT_PLURAL)
+        and not last.isupper()
+    )
+    return NameForm(hard, article, plural, ending)
 
 
 @lru_cache(maxsize=65536)
