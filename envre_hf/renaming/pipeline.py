@@ -251,12 +251,10 @@ class RenamingPipeline:
     @staticmethod
     def _ordered_names(doc: Document, e: int) -> list[tuple[str, list[str]]]:
         """Distinct names of entity ``e``, most frequent first, each with its first mention's tokens."""
-        first: dict[str, list[str]] = {}
-        for mention in doc.entities[e].mentions:
-            if mention.name not in first:
-                first[mention.name] = mention.tokens(doc.sents)
-        counts = Counter(mention.name for mention in doc.entities[e].mentions)  # ties: first appearance first
-        return [(name, first[name]) for name, _ in counts.most_common()]
+        mentions = doc.entities[e].mentions
+        first = {mention.name: mention for mention in reversed(mentions)}  # each name's first mention
+        counts = Counter(mention.name for mention in mentions)  # ties: first appearance first
+        return [(name, first[name].tokens(doc.sents)) for name, _ in counts.most_common()]
 
     def _choose(
         self,
@@ -327,11 +325,9 @@ class RenamingPipeline:
         cached = self._names_cache.get(item_id)
         if cached is not None:
             return cached
-        names = self.kb.names(item_id)
-        extra = [d for d in self.kb.demonyms(item_id) if d not in names]
         out: list[tuple[str, str, NameForm]] = []
         keys: set[str] = set()
-        for name in [*names, *extra]:
+        for name in [*self.kb.names(item_id), *self.kb.demonyms(item_id)]:
             key = name_key(name)
             if not key or key in keys or key in self._excluded or _bare(key) in self._excluded:
                 continue
@@ -415,11 +411,9 @@ def _value_context(doc: Document, e: int) -> tuple[bool, tuple[tuple[int, int], 
         sent = doc.sents[mention.sent_id]
         tokens = sent[mention.start : mention.end]
         nxt = sent[mention.end] if mention.end < len(sent) else ""
-        if "%" in tokens or "percent" in tokens or nxt.lower() in _PERCENT_WORDS:
-            percent = True
+        percent = percent or "%" in tokens or "percent" in tokens or nxt.lower() in _PERCENT_WORDS
         inner = [i for i in range(len(tokens) - 1) if is_count_of_one(tokens, i)]
-        if any(counted_noun(tokens[i + 1 :]) is None for i in inner):
-            blocked = True
+        blocked = blocked or any(counted_noun(tokens[i + 1 :]) is None for i in inner)
         if not (tokens and is_count_of_one(tokens, len(tokens) - 1)):
             continue
         noun = counted_noun(sent[mention.end :])
