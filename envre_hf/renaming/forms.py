@@ -35,11 +35,8 @@ def _number_article(word: str) -> str:
     assert digits is not None
     value = digits.group(0).replace(",", "")
     # read aloud: 8, 11, 18, 80-89, 800..., 8000..., 11000, 18000 start with a vowel sound
-    if value.startswith("8"):
-        return "an"
-    if value[:2] in ("11", "18") and len(value) in (2, 5, 8):
-        return "an"
-    return "a"
+    eleven = value[:2] in ("11", "18") and len(value) in (2, 5, 8)
+    return "an" if value.startswith("8") or eleven else "a"
 
 
 def indefinite_article(tokens: Sequence[str]) -> str:

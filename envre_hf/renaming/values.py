@@ -60,8 +60,7 @@ def years_in(tokens: Sequence[str]) -> list[int]:
     """The four-digit years (1000-2099) of a TIME name, range ends included."""
     out = []
     for t in tokens:
-        m = _YEAR_RANGE.fullmatch(t)
-        if m:
+        if m := _YEAR_RANGE.fullmatch(t):
             start = int(m.group(1))
             end = m.group(2)
             out += [start, int(end) if len(end) == 4 else start - start % 100 + int(end)]
@@ -103,11 +102,8 @@ def _new_digits(digits: str, rng: random.Random) -> str:
     if zeros == n:  # "0", "00"
         return digits
     free = n - zeros
-    out = []
-    for i in range(free):
-        lo = 1 if (i == 0 and digits[0] != "0") or i == free - 1 else 0
-        out.append(str(rng.randint(lo, 9)))
-    return "".join(out) + "0" * zeros
+    lows = [1 if (i == 0 and digits[0] != "0") or i == free - 1 else 0 for i in range(free)]
+    return "".join(str(rng.randint(lo, 9)) for lo in lows) + "0" * zeros
 
 
 def _with_layout(template: str, digits: str) -> str:
