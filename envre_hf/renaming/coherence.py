@@ -47,11 +47,8 @@ def _year(token: str) -> int | None:
 
 
 def _first_year(tokens: Iterable[str]) -> int | None:
-    for token in tokens:
-        m = re.search(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)", token)
-        if m:
-            return int(m.group(1))
-    return None
+    found = (re.search(r"(?<!\d)(1\d{3}|20\d{2})(?!\d)", token) for token in tokens)
+    return next((int(m.group(1)) for m in found if m), None)
 
 
 def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
@@ -80,13 +77,11 @@ def coherence_statistics(renamed: Iterable[Document]) -> dict[str, dict]:
                 ranges["reversed"] += new1 > new2
                 ranges["newly_reversed"] += new1 > new2 and not old1 > old2
         # lifetimes
-        births: dict[int, set[int]] = {}
-        deaths: dict[int, set[int]] = {}
+        dates: dict[str, dict[int, set[int]]] = {BIRTH: {}, DEATH: {}}  # relation -> person -> date entities
         for rel in doc.relations:
-            if rel.r == BIRTH:
-                births.setdefault(rel.h, set()).add(rel.t)
-            elif rel.r == DEATH:
-                deaths.setdefault(rel.h, set()).add(rel.t)
+            if rel.r in dates:
+                dates[rel.r].setdefault(rel.h, set()).add(rel.t)
+        births, deaths = dates[BIRTH], dates[DEATH]
         for person in births.keys() & deaths.keys():
             b, d = min(births[person]), min(deaths[person])
             years = []
