@@ -103,12 +103,10 @@ def _global_pos(old: object, old_start: int, old_end: int, new_start: int, new_e
     """Re-DocRED's ``global_pos`` moved with its mention; ``None`` when its convention is unknown."""
     if not (isinstance(old, list) and len(old) == 2 and all(isinstance(v, int) for v in old)):
         return None
-    if old == [old_start, old_start]:
-        return [new_start, new_start]  # Re-DocRED: both entries hold the document-level start token
-    if old == [old_start, old_end - 1]:
-        return [new_start, new_end - 1]
-    if old == [old_start, old_end]:
-        return [new_start, new_end]
+    # Re-DocRED's (both entries the document-level start token) first, then inclusive and exclusive ends
+    for old_second, new_second in ((old_start, new_start), (old_end - 1, new_end - 1), (old_end, new_end)):
+        if old == [old_start, old_second]:
+            return [new_start, new_second]
     return None
 
 
