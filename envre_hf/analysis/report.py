@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,12 @@ def run_analyses(
     else:
         figures["performance"] = performance_table(original, renamed, pred_original, pred_renamed, train)
         figures["entity_count"] = {
-            name: f1_by_entity_count(preds, docs, bin_width=bin_width).to_dict()
+            name: asdict(f1_by_entity_count(preds, docs, bin_width=bin_width))
             for name, docs, preds in (("original", original, pred_original), ("renamed", renamed, pred_renamed))
             if preds is not None
         }
     popularity = popularity_quartiles(original, renamed, kb)
-    figures["popularity"] = popularity.to_dict()
+    figures["popularity"] = asdict(popularity)
     if not popularity.available:
         skipped["popularity"] = popularity.note
     if train is None:
