@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..documents import Document, RelationSchema, docred_schema
@@ -45,9 +45,6 @@ class ParseReport:
     out_of_range: list[str] = field(default_factory=list)
     self_pairs: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @property
     def dropped(self) -> int:
@@ -118,19 +115,12 @@ class TripleParser:
         preds: list[dict[str, Any]] = []
         seen: set[tuple[int, int, str]] = set()
         n = len(numbering)
-        names: dict[str, int] = {}
-        ambiguous: set[str] = set()
+        numbers: dict[str, set[int]] = {}
         for number, e in enumerate(numbering, start=1):
             for name in doc.entities[e].names:
-                key = _norm(name)
-                if key in names and names[key] != number:
-                    ambiguous.add(key)
-                names.setdefault(key, number)
-        for key in ambiguous:
-            names.pop(key, None)
-        ident: dict[str, Any] = {"title": doc.title}
-        if doc.doc_id is not None:
-            ident = {"doc_id": doc.doc_id, "title": doc.title}
+                numbers.setdefault(_norm(name), set()).add(number)
+        names = {key: min(found) for key, found in numbers.items() if len(found) == 1}  # an ambiguous name names none
+        ident = {"title": doc.title} if doc.doc_id is None else {"doc_id": doc.doc_id, "title": doc.title}
         for raw_line in (text or "").splitlines():
             line = raw_line.strip()
             if not line:

@@ -107,7 +107,7 @@ def run_icl(
                 "demonstrations": prompt.demonstrations,
                 "response": completion.text,
                 "predictions": preds,
-                "parse": report.to_dict(),
+                "parse": asdict(report),
                 "usage": completion.usage,
                 "cached": completion.cached,
             })
