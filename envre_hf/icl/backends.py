@@ -238,9 +238,7 @@ class LocalBackend:
         return getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
 
     @classmethod
-    def from_pretrained(
-        cls, name_or_path: str, device: str | None = None, **kwargs: Any
-    ) -> "LocalBackend":
+    def from_pretrained(cls, name_or_path: str, **kwargs: Any) -> "LocalBackend":
         """Load model and tokenizer (safetensors only, no remote code); a base model is refused before its
         weights are loaded (given chat messages joined as text, it answers nothing useful)."""
         # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
@@ -253,8 +251,6 @@ class LocalBackend:
                 "e.g. Qwen/Qwen2.5-0.5B-Instruct"
             )
         model = AutoModelForCausalLM.from_pretrained(name_or_path, use_safetensors=True)
-        if device:
-            model = model.to(device)
         return cls(model, tokenizer, name=name_or_path, **kwargs)
 
     def prompt_ids(self, messages: Messages) -> list[int]:

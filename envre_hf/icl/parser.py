@@ -13,13 +13,10 @@ from typing import Any
 from ..documents import Document, RelationSchema, docred_schema
 
 _NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
+    **{w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                  "fourteen fifteen sixteen seventeen eighteen nineteen".split())},
+    **{w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)},
 }
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _BRACKETED = re.compile(r"<([^<>]*)>|\(([^()]*[;|][^()]*)\)|\[([^\[\]]*[;|][^\[\]]*)\]")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#+)\s+")
 _PID = re.compile(r"\bP[1-9][0-9]*\b", re.IGNORECASE)
@@ -65,8 +62,8 @@ def _entity_number(part: str, names: dict[str, int]) -> int | None:
     if match:
         return int(match.group(1))
     words = norm.replace("entity", "").replace("-", " ").split()
-    if 1 <= len(words) <= 2 and all(w in _NUMBER_WORDS or w in _TENS for w in words):
-        return sum(_NUMBER_WORDS.get(w, _TENS.get(w, 0)) for w in words)
+    if 1 <= len(words) <= 2 and all(w in _NUMBER_WORDS for w in words):
+        return sum(_NUMBER_WORDS[w] for w in words)
     return names.get(_norm(re.sub(r"\((?:PER|ORG|LOC|TIME|NUM|MISC)\)$", "", text)))
 
 

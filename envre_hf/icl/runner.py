@@ -82,7 +82,7 @@ def run_icl(
     config = config or PromptConfig()
     schema = schema or docred_schema()
     out = Path(output_dir)
-    docs = list(test)[: max_docs if max_docs is not None else None]
+    docs = list(test)[:max_docs]
     # what the replies depend on: a resumed run must be answered the same way (endpoint, model, parameters,
     # demonstrations renamed or not, prompt)
     run_config = {"model": backend.model, "backend": backend_identity(backend), "renamer": renamer is not None,
