@@ -82,15 +82,10 @@ def _relation_id(part: str, schema: RelationSchema, name2id: dict[str, str]) -> 
 
 def _split(body: str) -> list[str] | None:
     """Three parts (subject, relation, object) of a triple body, or None."""
-    for sep in (";", "|", "\t"):
+    for sep in (";", "|", "\t", ","):
         parts = body.split(sep)
-        if len(parts) == 3:
-            return parts
-        if len(parts) > 3:  # a separator inside the relation name
+        if len(parts) >= 3:  # more: a separator inside the relation name
             return [parts[0], sep.join(parts[1:-1]), parts[-1]]
-    parts = body.split(",")
-    if len(parts) >= 3:
-        return [parts[0], ",".join(parts[1:-1]), parts[-1]]
     arrow = re.split(r"\s*(?:->|→|--)\s*", body)
     if len(arrow) == 3:
         return arrow
@@ -127,14 +122,10 @@ class TripleParser:
             if _IGNORABLE.match(stripped):
                 continue
             bodies = [next(g for g in m.groups() if g is not None) for m in _BRACKETED.finditer(stripped)]
-            bodies = [b for b in bodies if _split(b) is not None]
-            if not bodies:
-                bodies = [stripped.strip("<>()[]")]
+            # the line's bracketed triples, else the whole line as one
+            triples = [parts for parts in map(_split, bodies) if parts is not None] or [_split(stripped.strip("<>()[]"))]
             found = False
-            for body in bodies:
-                parts = _split(body)
-                if parts is None:
-                    continue
+            for parts in filter(None, triples):
                 h_num, t_num = _entity_number(parts[0], names), _entity_number(parts[2], names)
                 if h_num is None or t_num is None:
                     continue
