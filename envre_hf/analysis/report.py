@@ -157,16 +157,13 @@ def render_markdown(figures: Mapping[str, Any], plot_name: str | None = None) ->
 
 def write_report(figures: Mapping[str, Any], output_dir: str | os.PathLike) -> dict[str, Path]:
     """Write ``figures.json``, ``report.md`` and the plot; returns their paths by name."""
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(output_dir)  # each writer creates it (atomic_path)
     paths: dict[str, Path] = {}
     curves = figures.get("entity_count")
     if curves:
         paths["entity_count_plot"] = plot_entity_count(
             {name: EntityCountCurve(**c) for name, c in curves.items()}, out / ENTITY_COUNT_PLOT
         )
-    paths["figures"] = out / FIGURES
-    write_json(paths["figures"], figures)
-    paths["report"] = out / REPORT
-    write_text(paths["report"], render_markdown(figures, ENTITY_COUNT_PLOT if curves else None))
+    paths["figures"] = write_json(out / FIGURES, figures)
+    paths["report"] = write_text(out / REPORT, render_markdown(figures, ENTITY_COUNT_PLOT if curves else None))
     return paths
