@@ -43,10 +43,6 @@ class ParseReport:
     self_pairs: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
 
-    @property
-    def dropped(self) -> int:
-        return len(self.unknown_relations) + len(self.out_of_range) + len(self.self_pairs) + len(self.duplicates)
-
 
 _LEADING_NUMBER = re.compile(r"^\[?\s*(?:entity|ent\.?|e|no\.?|number|#)?\s*(\d+)\b", re.IGNORECASE)
 
