@@ -4,6 +4,7 @@ interpolation points serves every fact; the backward is per fact) or gradient x 
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,13 +38,9 @@ class AttributionConfig:
     marker: str = DEFAULT_MARKER
 
     def __post_init__(self) -> None:
-        for name, value, allowed in (
-            ("method", self.method, METHODS),
-            ("baseline", self.baseline, BASELINES),
-            ("dtype", self.dtype, DTYPES),
-        ):
-            if value not in allowed:
-                raise ValueError(f"AttributionConfig.{name}: {value!r} is not one of {allowed}")
+        for name, allowed in (("method", METHODS), ("baseline", BASELINES), ("dtype", DTYPES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"AttributionConfig.{name}: {getattr(self, name)!r} is not one of {allowed}")
         if self.steps < 1:
             raise ValueError(f"AttributionConfig.steps must be >= 1, got {self.steps}")
         if self.step_batch is not None and self.step_batch < 1:
@@ -102,14 +99,8 @@ def piece_tokens(doc: Document, tokenizer: Any, marker: str = DEFAULT_MARKER) ->
     DocRED token, or -1 for special tokens and entity markers."""
     words, spans = _marked_words(doc, marker)
     marker_words = {w for entity in spans for pair in entity for w in pair}
-    word_token: list[int] = []
-    next_token = 0
-    for w in range(len(words)):
-        if w in marker_words:
-            word_token.append(-1)
-        else:
-            word_token.append(next_token)
-            next_token += 1
+    tokens = itertools.count()
+    word_token = [-1 if w in marker_words else next(tokens) for w in range(len(words))]
     encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
     mapping = [word_token[w] if w is not None else -1 for w in encoding.word_ids()]
     return list(encoding["input_ids"]), mapping
@@ -248,14 +239,10 @@ class DocumentAttributor:
             x, b = self._embeddings(prep)
             with torch.no_grad():
                 ends = fact_scores(self.model, prep, torch.stack([x, b])).double()
-            if self.config.method == "grad_x_input":
-                pieces = self._grad_x_input(prep, x, b)
-            else:
-                pieces = self._ig_shared(prep, x, b)
-        pieces = pieces.double()
+            method = self._grad_x_input if self.config.method == "grad_x_input" else self._ig_shared
+            pieces = method(prep, x, b).double()
         tokens, unmapped = sum_to_tokens(pieces, prep.mapping, prep.n_tokens)
-        expected = ends[0] - ends[1]
-        gaps = pieces.sum(-1) - expected
+        gaps = pieces.sum(-1) - (ends[0] - ends[1])
         for f, (h, t, r) in enumerate(prep.facts):
             out.facts.append(
                 FactAttribution(
@@ -295,8 +282,4 @@ class DocumentAttributor:
     def _per_fact_grads(scores: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
         """d scores[:, f].sum() / d embeds for every fact f (F x S x L x H): one backward each, one forward graph."""
         n = scores.size(1)
-        grads = []
-        for f in range(n):
-            (g,) = torch.autograd.grad(scores[:, f].sum(), embeds, retain_graph=f < n - 1)
-            grads.append(g)
-        return torch.stack(grads)
+        return torch.stack([torch.autograd.grad(scores[:, f].sum(), embeds, retain_graph=f < n - 1)[0] for f in range(n)])

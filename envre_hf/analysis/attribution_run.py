@@ -65,7 +65,7 @@ def run_attribution(
 ) -> AttributionRunResult:
     """Attribute the gold facts of the first ``max_docs`` documents and write the run's files (see module doc)."""
     config = config or AttributionConfig()
-    docs = list(docs)[: max_docs if max_docs is not None else None]
+    docs = list(docs)[:max_docs]
     keys = [d.key for d in docs]
     if len(set(keys)) != len(keys):
         raise AttributionRunError("documents must have distinct keys (doc_id or title)")

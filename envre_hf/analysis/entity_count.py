@@ -5,7 +5,7 @@ more negative, the more a model suffers from crowded documents); ``bin_width > 1
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,18 +24,14 @@ class EntityCountCurve:
     slope: float | None = None
     intercept: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def f1_by_entity_count(
     predictions: Sequence[Mapping[str, Any]],
     gold: Sequence[Document],
     bin_width: int = 1,
-    min_documents: int = 1,
 ) -> EntityCountCurve:
     """The curve of one prediction set: the scorer's per-entity-count counts summed over bins of ``bin_width``
-    counts, each bin at the mean entity count of its documents (bins with fewer than ``min_documents`` left out)."""
+    counts, each bin at the mean entity count of its documents."""
     if bin_width < 1:
         raise ValueError(f"bin_width must be >= 1, got {bin_width}")
     bins: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
@@ -44,8 +40,6 @@ def f1_by_entity_count(
     curve = EntityCountCurve()
     for rows in bins.values():
         documents = sum(row["documents"] for _, row in rows)
-        if documents < min_documents:
-            continue
         correct, predicted, n_gold = (sum(row[k] for _, row in rows) for k in ("correct", "predicted", "gold"))
         p = correct / predicted if predicted > 0 else 0.0
         r = correct / n_gold if n_gold > 0 else 0.0

@@ -4,8 +4,7 @@ renamed entity's original item (``wikidata_id``, else ``kb.link``) against ``Sub
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,9 +29,6 @@ class PopularityResult:
     median_substituted: float | None = None
     #: substitutions left out, by reason (no item, original not found/linked, popularity unknown)
     skipped: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def popularity_pairs(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -54,21 +55,16 @@ def precision_terms(scores: Sequence[float], relevant: Sequence[bool], k_max: in
     relevant = np.asarray(relevant, dtype=bool)
     out = np.zeros(k_max)
     order = np.argsort(-scores, kind="stable")
-    s_sorted, r_sorted = scores[order], relevant[order]
     a = c = 0
-    n = len(scores)
-    while a < n and a < k_max:
-        g = 1
-        while a + g < n and s_sorted[a + g] == s_sorted[a]:
-            g += 1
-        m = int(r_sorted[a : a + g].sum())
+    for _, tie in itertools.groupby(zip(scores[order], relevant[order]), key=lambda pair: pair[0]):
+        if a >= k_max:
+            break
+        flags = [bool(r) for _, r in tie]
+        g, m = len(flags), sum(flags)
         if m:
-            for j in range(1, g + 1):
-                i = a + j
-                if i > k_max:
-                    break
+            for j in range(1, min(g, k_max - a) + 1):
                 inside = 1 + (j - 1) * (m - 1) / (g - 1) if g > 1 else 1
-                out[i - 1] = (m / g) * (c + inside) / i
+                out[a + j - 1] = (m / g) * (c + inside) / (a + j)
         a += g
         c += m
     return out

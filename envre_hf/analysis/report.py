@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,12 @@ def run_analyses(
     else:
         figures["performance"] = performance_table(original, renamed, pred_original, pred_renamed, train)
         figures["entity_count"] = {
-            name: f1_by_entity_count(preds, docs, bin_width=bin_width).to_dict()
+            name: asdict(f1_by_entity_count(preds, docs, bin_width=bin_width))
             for name, docs, preds in (("original", original, pred_original), ("renamed", renamed, pred_renamed))
             if preds is not None
         }
     popularity = popularity_quartiles(original, renamed, kb)
-    figures["popularity"] = popularity.to_dict()
+    figures["popularity"] = asdict(popularity)
     if not popularity.available:
         skipped["popularity"] = popularity.note
     if train is None:
@@ -156,16 +157,13 @@ def render_markdown(figures: Mapping[str, Any], plot_name: str | None = None) ->
 
 def write_report(figures: Mapping[str, Any], output_dir: str | os.PathLike) -> dict[str, Path]:
     """Write ``figures.json``, ``report.md`` and the plot; returns their paths by name."""
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(output_dir)  # each writer creates it (atomic_path)
     paths: dict[str, Path] = {}
     curves = figures.get("entity_count")
     if curves:
         paths["entity_count_plot"] = plot_entity_count(
             {name: EntityCountCurve(**c) for name, c in curves.items()}, out / ENTITY_COUNT_PLOT
         )
-    paths["figures"] = out / FIGURES
-    write_json(paths["figures"], figures)
-    paths["report"] = out / REPORT
-    write_text(paths["report"], render_markdown(figures, ENTITY_COUNT_PLOT if curves else None))
+    paths["figures"] = write_json(out / FIGURES, figures)
+    paths["report"] = write_text(out / REPORT, render_markdown(figures, ENTITY_COUNT_PLOT if curves else None))
     return paths

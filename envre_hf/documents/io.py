@@ -222,26 +222,20 @@ def parse_document(obj: Any, index: int, *, validate: bool = True) -> Document:
     return doc
 
 
-class KeyChecker:
-    """Refuses a second document with the same key (``doc_id``, else ``title``) in one collection."""
-
-    def __init__(self, source: PathLike | None = None):
-        self.source = source
-        self.seen: dict[Any, int] = {}
-
-    def check(self, doc: Document, index: int) -> None:
-        key, field = doc.key, "doc_id" if doc.doc_id is not None else "title"
-        if not isinstance(key, str):
-            raise DocumentError(f"expected a string, got {type(key).__name__}", doc_index=index, field=field)
-        if key in self.seen:
-            where = f"{self.source}: " if self.source is not None else ""
-            raise DocumentError(
-                f"{where}duplicate document key {key!r} (also document {self.seen[key]}); every document needs "
-                f"its own {field}",
-                doc_index=index,
-                field=field,
-            )
-        self.seen[key] = index
+def _check_key(seen: dict[str, int], doc: Document, index: int, source: PathLike | None) -> None:
+    """Refuses a second document with the same key (``doc_id``, else ``title``) as one in ``seen`` (key: index)."""
+    key, field = doc.key, "doc_id" if doc.doc_id is not None else "title"
+    if not isinstance(key, str):
+        raise DocumentError(f"expected a string, got {type(key).__name__}", doc_index=index, field=field)
+    if key in seen:
+        where = f"{source}: " if source is not None else ""
+        raise DocumentError(
+            f"{where}duplicate document key {key!r} (also document {seen[key]}); every document needs "
+            f"its own {field}",
+            doc_index=index,
+            field=field,
+        )
+    seen[key] = index
 
 
 def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError = "fail") -> Iterator[Document]:
@@ -250,7 +244,7 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
     path = Path(path)
     if on_error != "fail" and not callable(on_error):
         raise ValueError(f"on_error must be 'fail' or a callable, got {on_error!r}")
-    keys = KeyChecker(path)
+    seen: dict[str, int] = {}
     skip = None if on_error == "fail" else on_error
     for i, obj in enumerate(_raw_items(path, keep_errors=skip is not None)):  # one raw document in memory at a time
         try:
@@ -262,15 +256,15 @@ def iter_documents(path: PathLike, *, validate: bool = True, on_error: OnError =
                 raise err if str(path) in str(err) else err.located(None, None, file=path) from None
             skip(err, None if isinstance(obj, DocumentError) else obj)
             continue
-        keys.check(doc, i)
+        _check_key(seen, doc, i, path)
         yield doc
 
 
 def check_unique_keys(docs: Iterable[Document], source: PathLike | None = None) -> None:
     """Raise :class:`DocumentError` when two documents share a key."""
-    keys = KeyChecker(source)
+    seen: dict[str, int] = {}
     for i, doc in enumerate(docs):
-        keys.check(doc, i)
+        _check_key(seen, doc, i, source)
 
 
 def write_documents(docs: Iterable[Document], path: PathLike, dialect: str = "docred") -> Path:

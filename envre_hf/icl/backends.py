@@ -112,7 +112,6 @@ class OpenAIChatBackend:
         timeout: float = 120.0,
         max_retries: int | None = None,
         backoff: float = 1.0,
-        max_backoff: float = 60.0,
         cache_path: ResponseCache | str | os.PathLike | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
@@ -125,7 +124,7 @@ class OpenAIChatBackend:
         self.timeout = timeout
         # no jitter: one client asks one question at a time, and the waits stay predictable
         self.retry = RetryPolicy(NetworkBounds.from_env(max_retries=max_retries), backoff_factor=backoff,
-                                 max_backoff=max_backoff, jitter=0.0, sleep=sleep)
+                                 max_backoff=60.0, jitter=0.0, sleep=sleep)
         self.cache = open_cache(cache_path)
         if not os.environ.get(api_key_env):
             logger.warning("environment variable %s is not set: requests are sent without an API key", api_key_env)
@@ -137,12 +136,8 @@ class OpenAIChatBackend:
     @property
     def params(self) -> dict[str, Any]:
         """The generation parameters sent with every request (and part of the cache key)."""
-        params: dict[str, Any] = {"temperature": self.temperature}
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
-        if self.seed is not None:
-            params["seed"] = self.seed
-        return params
+        optional = {"max_tokens": self.max_tokens, "seed": self.seed}
+        return {"temperature": self.temperature, **{k: v for k, v in optional.items() if v is not None}}
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -243,9 +238,7 @@ class LocalBackend:
         return getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
 
     @classmethod
-    def from_pretrained(
-        cls, name_or_path: str, device: str | None = None, **kwargs: Any
-    ) -> "LocalBackend":
+    def from_pretrained(cls, name_or_path: str, **kwargs: Any) -> "LocalBackend":
         """Load model and tokenizer (safetensors only, no remote code); a base model is refused before its
         weights are loaded (given chat messages joined as text, it answers nothing useful)."""
         # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
@@ -258,8 +251,6 @@ class LocalBackend:
                 "e.g. Qwen/Qwen2.5-0.5B-Instruct"
             )
         model = AutoModelForCausalLM.from_pretrained(name_or_path, use_safetensors=True)
-        if device:
-            model = model.to(device)
         return cls(model, tokenizer, name=name_or_path, **kwargs)
 
     def prompt_ids(self, messages: Messages) -> list[int]:
@@ -293,9 +284,8 @@ class LocalBackend:
         ids = self.prompt_ids(messages)
         device = next(self.hf_model.parameters()).device
         input_ids = torch.tensor([ids], device=device)
-        pad = self.tokenizer.pad_token_id
-        if pad is None:
-            pad = self.tokenizer.eos_token_id
+        tok = self.tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         with torch.no_grad():
             out = self.hf_model.generate(
                 input_ids=input_ids,

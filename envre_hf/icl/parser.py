@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..documents import Document, RelationSchema, docred_schema
 
 _NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
+    **{w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                  "fourteen fifteen sixteen seventeen eighteen nineteen".split())},
+    **{w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)},
 }
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _BRACKETED = re.compile(r"<([^<>]*)>|\(([^()]*[;|][^()]*)\)|\[([^\[\]]*[;|][^\[\]]*)\]")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#+)\s+")
 _PID = re.compile(r"\bP[1-9][0-9]*\b", re.IGNORECASE)
@@ -46,13 +43,6 @@ class ParseReport:
     self_pairs: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def dropped(self) -> int:
-        return len(self.unknown_relations) + len(self.out_of_range) + len(self.self_pairs) + len(self.duplicates)
-
 
 _LEADING_NUMBER = re.compile(r"^\[?\s*(?:entity|ent\.?|e|no\.?|number|#)?\s*(\d+)\b", re.IGNORECASE)
 
@@ -68,8 +58,8 @@ def _entity_number(part: str, names: dict[str, int]) -> int | None:
     if match:
         return int(match.group(1))
     words = norm.replace("entity", "").replace("-", " ").split()
-    if 1 <= len(words) <= 2 and all(w in _NUMBER_WORDS or w in _TENS for w in words):
-        return sum(_NUMBER_WORDS.get(w, _TENS.get(w, 0)) for w in words)
+    if 1 <= len(words) <= 2 and all(w in _NUMBER_WORDS for w in words):
+        return sum(_NUMBER_WORDS[w] for w in words)
     return names.get(_norm(re.sub(r"\((?:PER|ORG|LOC|TIME|NUM|MISC)\)$", "", text)))
 
 
@@ -88,15 +78,10 @@ def _relation_id(part: str, schema: RelationSchema, name2id: dict[str, str]) -> 
 
 def _split(body: str) -> list[str] | None:
     """Three parts (subject, relation, object) of a triple body, or None."""
-    for sep in (";", "|", "\t"):
+    for sep in (";", "|", "\t", ","):
         parts = body.split(sep)
-        if len(parts) == 3:
-            return parts
-        if len(parts) > 3:  # a separator inside the relation name
+        if len(parts) >= 3:  # more: a separator inside the relation name
             return [parts[0], sep.join(parts[1:-1]), parts[-1]]
-    parts = body.split(",")
-    if len(parts) >= 3:
-        return [parts[0], ",".join(parts[1:-1]), parts[-1]]
     arrow = re.split(r"\s*(?:->|→|--)\s*", body)
     if len(arrow) == 3:
         return arrow
@@ -118,19 +103,12 @@ class TripleParser:
         preds: list[dict[str, Any]] = []
         seen: set[tuple[int, int, str]] = set()
         n = len(numbering)
-        names: dict[str, int] = {}
-        ambiguous: set[str] = set()
+        numbers: dict[str, set[int]] = {}
         for number, e in enumerate(numbering, start=1):
             for name in doc.entities[e].names:
-                key = _norm(name)
-                if key in names and names[key] != number:
-                    ambiguous.add(key)
-                names.setdefault(key, number)
-        for key in ambiguous:
-            names.pop(key, None)
-        ident: dict[str, Any] = {"title": doc.title}
-        if doc.doc_id is not None:
-            ident = {"doc_id": doc.doc_id, "title": doc.title}
+                numbers.setdefault(_norm(name), set()).add(number)
+        names = {key: min(found) for key, found in numbers.items() if len(found) == 1}  # an ambiguous name names none
+        ident = {"title": doc.title} if doc.doc_id is None else {"doc_id": doc.doc_id, "title": doc.title}
         for raw_line in (text or "").splitlines():
             line = raw_line.strip()
             if not line:
@@ -140,14 +118,10 @@ class TripleParser:
             if _IGNORABLE.match(stripped):
                 continue
             bodies = [next(g for g in m.groups() if g is not None) for m in _BRACKETED.finditer(stripped)]
-            bodies = [b for b in bodies if _split(b) is not None]
-            if not bodies:
-                bodies = [stripped.strip("<>()[]")]
+            # the line's bracketed triples, else the whole line as one
+            triples = [parts for parts in map(_split, bodies) if parts is not None] or [_split(stripped.strip("<>()[]"))]
             found = False
-            for body in bodies:
-                parts = _split(body)
-                if parts is None:
-                    continue
+            for parts in filter(None, triples):
                 h_num, t_num = _entity_number(parts[0], names), _entity_number(parts[2], names)
                 if h_num is None or t_num is None:
                     continue

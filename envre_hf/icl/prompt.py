@@ -63,13 +63,8 @@ class Prompt:
 
 
 def entity_numbering(doc: Document) -> list[int]:
-    """``vertexSet`` indices ordered by first mention (sentence, start token, then index)."""
-
-    def first(e: int) -> tuple[int, int, int]:
-        sent_id, start = min((m.sent_id, m.start) for m in doc.entities[e].mentions)
-        return (sent_id, start, e)
-
-    return sorted(range(len(doc.entities)), key=first)
+    """``vertexSet`` indices ordered by first mention (sentence, start token, then index: the sort is stable)."""
+    return sorted(range(len(doc.entities)), key=lambda e: min((m.sent_id, m.start) for m in doc.entities[e].mentions))
 
 
 def mark_mentions(doc: Document, numbering: Sequence[int] | None = None) -> str:

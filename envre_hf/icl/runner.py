@@ -44,16 +44,11 @@ class ICLResult:
 
 def summarize_parse_reports(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Totals over documents plus, per document with problems, what was dropped."""
-    totals = {"documents": len(records), "lines": 0, "parsed": 0, **{k: 0 for k in _REPORT_LISTS}}
-    problems = []
-    for rec in records:
-        rep = rec["parse"]
-        totals["lines"] += rep["lines"]
-        totals["parsed"] += rep["parsed"]
-        for k in _REPORT_LISTS:
-            totals[k] += len(rep[k])
-        if any(rep[k] for k in _REPORT_LISTS):
-            problems.append({"doc": rec["doc"], **{k: rep[k] for k in _REPORT_LISTS if rep[k]}})
+    reports = [rec["parse"] for rec in records]
+    totals = {"documents": len(records), **{k: sum(rep[k] for rep in reports) for k in ("lines", "parsed")},
+              **{k: sum(len(rep[k]) for rep in reports) for k in _REPORT_LISTS}}
+    problems = [{"doc": rec["doc"], **{k: rec["parse"][k] for k in _REPORT_LISTS if rec["parse"][k]}}
+                for rec in records if any(rec["parse"][k] for k in _REPORT_LISTS)]
     return {"totals": totals, "documents_with_problems": problems}
 
 
@@ -82,7 +77,7 @@ def run_icl(
     config = config or PromptConfig()
     schema = schema or docred_schema()
     out = Path(output_dir)
-    docs = list(test)[: max_docs if max_docs is not None else None]
+    docs = list(test)[:max_docs]
     # what the replies depend on: a resumed run must be answered the same way (endpoint, model, parameters,
     # demonstrations renamed or not, prompt)
     run_config = {"model": backend.model, "backend": backend_identity(backend), "renamer": renamer is not None,
@@ -107,7 +102,7 @@ def run_icl(
                 "demonstrations": prompt.demonstrations,
                 "response": completion.text,
                 "predictions": preds,
-                "parse": report.to_dict(),
+                "parse": asdict(report),
                 "usage": completion.usage,
                 "cached": completion.cached,
             })

@@ -67,8 +67,7 @@ def iter_logits(
                     output_pair_representations=False,
                     pair_budget=pair_budget,
                 ).logits.float().cpu()
-                for i, chunk in zip(idx, logits.split([len(features[i]["hts"]) for i in idx])):
-                    yield i, chunk
+                yield from zip(idx, logits.split([pairs[i] for i in idx]))
                 bar.update(len(idx))
     finally:
         bar.close()

@@ -21,6 +21,7 @@ from envre_hf.icl import (
     ICLRunError,
     LocalBackend,
     OpenAIChatBackend,
+    ParseReport,
     PromptBuilder,
     PromptConfig,
     entity_numbering,
@@ -181,7 +182,7 @@ def test_parser_round_trips_gold_of_real_documents(redocred_dev):
         numbering = entity_numbering(doc)
         preds, report = parse_triples(format_triples(doc, numbering), doc, numbering)
         assert sorted((p["h_idx"], p["t_idx"], p["r"]) for p in preds) == sorted((r.h, r.t, r.r) for r in doc.relations)
-        assert report.dropped == 0 and not report.unparsed_lines
+        assert report == ParseReport(lines=report.lines, parsed=report.parsed)  # nothing dropped or unparsed
 
 
 # --------------------------------------------------------------------------- OpenAI-compatible backend
