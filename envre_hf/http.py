@@ -83,7 +83,6 @@ class RetryLater(HTTPRequestError):
             f"{problem}: the server asks to wait {seconds:.0f} s before retrying (more than the {cap:g} s we wait, "
             f"ENVRE_RETRY_AFTER_CAP); retry after {when}"
         )
-        self.seconds = seconds
 
 
 class Transient(Exception):
@@ -260,7 +259,6 @@ class ResponseCache:
 
     @classmethod
     def in_folder(cls, folder: str | os.PathLike[str]) -> ResponseCache:
-        """The cache of a cache folder: ``<folder>/responses.sqlite``."""
         return cls(Path(folder).expanduser() / CACHE_FILE)
 
     def _connection(self) -> sqlite3.Connection:
@@ -287,7 +285,6 @@ class ResponseCache:
         return self._conn
 
     def get(self, key: str) -> str | None:
-        """The stored reply body of ``key``, or ``None``."""
         with self._lock:
             row = self._connection().execute("SELECT body FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
