@@ -90,7 +90,6 @@ class Transient(Exception):
 
     def __init__(self, problem: str, retry_after: float | None = None):
         super().__init__(problem)
-        self.problem = problem
         self.retry_after = retry_after
 
 
@@ -228,7 +227,7 @@ class RetryPolicy:
             try:
                 return attempt(n)
             except Transient as exc:
-                problem = exc.problem
+                problem = str(exc)
                 if exc.retry_after is not None and exc.retry_after > b.retry_after_cap:
                     raise RetryLater(exc.retry_after, b.retry_after_cap, problem) from None
                 if n < b.max_retries:
@@ -308,11 +307,8 @@ class ResponseCache:
                 self._conn.close()
             self._conn = None
 
-    def __getstate__(self) -> dict:
-        return {"path": self.path}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"])
+    def __reduce__(self) -> tuple:
+        return type(self), (self.path,)  # a copy in another process opens its own connection
 
 
 class ReplyTooSlow(HTTPRequestError):
