@@ -338,8 +338,6 @@ class WikidataHTTPKB(KnowledgeBase):
         self._candidates: dict[tuple[str, int], list[str]] = {}
         self._incoming: dict[str, int] = {}
 
-    # ------------------------------------------------------------------ requests
-
     def _get_json(self, url: str, params: dict[str, Any], **kwargs: Any) -> Any:
         try:
             return self.client.get_json(url, params, **kwargs)
@@ -414,8 +412,6 @@ class WikidataHTTPKB(KnowledgeBase):
         if item not in self._entities:
             self.prefetch([item])
         return self._entities.get(item)
-
-    # ------------------------------------------------------------------ KnowledgeBase
 
     def link(self, doc: Document, entity_index: int) -> str | None:
         return link_by_name(doc, entity_index, lambda name: next(iter(self.search(name)), None))
