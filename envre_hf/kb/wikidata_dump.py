@@ -402,8 +402,7 @@ class WikidataDumpKB(KnowledgeBase):
                 key,
             )
             self._candidates[key] = [Candidate(f"Q{item}") for (item,) in rows]
-        cached = self._candidates[key]
-        return [c for c in cached if c.item_id not in exclude] if exclude else list(cached)
+        return [c for c in self._candidates[key] if c.item_id not in exclude]
 
     def popularity(self, item_id: str) -> int | None:
         number = self._number(item_id)

@@ -407,11 +407,9 @@ class WikidataHTTPKB(KnowledgeBase):
     def entity(self, item_id: str) -> EntityRecord | None:
         """The item's record, or ``None`` when the item does not exist (or is not an item id)."""
         item = normalize_item_id(item_id)
-        if item is None:
-            return None
-        if item not in self._entities:
+        if item is not None and item not in self._entities:
             self.prefetch([item])
-        return self._entities.get(item)
+        return self._entities.get(item) if item is not None else None
 
     def link(self, doc: Document, entity_index: int) -> str | None:
         return link_by_name(doc, entity_index, lambda name: next(iter(self.search(name)), None))
