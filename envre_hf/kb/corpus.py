@@ -242,9 +242,8 @@ class CorpusKB(KnowledgeBase):
             return self._candidates(coarse, tuple(roles), min_names, "exact")
         # relax: drop the least common role first (it is what makes the query unsatisfiable)
         order = sorted(roles, key=lambda r: (len(self._postings.get((coarse, r), ())), r))
-        dropped: list[str] = []
-        while order:
-            dropped.append(order.pop(0))
+        for n in range(1, len(order) + 1):
+            dropped = order[:n]
             kept = tuple(r for r in roles if r not in dropped)
             if self._match(coarse, kept, min_names):
                 how = f"dropped {','.join(dropped)}" if kept else "coarse type only"
