@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -33,60 +33,47 @@ def fsync_dir(folder: PathLike) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: PathLike, *, durable: bool = True) -> Iterator[Path]:
+def atomic_path(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path`` (parents created) for writers that want a file name, not a handle;
-    when the block ends without error, move it onto ``path`` (with ``durable``, fsynced first)."""
+    when the block ends without error, fsync it and move it onto ``path``."""
     path = Path(path)
-    for parent in path.parents:  # the nearest existing ancestor must be a folder
-        if parent.exists():
-            if not parent.is_dir():
-                raise NotADirectoryError(20, f"cannot write {path}: {parent} is a file, not a folder", str(parent))
-            break
+    parent = next((p for p in path.parents if p.exists()), path.parent)  # the nearest existing ancestor: a folder
+    if not parent.is_dir():
+        raise NotADirectoryError(20, f"cannot write {path}: {parent} is a file, not a folder", str(parent))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError(21, "is a folder, not a file", str(path))
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
-        os.close(fd)
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
+        # created like open() would (0666 less the umask; mkstemp's 0600 would stay on the final file)
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except OSError as err:
         raise _located(err, path) from None
-    tmp = Path(tmp_name)
     try:
         yield tmp
-        if durable:
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-        if os.name == "posix":
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException as err:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        if isinstance(err, OSError) and err.filename in (None, str(tmp), tmp_name):
+        if isinstance(err, OSError) and err.filename in (None, str(tmp)):
             raise _located(err, path) from None  # the write failed (disk full, ...): name the file asked for
         raise
-    if durable:
-        fsync_dir(path.parent)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    fsync_dir(path.parent)
 
 
 @contextlib.contextmanager
-def atomic_open(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8", durable: bool = True) -> Iterator[IO]:
+def atomic_open(path: PathLike, mode: str = "w", *, encoding: str | None = "utf-8") -> Iterator[IO]:
     """``open(path, mode)`` for writing, atomically (``mode`` is ``"w"`` or ``"wb"``)."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open writes whole files: mode 'w' or 'wb', got {mode!r}")
-    with atomic_path(path, durable=durable) as tmp:
+    with atomic_path(path) as tmp:
         with open(tmp, mode, encoding=None if "b" in mode else encoding) as fh:
             yield fh
 
 
 def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to ``path`` atomically."""
     with atomic_open(path, "w", encoding=encoding) as fh:
         fh.write(text)
     return Path(path)
@@ -100,12 +87,10 @@ def write_json(path: PathLike, obj: Any, *, indent: int | None = 2, ensure_ascii
 
 def clean_temporary_files(folder: PathLike) -> int:
     """Remove the temporary files a killed writer left in ``folder`` (not recursive); returns how many."""
-    removed = 0
-    for tmp in Path(folder).glob(f".*{TMP_SUFFIX}"):
-        if tmp.is_file():
-            tmp.unlink(missing_ok=True)
-            removed += 1
-    return removed
+    leftovers = [tmp for tmp in Path(folder).glob(f".*{TMP_SUFFIX}") if tmp.is_file()]
+    for tmp in leftovers:
+        tmp.unlink(missing_ok=True)
+    return len(leftovers)
 
 
 def load_jsonl_records(path: PathLike, is_record: Any = None) -> list[dict[str, Any]]:

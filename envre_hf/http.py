@@ -83,7 +83,6 @@ class RetryLater(HTTPRequestError):
             f"{problem}: the server asks to wait {seconds:.0f} s before retrying (more than the {cap:g} s we wait, "
             f"ENVRE_RETRY_AFTER_CAP); retry after {when}"
         )
-        self.seconds = seconds
 
 
 class Transient(Exception):
@@ -91,7 +90,6 @@ class Transient(Exception):
 
     def __init__(self, problem: str, retry_after: float | None = None):
         super().__init__(problem)
-        self.problem = problem
         self.retry_after = retry_after
 
 
@@ -229,7 +227,7 @@ class RetryPolicy:
             try:
                 return attempt(n)
             except Transient as exc:
-                problem = exc.problem
+                problem = str(exc)
                 if exc.retry_after is not None and exc.retry_after > b.retry_after_cap:
                     raise RetryLater(exc.retry_after, b.retry_after_cap, problem) from None
                 if n < b.max_retries:
@@ -260,7 +258,6 @@ class ResponseCache:
 
     @classmethod
     def in_folder(cls, folder: str | os.PathLike[str]) -> ResponseCache:
-        """The cache of a cache folder: ``<folder>/responses.sqlite``."""
         return cls(Path(folder).expanduser() / CACHE_FILE)
 
     def _connection(self) -> sqlite3.Connection:
@@ -287,7 +284,6 @@ class ResponseCache:
         return self._conn
 
     def get(self, key: str) -> str | None:
-        """The stored reply body of ``key``, or ``None``."""
         with self._lock:
             row = self._connection().execute("SELECT body FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
@@ -311,11 +307,8 @@ class ResponseCache:
                 self._conn.close()
             self._conn = None
 
-    def __getstate__(self) -> dict:
-        return {"path": self.path}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"])
+    def __reduce__(self) -> tuple:
+        return type(self), (self.path,)  # a copy in another process opens its own connection
 
 
 class ReplyTooSlow(HTTPRequestError):

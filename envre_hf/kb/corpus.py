@@ -68,10 +68,7 @@ _CONTRADICTS = {
 
 def is_pool_noise(coarse: str, names: list[str]) -> bool:
     """Whether a pool entity's most frequent name contradicts its coarse type (see :func:`evident_kind`)."""
-    if not names:
-        return False
-    kind = evident_kind(names[0].split(" "))
-    return kind is not None and kind in _CONTRADICTS.get(coarse, ())
+    return bool(names) and evident_kind(names[0].split(" ")) in _CONTRADICTS.get(coarse, ())
 
 
 def role_signature(doc: Document, entity_index: int) -> str:
@@ -130,11 +127,7 @@ class CorpusKB(KnowledgeBase):
         digest = hashlib.sha256(f"v{INDEX_VERSION}".encode())
         for doc in pool:
             signatures = _signatures(doc)
-            involvement = [0] * len(doc.entities)
-            for rel in doc.relations:
-                for e in (rel.h, rel.t):
-                    if 0 <= e < len(involvement):
-                        involvement[e] += 1
+            involvement = Counter(e for rel in doc.relations for e in (rel.h, rel.t))
             for e in range(len(doc.entities)):
                 item_id = f"{PREFIX}{doc.key}#{e}"
                 if item_id in self._index:
@@ -167,11 +160,8 @@ class CorpusKB(KnowledgeBase):
         return len(self._ids)
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        for cache in ("_query", "_match"):
-            state.pop(cache)  # caches are rebuilt in worker processes
-        state["_external"] = {}
-        return state
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_query", "_match")}  # rebuilt in workers
+        return {**state, "_external": {}}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -195,23 +185,21 @@ class CorpusKB(KnowledgeBase):
     def types(self, item_id: str) -> list[str]:
         """The item's signature, then its coarse type with :data:`ANY_ROLE`: when every compatible candidate is
         unusable (own item, names taken or isolated), the pipeline tries that instead of giving up."""
-        i = self._index.get(item_id)
-        if i is not None:
-            signature = self._types[i]
-        else:
-            known = self._external.get(item_id)
-            if not known:
-                return []
-            signature = known[0]
+        known = self._known(item_id)
+        if known is None:
+            return []
+        signature = known[0]
         coarse = signature.split("|", 1)[0]
         return [signature] if signature == coarse else [signature, f"{coarse}|{ANY_ROLE}"]
 
     def names(self, item_id: str) -> list[str]:
-        i = self._index.get(item_id)
-        if i is not None:
-            return list(self._names[i])
-        known = self._external.get(item_id)
+        known = self._known(item_id)
         return list(known[1]) if known else []
+
+    def _known(self, item_id: str) -> tuple[str, list[str]] | None:
+        """(signature, names) of a pool item or of an entity :meth:`link` registered."""
+        i = self._index.get(item_id)
+        return (self._types[i], self._names[i]) if i is not None else self._external.get(item_id)
 
     def demonyms(self, item_id: str) -> list[str]:
         """The item's demonym-form names (its mentions such as "American"), most frequent first."""
@@ -254,9 +242,8 @@ class CorpusKB(KnowledgeBase):
             return self._candidates(coarse, tuple(roles), min_names, "exact")
         # relax: drop the least common role first (it is what makes the query unsatisfiable)
         order = sorted(roles, key=lambda r: (len(self._postings.get((coarse, r), ())), r))
-        dropped: list[str] = []
-        while order:
-            dropped.append(order.pop(0))
+        for n in range(1, len(order) + 1):
+            dropped = order[:n]
             kept = tuple(r for r in roles if r not in dropped)
             if self._match(coarse, kept, min_names):
                 how = f"dropped {','.join(dropped)}" if kept else "coarse type only"

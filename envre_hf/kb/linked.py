@@ -30,16 +30,11 @@ def names_by_frequency(entity: Entity) -> list[str]:
     return [name for name, _ in Counter(m.name.strip() for m in entity.mentions if m.name.strip()).most_common()]
 
 
-def is_rule_based(entity: Entity) -> bool:
-    """True for NUM/TIME entities (not linked: their new values come from rules)."""
-    return entity.type in RULE_BASED_TYPES
-
-
 def link_by_name(doc: Document, entity_index: int, lookup: Callable[[str], str | None]) -> str | None:
     """Step 1 by name, as the Wikidata backends do it: the first item ``lookup`` finds for the entity's names,
     most frequent first; NUM/TIME entities are never linked."""
     entity = doc.entities[entity_index]
-    if is_rule_based(entity):
+    if entity.type in RULE_BASED_TYPES:
         return None
     return next((item for item in map(lookup, names_by_frequency(entity)) if item is not None), None)
 

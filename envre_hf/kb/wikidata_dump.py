@@ -153,8 +153,7 @@ class _Batch:
         truthy = record.truthy_types
         self.types.extend((number, i, int(t[1:]), int(t in truthy)) for i, t in enumerate(record.types))
         self.incoming.update(int(v[1:]) for v in record.item_values)
-        if record.demonyms:
-            self.demonyms.extend((number, i, d) for i, d in enumerate(record.demonyms))
+        self.demonyms.extend((number, i, d) for i, d in enumerate(record.demonyms))
 
     def commit(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
         with _transaction(conn):
@@ -197,12 +196,11 @@ def index_dump(
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(str(index_path) + suffix).unlink(missing_ok=True)
     index_path.parent.mkdir(parents=True, exist_ok=True)
-    existed = index_path.exists()
     conn = sqlite3.connect(index_path, isolation_level=None)
     started = time.perf_counter()
     try:
         meta = _read_meta(conn)
-        if existed and not meta and not _is_unset(conn):
+        if not meta and not _is_unset(conn):  # a new file is an empty database
             raise KnowledgeBaseError(f"{index_path} exists but is not a dump index; remove it or choose another path")
         for key, value in expected.items():
             if meta and meta.get(key) != value:
@@ -259,7 +257,6 @@ def _stream(
     progress: bool,
 ) -> int:
     """Read entity lines from ``state['offset']`` on and commit them batch by batch; returns items read."""
-    total = dump_path.stat().st_size
     items_this_run = 0
     with open(dump_path, "rb") as raw:
         stream = _open_dump(raw, dump_path.name)
@@ -267,7 +264,7 @@ def _stream(
         if offset:
             stream.seek(offset)  # gzip/bz2 streams seek forward by decompressing
         batch = _Batch()
-        bar = tqdm(total=total, initial=raw.tell(), unit="B", unit_scale=True, unit_divisor=1024,
+        bar = tqdm(total=dump_path.stat().st_size, initial=raw.tell(), unit="B", unit_scale=True, unit_divisor=1024,
                    desc=f"indexing {dump_path.name}", disable=not progress)
 
         def commit() -> None:
@@ -332,20 +329,19 @@ class WikidataDumpKB(KnowledgeBase):
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
         self._candidates: dict[tuple[int, int], list[Candidate]] = {}
-        meta = _read_meta(self._connection())
-        if meta.get("format_version") != INDEX_FORMAT_VERSION or meta.get("complete") != "1":
-            self.close()
+        self.meta = meta = _read_meta(self._connection())
         if meta.get("format_version") != INDEX_FORMAT_VERSION:
+            self.close()
             raise KnowledgeBaseError(
                 f"{self.index_path} is not a dump index of format {INDEX_FORMAT_VERSION} "
                 f"(found {meta.get('format_version')!r}); rebuild it with index_dump(..., resume=False)"
             )
         if meta.get("complete") != "1":
+            self.close()
             raise KnowledgeBaseError(
                 f"{self.index_path} is incomplete (stopped at line {meta.get('line')}); "
                 "finish it with index_dump(dump, index, resume=True)"
             )
-        self.meta = meta
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():  # never share a handle across a fork
@@ -406,8 +402,7 @@ class WikidataDumpKB(KnowledgeBase):
                 key,
             )
             self._candidates[key] = [Candidate(f"Q{item}") for (item,) in rows]
-        cached = self._candidates[key]
-        return [c for c in cached if c.item_id not in exclude] if exclude else list(cached)
+        return [c for c in self._candidates[key] if c.item_id not in exclude]
 
     def popularity(self, item_id: str) -> int | None:
         number = self._number(item_id)
@@ -428,13 +423,10 @@ class WikidataDumpKB(KnowledgeBase):
         self._conn = None
 
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_conn"], state["_pid"] = None, None
-        return state
+        return {**self.__dict__, "_conn": None, "_pid": None}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python3 -m envre_hf.kb DUMP INDEX``: build or resume an index, print its stats."""
     parser = argparse.ArgumentParser(
         prog="python3 -m envre_hf.kb", description=__doc__.splitlines()[0], allow_abbrev=False
     )

@@ -235,7 +235,8 @@ def _action_api_error(payload: Any) -> str | None:
 
 
 def _parse_entities(payload: Any, language: str) -> tuple[dict[str, EntityRecord | None], str | None]:
-    """The records of a ``wbgetentities`` reply by key, or what is wrong with the reply."""
+    """The records of a ``wbgetentities`` reply by key and by the ids redirected to them, or what is wrong with
+    the reply."""
     entities = payload.get("entities") if isinstance(payload, dict) else None
     if not isinstance(entities, dict):
         return {}, "no 'entities' object"
@@ -246,6 +247,9 @@ def _parse_entities(payload: Any, language: str) -> tuple[dict[str, EntityRecord
                 records[key] = parse_entity(entity, language)
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
                 return {}, f"malformed entity {key!r} ({exc!r})"
+            redirect = entity.get("redirects")
+            if isinstance(redirect, dict) and is_item_id(redirect.get("from")):
+                records[redirect["from"]] = records[key]
     return records, None
 
 
@@ -334,8 +338,6 @@ class WikidataHTTPKB(KnowledgeBase):
         self._candidates: dict[tuple[str, int], list[str]] = {}
         self._incoming: dict[str, int] = {}
 
-    # ------------------------------------------------------------------ requests
-
     def _get_json(self, url: str, params: dict[str, Any], **kwargs: Any) -> Any:
         try:
             return self.client.get_json(url, params, **kwargs)
@@ -398,27 +400,16 @@ class WikidataHTTPKB(KnowledgeBase):
             records, problem = _parse_entities(payload, self.language)
             if problem is not None:  # only a damaged cache gets here: fresh replies were checked before caching
                 raise KnowledgeBaseError(f"wbgetentities reply for {batch[0]}..{batch[-1]} at {self.public_api_url}: {problem}")
-            for key, entity in payload["entities"].items():
-                if not isinstance(entity, dict):
-                    continue
-                record = records[key]
-                self._entities[key] = record
-                redirect = entity.get("redirects")
-                if isinstance(redirect, dict) and is_item_id(redirect.get("from")):
-                    self._entities[redirect["from"]] = record
+            self._entities.update(records)
             for item in batch:  # ids the reply did not mention are unknown
                 self._entities.setdefault(item, None)
 
     def entity(self, item_id: str) -> EntityRecord | None:
         """The item's record, or ``None`` when the item does not exist (or is not an item id)."""
         item = normalize_item_id(item_id)
-        if item is None:
-            return None
-        if item not in self._entities:
+        if item is not None and item not in self._entities:
             self.prefetch([item])
-        return self._entities.get(item)
-
-    # ------------------------------------------------------------------ KnowledgeBase
+        return self._entities.get(item) if item is not None else None
 
     def link(self, doc: Document, entity_index: int) -> str | None:
         return link_by_name(doc, entity_index, lambda name: next(iter(self.search(name)), None))
