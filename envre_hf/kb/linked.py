@@ -68,6 +68,9 @@ class PrecomputedLinks(KnowledgeBase):
     def names(self, item_id: str) -> list[str]:
         return self.kb.names(item_id)
 
+    def demonyms(self, item_id: str) -> list[str]:
+        return self.kb.demonyms(item_id)
+
     def popularity(self, item_id: str) -> int | None:
         return self.kb.popularity(item_id)
 

@@ -447,7 +447,7 @@ def _country(qid: str, label: str, demonyms: list[dict]) -> dict:
 
 
 def test_wikidata_demonyms_parsed_and_indexed(tmp_path):
-    from envre_hf.kb import WikidataDumpKB, index_dump
+    from envre_hf.kb import PrecomputedLinks, WikidataDumpKB, index_dump
     from kb_fixtures.synthetic import write_dump
     from envre_hf.kb.wikidata_json import parse_entity
 
@@ -469,6 +469,10 @@ def test_wikidata_demonyms_parsed_and_indexed(tmp_path):
         renamed, report = RenamingPipeline(kb).rename_with_report(doc, 0)
         assert report.outcomes[0] == "exact"
         assert mention_names(renamed, 0) == ["Spain", "Spanish"] and renamed.sents[1][0] == "A"
+        # envre build wraps the Wikidata backends in PrecomputedLinks: their demonyms must come through it
+        linked = PrecomputedLinks(kb)
+        assert linked.demonyms("Q30") == ["American", "Yankee"]
+        assert RenamingPipeline(linked).rename(doc, 0).sents == renamed.sents
 
 
 #: Every word the 5-seed build of Re-DocRED test pluralises after a count of one (benchmarks/bench_coherence.py,
