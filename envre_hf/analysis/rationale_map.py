@@ -115,9 +115,8 @@ def map_curve(
         raise ValueError(f"rank_by must be one of {RANK_BY}, got {rank_by!r}")
     total = np.zeros(k_max)
     facts = skipped = n_docs = 0
-    for rec in records:
+    for n_docs, rec in enumerate(records, 1):
         doc = docs[rec["doc"]]
-        n_docs += 1
         rationale = {}
         for i, rel in enumerate(doc.relations):
             rationale.setdefault((rel.h, rel.t, rel.r), set()).update(rationale_tokens(doc, rel, i))

@@ -122,9 +122,12 @@ def run_robustness(args: argparse.Namespace) -> int:
         raise UsageError("--env needs --model DIR (the model to evaluate on both sets)")
     gold, train = read_gold_and_train(args)
     renamed = read_benchmark(args.env, args.env_split)
-    if args.max_docs is not None:
-        renamed = copies_of(gold, renamed)
-    from ..training.robustness import model_robustness_report  # lazy: start-up time (after the cheap checks)
+    from ..training.pairing import original_key  # lazy: start-up time (after the cheap checks)
+    from ..training.robustness import model_robustness_report  # lazy: start-up time
+
+    if args.max_docs is not None:  # the renamed copies of the --max-docs documents: both sets cut alike
+        keys = {doc.key for doc in gold}
+        renamed = [doc for doc in renamed if original_key(doc) in keys]
 
     model, tokenizer, options = load_model(args)
     report = model_robustness_report(model, tokenizer, gold, renamed, train, **options)
@@ -217,11 +220,3 @@ def read_gold_and_train(args: argparse.Namespace) -> tuple[list[Any], list[Any] 
         gold = gold[: args.max_docs]
     train = read_documents(args.train, split=train_split(args)) if args.train is not None else None
     return gold, train
-
-
-def copies_of(originals: list[Any], renamed: list[Any]) -> list[Any]:
-    """The renamed documents made from ``originals`` (``--max-docs`` cuts both sets alike)."""
-    from ..training.pairing import original_key  # lazy: start-up time
-
-    keys = {doc.key for doc in originals}
-    return [doc for doc in renamed if original_key(doc) in keys]

@@ -3,6 +3,7 @@ words tokenized in one ``is_split_into_words`` call and mapped back with ``word_
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Any
 
@@ -63,17 +64,14 @@ def _marked_words(doc: Document, marker: str) -> tuple[list[str], list[list[tupl
     words: list[str] = []
     start_word: dict[int, int] = {}
     end_word: dict[int, int] = {}
-    i = 0
-    for sent in doc.sents:
-        for token in sent:
-            if i in starts:
-                start_word[i] = len(words)
-                words.append(marker)
-            words.append(token)
-            if i in ends:
-                end_word[i] = len(words)
-                words.append(marker)
-            i += 1
+    for i, token in enumerate(itertools.chain.from_iterable(doc.sents)):
+        if i in starts:
+            start_word[i] = len(words)
+            words.append(marker)
+        words.append(token)
+        if i in ends:
+            end_word[i] = len(words)
+            words.append(marker)
     return words, [[(start_word[s], end_word[t]) for s, t in ent] for ent in spans]
 
 

@@ -58,9 +58,7 @@ def check_document_alignment(original: Document, twin: Document) -> None:
                 entity=e,
                 field="vertexSet",
             )
-    labels_a = sorted((r.h, r.t, r.r) for r in original.relations)
-    labels_b = sorted((r.h, r.t, r.r) for r in twin.relations)
-    if labels_a != labels_b:
+    if sorted((r.h, r.t, r.r) for r in original.relations) != sorted((r.h, r.t, r.r) for r in twin.relations):
         raise DocumentError(f"twin {twin.key!r} has different relation labels", title=original.key, field="labels")
 
 
