@@ -282,4 +282,5 @@ class DocumentAttributor:
     def _per_fact_grads(scores: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
         """d scores[:, f].sum() / d embeds for every fact f (F x S x L x H): one backward each, one forward graph."""
         n = scores.size(1)
-        return torch.stack([torch.autograd.grad(scores[:, f].sum(), embeds, retain_graph=f < n - 1)[0] for f in range(n)])
+        grads = [torch.autograd.grad(scores[:, f].sum(), embeds, retain_graph=f < n - 1)[0] for f in range(n)]
+        return torch.stack(grads)

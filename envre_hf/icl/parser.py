@@ -119,7 +119,8 @@ class TripleParser:
                 continue
             bodies = [next(g for g in m.groups() if g is not None) for m in _BRACKETED.finditer(stripped)]
             # the line's bracketed triples, else the whole line as one
-            triples = [parts for parts in map(_split, bodies) if parts is not None] or [_split(stripped.strip("<>()[]"))]
+            triples = [parts for parts in map(_split, bodies) if parts is not None]
+            triples = triples or [_split(stripped.strip("<>()[]"))]
             found = False
             for parts in filter(None, triples):
                 h_num, t_num = _entity_number(parts[0], names), _entity_number(parts[2], names)

@@ -47,8 +47,8 @@ def summarize_parse_reports(records: Sequence[dict[str, Any]]) -> dict[str, Any]
     reports = [rec["parse"] for rec in records]
     totals = {"documents": len(records), **{k: sum(rep[k] for rep in reports) for k in ("lines", "parsed")},
               **{k: sum(len(rep[k]) for rep in reports) for k in _REPORT_LISTS}}
-    problems = [{"doc": rec["doc"], **{k: rec["parse"][k] for k in _REPORT_LISTS if rec["parse"][k]}}
-                for rec in records if any(rec["parse"][k] for k in _REPORT_LISTS)]
+    problems = [{"doc": rec["doc"], **{k: rep[k] for k in _REPORT_LISTS if rep[k]}}
+                for rec, rep in zip(records, reports) if any(rep[k] for k in _REPORT_LISTS)]
     return {"totals": totals, "documents_with_problems": problems}
 
 

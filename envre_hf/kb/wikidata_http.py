@@ -409,7 +409,7 @@ class WikidataHTTPKB(KnowledgeBase):
         item = normalize_item_id(item_id)
         if item is not None and item not in self._entities:
             self.prefetch([item])
-        return self._entities.get(item) if item is not None else None
+        return self._entities.get(item)  # None for a non-item id: no such key
 
     def link(self, doc: Document, entity_index: int) -> str | None:
         return link_by_name(doc, entity_index, lambda name: next(iter(self.search(name)), None))

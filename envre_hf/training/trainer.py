@@ -204,7 +204,7 @@ class EVRTTrainer(Trainer):
             loss = loss + args.evrt_beta * self._record("pcr", pcr)
         return (loss, outputs) if return_outputs else loss
 
-    def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any, rows: Any) -> torch.Tensor:
+    def _rcr(self, model: torch.nn.Module, outputs: Any, twin_out: Any, rows: torch.Tensor | slice) -> torch.Tensor:
         """L_rcr over the pairs ``rows``; from the group-bilinear factors in closed form when the family exposes
         them (only those rows are cut: the pair representations are far larger)."""
         reduction = self.args.evrt_rcr_reduction
