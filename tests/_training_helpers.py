@@ -16,7 +16,7 @@ TINY_HEADS = {
     "docunet": {
         "emb_size": 32,
         "block_size": 8,
-        "head_settings": {"unet_base_channels": 4, "unet_out_channels": 8, "unet_depth": 1},
+        "head_settings": {"unet_down_channels": 4, "unet_out_channels": 8},
     },
 }
 

@@ -20,6 +20,9 @@ try:  # envre-hf installed: DocRED labels by default (a saved config.json always
 except ImportError:  # loaded as remote code without envre-hf
     docred_schema = pipeline_saved = None
 
+#: ``DocREConfig.head_initialization`` values: the layers' PyTorch defaults (released code), or HF-style N(0, std).
+HEAD_INITIALIZATIONS = ("pytorch", "normal")
+
 #: Encoder families whose position ids start after the padding index (``padding_idx + 1``), so
 #: ``max_position_embeddings`` overstates the usable window by ``pad_token_id + 1``.
 _OFFSET_POSITION_MODELS = frozenset(
@@ -49,11 +52,14 @@ def portable_name(name_or_path: str | os.PathLike) -> str:
 
 
 class DocREConfig(PretrainedConfig):
-    """Encoder sub-config + head settings of a DocRE model; defaults follow ATLOP (docs/models.md): 97 classes
-    (DocRED's ``id2label``), class 0 = no relation / threshold. ``window``: the encoder window for long inputs (None:
-    from ``max_position_embeddings``). ``ncrl_*``: NCRL's negative shift, none-class weight and none-class logit start
-    (docs/evrt.md). ``top_k``: relations per pair at decoding (None or 0: no cap). ``head_settings``: the family's
-    settings dataclass (a dict in config.json). ``relation_names``: relation id -> name, for the pipeline's output.
+    """Encoder sub-config + head settings of a DocRE model (docs/models.md): 97 classes (DocRED's ``id2label``),
+    class 0 = no relation / threshold. ``emb_size``: width of the pair extractors (None: the family's released value,
+    :class:`~.registry.Family`). ``window``: the encoder window for long inputs (None: from
+    ``max_position_embeddings``). ``ncrl_*``: NCRL's negative shift, none-class weight and none-class logit start
+    (docs/evrt.md). ``top_k``: relations per pair at decoding (None: the family's released value; 0: no cap).
+    ``head_initialization``: ``"pytorch"`` (every released code: the layers' own defaults) or ``"normal"``
+    (N(0, the encoder's initializer_range), zero biases). ``head_settings``: the family's settings dataclass (a dict
+    in config.json). ``relation_names``: relation id -> name, for the pipeline's output.
     """
 
     model_type = "docre"
@@ -66,10 +72,11 @@ class DocREConfig(PretrainedConfig):
     emb_size: int | None = None
     block_size: int = 64
     window: int | None = None
-    top_k: int | None = 4
+    top_k: int | None = None
     ncrl_margin: float = 0.05
     ncrl_none_weight: float = 1.0
     ncrl_none_bias: float = 0.0
+    head_initialization: str = "pytorch"
     head_settings: HeadSettings | dict | None = None
     encoder_name_or_path: str | None = None
     relation_names: dict[str, str] | None = None
@@ -91,9 +98,14 @@ class DocREConfig(PretrainedConfig):
         if self.relation_names is None and docred_schema is not None and self.id2label is not None:
             names = docred_schema().id2name
             self.relation_names = {r: names[r] for r in self.id2label.values() if r in names} or None
+        family = get_family(self.head_type)
         if self.emb_size is None:
-            self.emb_size = int(self.encoder.hidden_size)
-        self.head_settings = get_family(self.head_type).parse_settings(self.head_settings, self)
+            self.emb_size = family.emb_size or int(self.encoder.hidden_size)
+        if self.top_k is None:
+            self.top_k = family.top_k
+        if self.head_initialization not in HEAD_INITIALIZATIONS:
+            raise ValueError(f"head_initialization must be one of {HEAD_INITIALIZATIONS}, got {self.head_initialization!r}")
+        self.head_settings = family.parse_settings(self.head_settings, self)
         if self.emb_size % self.block_size:
             raise ValueError(f"emb_size ({self.emb_size}) must be a multiple of block_size ({self.block_size})")
         if self.window is None and isinstance(self.encoder, PretrainedConfig):

@@ -138,13 +138,16 @@ def pair_attention(
     return values.new_empty((h_idx.numel(), length)).index_copy(0, torch.cat(rows), values) / heads
 
 
-def localized_context(sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc: torch.Tensor) -> torch.Tensor:
+def localized_context(
+    sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc: torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
     """ATLOP's localized context of every pair (sum_pairs x H): tokens weighted by ``ht`` (:func:`pair_attention`)
-    normalised to sum to one, one product per document (padding documents to the most pairs wasted most FLOPs)."""
+    normalised to sum to one (``ht / (sum + eps)``), one product per document (padding documents to the most pairs
+    wasted most FLOPs)."""
     hidden = sequence_output.size(-1)
     if pair_doc.numel() == 0:
         return sequence_output.new_zeros((0, hidden))
-    ht = ht / (ht.sum(1, keepdim=True) + 1e-5)
+    ht = ht / (ht.sum(1, keepdim=True) + eps)
     parts, rows = [], []
     for b in torch.unique(pair_doc).tolist():
         sel = (pair_doc == b).nonzero(as_tuple=True)[0]
@@ -219,6 +222,29 @@ def group_bilinear_classify(
     return None, torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
+def _pytorch_default(module: nn.Module) -> None:
+    """``module.reset_parameters()`` through transformers' guarded init functions (weights already loaded stay)."""
+    if isinstance(module, (nn.Linear, nn.Bilinear, nn.Conv2d)):
+        fan_in = module.weight[0].numel()  # Linear: in_features; Bilinear: in1 x in2; Conv2d: in x kh x kw
+        if isinstance(module, nn.Bilinear):
+            bound = 1 / math.sqrt(module.weight.size(1))
+            init.uniform_(module.weight, -bound, bound)
+        else:
+            init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+        if module.bias is not None:
+            bound = 1 / math.sqrt(module.weight.size(1) if isinstance(module, nn.Bilinear) else fan_in)
+            init.uniform_(module.bias, -bound, bound)
+    elif isinstance(module, nn.Embedding):
+        init.normal_(module.weight)
+    elif isinstance(module, (nn.LayerNorm, nn.BatchNorm2d)):
+        init.ones_(module.weight)
+        init.zeros_(module.bias)
+        if isinstance(module, nn.BatchNorm2d):
+            init.zeros_(module.running_mean)
+            init.ones_(module.running_var)
+            init.zeros_(module.num_batches_tracked)
+
+
 class DocREPreTrainedModel(PreTrainedModel):
     """A transformers encoder (``self.encoder``) plus the shared DocRE machinery; each family adds its head.
     Encoders on transformers' ``AttentionInterface`` run :data:`~.attention.FAST_ATTENTION`; others (DeBERTa), or
@@ -250,20 +276,18 @@ class DocREPreTrainedModel(PreTrainedModel):
             config.window = encoder_window(config.encoder)
 
     def _init_weights(self, module: nn.Module) -> None:
+        """The head's layers as ``config.head_initialization`` says: their PyTorch defaults, as every released code
+        builds them (``"pytorch"``), or N(0, the encoder's initializer_range) with zero biases (``"normal"``)."""
+        if self.config.head_initialization == "pytorch":
+            _pytorch_default(module)
+            return
         std = getattr(self.config.encoder, "initializer_range", None) or 0.02
-        if isinstance(module, (nn.Linear, nn.Bilinear)):  # nn.Bilinear: DocuNet's similarity channel
+        if isinstance(module, (nn.Linear, nn.Bilinear, nn.Conv2d, nn.Embedding)):
             init.normal_(module.weight, mean=0.0, std=std)
-            if module.bias is not None:
+            if getattr(module, "bias", None) is not None:
                 init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            init.normal_(module.weight, mean=0.0, std=std)
-        elif isinstance(module, nn.LayerNorm):
-            init.ones_(module.weight)
-            init.zeros_(module.bias)
-        elif isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):  # DocuNet's U-Net: Kaiming (ReLU), zero bias
-            init.kaiming_uniform_(module.weight, a=math.sqrt(5))
-            if module.bias is not None:
-                init.zeros_(module.bias)
+        else:
+            _pytorch_default(module)  # the norms: ones and zeros either way
 
     @property
     def settings(self) -> HeadSettings | None:
@@ -530,30 +554,43 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     # ------------------------------------------------------------------ decoding
 
+    #: How the family decides that relation ``r`` holds: ``logit_r > logit_0`` (False: class 0 is a learned
+    #: per-pair threshold, ATLOP and the families after it) or ``logit_r > 0`` (True: DocuNet's released balanced
+    #: loss, where class 0 is an ordinary target and the none class takes one of the ``top_k`` places).
+    fixed_threshold: bool = False
+
+    def relation_margins(self, logits: torch.Tensor) -> torch.Tensor:
+        """``logit_r`` minus the family's threshold for every relation ``r >= 1`` (sum_pairs x num_labels-1):
+        positive exactly where ``r`` is predicted (what EVRT's L_pcr compares)."""
+        return logits[:, 1:] if self.fixed_threshold else threshold_margins(logits)
+
     def relation_probabilities(self, logits: torch.Tensor) -> torch.Tensor:
-        """P_r (sum_pairs x num_labels-1) that relation r holds: ``sigmoid(logit_r - logit_0)``, the two-way
-        softmax against the threshold class, > 0.5 exactly where r is predicted (what EVRT compares)."""
-        return torch.sigmoid(threshold_margins(logits))
+        """P_r (sum_pairs x num_labels-1) that relation r holds: ``sigmoid`` of :meth:`relation_margins` (for the
+        class-0 threshold the two-way softmax against it), > 0.5 exactly where r is predicted."""
+        return torch.sigmoid(self.relation_margins(logits))
 
     def decode(self, logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
-        """Multi-hot predictions: r where logit_r > logit_0 (``threshold``: where :meth:`relation_probabilities`
+        """Multi-hot predictions: r where its margin is positive (``threshold``: where :meth:`relation_probabilities`
         exceeds it), at most ``top_k`` per pair (``config.top_k`` by default); class 0 for pairs with no relation."""
         top_k = self.config.top_k if top_k is None else top_k
-        return threshold_decode(logits, top_k, threshold)
+        return threshold_decode(logits, top_k, threshold, fixed_threshold=self.fixed_threshold)
 
 
-def threshold_decode(logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None) -> torch.Tensor:
-    """See :meth:`DocREPreTrainedModel.decode`."""
-    out = torch.zeros_like(logits)
+def threshold_decode(
+    logits: torch.Tensor, top_k: int | None = None, threshold: float | None = None, fixed_threshold: bool = False
+) -> torch.Tensor:
+    """See :meth:`DocREPreTrainedModel.decode`: the ``top_k`` places go to the relations with the highest logits
+    (with ``fixed_threshold``, DocuNet's released rule, to the highest of all classes, class 0 included)."""
     if threshold is not None and not 0 < threshold < 1:
         raise ValueError(f"threshold must be a probability strictly between 0 and 1, got {threshold}")
-    # sigmoid(logit_r - logit_0) > threshold  <=>  logit_r - logit_0 > logit(threshold); 0 for the default
-    margin = 0.0 if threshold is None else math.log(threshold / (1 - threshold))
-    mask = logits > logits[:, :1] + margin
-    if top_k is not None and top_k > 0 and logits.size(1) > top_k:
-        kth = torch.topk(logits, top_k, dim=1).values[:, -1:]
-        mask = mask & (logits >= kth)
-    out[mask] = 1.0
-    out[:, 0] = (out[:, 1:].sum(1) == 0).to(logits.dtype)
+    # sigmoid(margin) > threshold  <=>  margin > logit(threshold); 0 for the default
+    cut = 0.0 if threshold is None else math.log(threshold / (1 - threshold))
+    relations = logits[:, 1:]
+    mask = relations > (cut if fixed_threshold else logits[:, :1] + cut)
+    ranked = logits if fixed_threshold else relations
+    if top_k is not None and top_k > 0 and ranked.size(1) > top_k:
+        mask = mask & (relations >= torch.topk(ranked, top_k, dim=1).values[:, -1:])
+    out = torch.zeros_like(logits)
+    out[:, 1:] = mask.to(logits.dtype)
+    out[:, 0] = (~mask.any(1)).to(logits.dtype)
     return out
-

@@ -1,6 +1,7 @@
-"""The entity-pair matrix (row = head entity, column = tail entity) of the KD-DocRE and DocuNet heads, padded to
-``B x N x N x C``; every operation keeps the padded cells out of the real ones, so that a document's logits do not
-depend on what it is batched with."""
+"""The entity-pair matrix of the KD-DocRE and DocuNet heads: a document's pairs as the cells of a square (row = head
+entity, column = tail entity) at least ``matrix_size`` entities wide, as the released codes' fixed 42 x 42 matrix.
+Documents of one side are stacked into one ``G x S x S x C`` tensor, so a document's cells never depend on what it is
+batched with (the released code, whose documents all fit in 42, computes exactly this)."""
 
 from __future__ import annotations
 
@@ -8,169 +9,102 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
-from torch import nn
-
-from .modeling_docre import hts_index  # the base's flattening of hts (batch-global entity ids)
 
 
 @dataclass
-class PairIndex:
-    """Where each pair of a batch sits in the padded ``B x N x N`` pair matrix: ``batch``, ``head``, ``tail``
-    (sum_pairs, in ``hts`` order, the order of the logits); ``entity_mask`` (B x N, bool) marks real entities."""
+class PairGrid:
+    """``entities``: per document its entity count; ``sides``: per document the side of its square."""
 
-    batch: torch.Tensor
-    head: torch.Tensor
-    tail: torch.Tensor
-    entity_mask: torch.Tensor
+    entities: list[int]
+    sides: list[int]
 
     @classmethod
-    def build(
-        cls, hts: Sequence[Sequence[Sequence[int]]], num_entities: Sequence[int], device: torch.device | str = "cpu"
-    ) -> "PairIndex":
-        """Index the pairs ``hts`` (per document a list of ``[h, t]``) of documents with ``num_entities``."""
-        if len(hts) != len(num_entities):
-            raise ValueError(f"hts has {len(hts)} documents but entity_pos has {len(num_entities)}")
-        counts = torch.as_tensor(list(num_entities), dtype=torch.long, device=device)
-        head, tail, batch = hts_index(hts, list(num_entities), device)
-        offsets = torch.cumsum(counts, 0) - counts
-        head, tail = head - offsets[batch], tail - offsets[batch]
-        bad = (head < 0) | (tail < 0) | (head >= counts[batch]) | (tail >= counts[batch])
-        if bool(bad.any()):
-            b = int(batch[bad][0])
-            raise ValueError(f"document {b} of the batch: hts refers to an entity outside 0..{int(counts[b]) - 1}")
-        n_max = max([1, *num_entities])
-        entity_mask = torch.arange(n_max, device=device).unsqueeze(0) < counts.unsqueeze(1)
-        return cls(batch=batch, head=head, tail=tail, entity_mask=entity_mask)
+    def build(cls, num_entities: Sequence[int], matrix_size: int | None, min_side: int = 1) -> PairGrid:
+        """Squares of side ``max(matrix_size, n, min_side)`` (``matrix_size`` None: each document's own ``n``)."""
+        entities = [int(n) for n in num_entities]
+        return cls(entities, [max(matrix_size or 0, n, min_side) for n in entities])
 
-    def scatter(self, values: torch.Tensor) -> torch.Tensor:
-        """``sum_pairs x C`` values into a zero ``B x N x N x C`` matrix (unlisted cells stay 0)."""
-        b, n = self.entity_mask.shape
-        out = values.new_zeros(b, n, n, values.shape[-1])
-        out[self.batch, self.head, self.tail] = values
+    def groups(self) -> dict[int, list[int]]:
+        """Side -> the documents of that side that have entities, in batch order."""
+        out: dict[int, list[int]] = {}
+        for d, side in enumerate(self.sides):
+            if self.entities[d]:
+                out.setdefault(side, []).append(d)
         return out
 
-    def gather(self, matrix: torch.Tensor) -> torch.Tensor:
-        """The ``B x N x N x C`` matrix's cells of the listed pairs, ``sum_pairs x C`` in ``hts`` order."""
-        return matrix[self.batch, self.head, self.tail]
+    def cell_offsets(self) -> list[int]:
+        """Where each document's ``n x n`` cells start in :meth:`cells` order."""
+        offsets, total = [], 0
+        for n in self.entities:
+            offsets.append(total)
+            total += n * n
+        return offsets
 
-    def square_mask(self) -> torch.Tensor:
-        """B x N x N bool: cells whose head and tail are both real entities (the document's square)."""
-        return self.entity_mask.unsqueeze(2) & self.entity_mask.unsqueeze(1)
+    def cells(self, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every document's ``n x n`` cells, self pairs included, head-major: batch-global head and tail entity
+        indices and the document of each cell."""
+        heads, tails, docs, offset = [], [], [], 0
+        for d, n in enumerate(self.entities):
+            grid = torch.arange(n, device=device)
+            heads.append(grid.repeat_interleave(n) + offset)
+            tails.append(grid.repeat(n) + offset)
+            docs.append(torch.full((n * n,), d, dtype=torch.long, device=device))
+            offset += n
+        if not heads:
+            empty = torch.zeros(0, dtype=torch.long, device=device)
+            return empty, empty, empty
+        return torch.cat(heads), torch.cat(tails), torch.cat(docs)
 
-    def cell_mask(self) -> torch.Tensor:
-        """B x N x N bool: cells whose head and tail are both real entities and differ (the valid pairs)."""
-        n = self.entity_mask.shape[1]
-        return self.square_mask() & ~torch.eye(n, dtype=torch.bool, device=self.entity_mask.device)
+    def stack(self, cells: torch.Tensor, side: int, docs: Sequence[int], fill: torch.Tensor) -> torch.Tensor:
+        """The :meth:`cells`-ordered ``cells`` (sum n^2 x C) of ``docs`` (all of side ``side``) as a
+        ``len(docs) x side x side x C`` tensor whose other cells are ``fill`` (C, or a scalar tensor)."""
+        out = fill.to(cells.dtype).expand(len(docs), side, side, cells.size(-1)).clone()
+        offsets = self.cell_offsets()
+        for p, d in enumerate(docs):
+            n = self.entities[d]
+            out[p, :n, :n] = cells[offsets[d] : offsets[d] + n * n].view(n, n, -1)
+        return out
 
+    def stack_repeating(self, cells: torch.Tensor, side: int, docs: Sequence[int]) -> torch.Tensor:
+        """Like :meth:`stack`, the rows and columns past a document's last entity repeating that entity (DocuNet's
+        released padding of the entity attentions)."""
+        offsets, index = self.cell_offsets(), []
+        grid = torch.arange(side, device=cells.device)
+        for d in docs:
+            last = torch.clamp(grid, max=max(self.entities[d] - 1, 0))
+            index.append(offsets[d] + (last.unsqueeze(1) * self.entities[d] + last.unsqueeze(0)))
+        return cells[torch.stack(index)]
 
-class _AxisAttention(nn.Module):
-    """Multi-head self-attention along one axis of a ``B x N x N x D`` matrix (the last N)."""
+    def valid_cells(self, side: int, docs: Sequence[int], device: torch.device | str) -> torch.Tensor:
+        """``len(docs) x side x side`` bool: the cells of two different real entities (a document's pairs)."""
+        grid = torch.arange(side, device=device)
+        counts = torch.tensor([self.entities[d] for d in docs], device=device).view(-1, 1, 1)
+        real = (grid.view(1, -1, 1) < counts) & (grid.view(1, 1, -1) < counts)
+        return real & (grid.view(1, -1, 1) != grid.view(1, 1, -1))
 
-    def __init__(self, dim: int, heads: int, dropout: float):
-        super().__init__()
-        if dim % heads:
-            raise ValueError(f"axial attention: dim {dim} is not divisible by {heads} heads")
-        self.heads = heads
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.out = nn.Linear(dim, dim)
-        self.dropout = dropout
-
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
-        # x: B x R x N x D, attention among the N cells of each of the R lines; key_mask: B x R x N.
-        b, r, n, d = x.shape
-        q, k, v = self.qkv(x).reshape(b * r, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        # A line without any valid cell (a padding line, a one-entity document) would make an all-masked
-        # softmax; let it attend everywhere - its outputs are zeroed by the caller and never gathered.
-        key_mask = key_mask | ~key_mask.any(dim=-1, keepdim=True)
-        mask = key_mask.reshape(b * r, 1, 1, n)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0)
-        return self.out(out.transpose(1, 2).reshape(b, r, n, d))
-
-
-class AxialTransformerLayer(nn.Module):
-    """Row attention + column attention (summed, residual, LayerNorm), then an FFN: cell (h, t) attends to (h, k)
-    and (k, t), so stacked layers compose h -> k -> t evidence (KD-DocRE's two-hop reasoning)."""
-
-    def __init__(self, dim: int, heads: int, dropout: float = 0.1, ffn_mult: int = 2):
-        super().__init__()
-        self.rows = _AxisAttention(dim, heads, dropout)
-        self.cols = _AxisAttention(dim, heads, dropout)
-        self.norm1 = nn.LayerNorm(dim)
-        self.ffn = nn.Sequential(nn.Linear(dim, ffn_mult * dim), nn.GELU(), nn.Linear(ffn_mult * dim, dim))
-        self.norm2 = nn.LayerNorm(dim)
-        self.drop = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
-        # key_mask: B x N x N, True where a cell may be attended to (a valid pair).
-        rows = self.rows(x, key_mask)
-        cols = self.cols(x.transpose(1, 2), key_mask.transpose(1, 2)).transpose(1, 2)
-        x = self.norm1(x + self.drop(rows + cols))
-        return self.norm2(x + self.drop(self.ffn(x)))
-
-
-class AxialTransformer(nn.Module):
-    """A stack of :class:`AxialTransformerLayer` over the pair matrix, restricted to valid pairs."""
-
-    def __init__(self, dim: int, num_layers: int = 2, heads: int = 4, dropout: float = 0.1):
-        super().__init__()
-        self.layers = nn.ModuleList(AxialTransformerLayer(dim, heads, dropout) for _ in range(num_layers))
-
-    def forward(self, x: torch.Tensor, cell_mask: torch.Tensor) -> torch.Tensor:
-        """``x``: B x N x N x D; ``cell_mask``: B x N x N (valid pairs). Invalid cells are returned as 0."""
-        keep = cell_mask.unsqueeze(-1).to(x.dtype)
-        x = x * keep
-        for layer in self.layers:
-            x = layer(x, cell_mask) * keep
-        return x
-
-
-class _DoubleConv(nn.Module):
-    """Two 3x3 convolutions with ReLU; the input is re-masked before each so padding stays zero."""
-
-    def __init__(self, in_channels: int, out_channels: int):
-        super().__init__()
-        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, padding=1)
-        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = F.relu(self.conv1(x * mask))
-        return F.relu(self.conv2(x * mask)) * mask
-
-
-class PairUNet(nn.Module):
-    """A small U-Net over ``B x C_in x N x N`` maps: ``depth`` times (max-pool 2, double conv, channels x2), then as
-    many transposed-convolution upsamplings with skip connections. Any ``N`` works: the map is zero-padded to a
-    multiple of ``2 ** depth``, and the entity mask, pooled alongside, zeroes the padding at every level."""
-
-    def __init__(self, in_channels: int, out_channels: int, base_channels: int = 64, depth: int = 2):
-        super().__init__()
-        if depth < 1:
-            raise ValueError("PairUNet depth must be >= 1")
-        self.depth = depth
-        widths = [base_channels * 2**i for i in range(depth + 1)]
-        self.inc = _DoubleConv(in_channels, widths[0])
-        self.downs = nn.ModuleList(_DoubleConv(widths[i], widths[i + 1]) for i in range(depth))
-        self.ups = nn.ModuleList(nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2) for i in reversed(range(depth)))
-        self.up_convs = nn.ModuleList(_DoubleConv(2 * widths[i], widths[i]) for i in reversed(range(depth)))
-        self.head = nn.Conv2d(widths[0], out_channels, 1)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``x``: B x C_in x N x N; ``mask``: B x N x N (1 on real cells). Returns B x C_out x N x N."""
-        n = x.shape[-1]
-        step = 2**self.depth
-        padded = -(-n // step) * step
-        if padded != n:
-            x = F.pad(x, (0, padded - n, 0, padded - n))
-            mask = F.pad(mask, (0, padded - n, 0, padded - n))
-        masks = [mask.unsqueeze(1).to(x.dtype)]
-        for _ in range(self.depth):
-            masks.append(F.max_pool2d(masks[-1], 2))
-        skips = [self.inc(x, masks[0])]
-        for level, down in enumerate(self.downs, start=1):
-            skips.append(down(F.max_pool2d(skips[-1], 2), masks[level]))
-        y = skips.pop()
-        for level, (up, conv) in zip(reversed(range(self.depth)), zip(self.ups, self.up_convs)):
-            y = up(y) * masks[level]
-            y = conv(torch.cat([skips.pop(), y], dim=1), masks[level])
-        return (self.head(y) * masks[0])[..., :n, :n]
+    def gather(
+        self, maps: dict[int, torch.Tensor], hts: Sequence[Sequence[Sequence[int]]], empty: torch.Tensor
+    ) -> torch.Tensor:
+        """The cells of the pairs ``hts`` (per document ``[h, t]`` lists) from the stacked ``maps`` (side ->
+        ``G x S x S x C``), ``sum_pairs x C`` in ``hts`` order; ``empty`` (0 x C) when there are no pairs."""
+        if len(hts) != len(self.entities):
+            raise ValueError(f"hts has {len(hts)} documents but entity_pos has {len(self.entities)}")
+        where = {d: (side, p) for side, docs in self.groups().items() for p, d in enumerate(docs)}
+        picks: dict[int, list[tuple[int, int, int, int]]] = {}
+        row = 0
+        for d, pairs in enumerate(hts):
+            for h, t in pairs:
+                if not (0 <= h < self.entities[d] and 0 <= t < self.entities[d]):
+                    raise ValueError(f"document {d} of the batch: hts refers to an entity outside 0..{self.entities[d] - 1}")
+                side, p = where[d]
+                picks.setdefault(side, []).append((p, int(h), int(t), row))
+                row += 1
+        if row == 0:
+            return empty
+        parts, rows = [], []
+        for side, chosen in picks.items():
+            p, h, t, r = torch.tensor(chosen, dtype=torch.long, device=empty.device).T
+            parts.append(maps[side][p, h, t])
+            rows.append(r)
+        values = torch.cat(parts)
+        return values.new_empty((row, values.size(-1))).index_copy(0, torch.cat(rows), values)

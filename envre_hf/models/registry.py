@@ -21,13 +21,17 @@ class HeadSettings:
 @dataclass(frozen=True)
 class Family:
     """One DocRE model family. ``module`` defines ``class_name``: ``".modeling_x"`` for a sibling of this file (what
-    saved models ship), or an absolute module name; ``title``: the model cards' name of the head."""
+    saved models ship), or an absolute module name; ``title``: the model cards' name of the head. ``emb_size`` and
+    ``top_k``: what its original code uses when a config leaves them unset (``emb_size`` None: the encoder's hidden
+    size, as ATLOP's released code on any encoder)."""
 
     head_type: str
     title: str
     module: str
     class_name: str
     settings: type[HeadSettings] | None = None
+    emb_size: int | None = None
+    top_k: int = 4
 
     def parse_settings(self, given: HeadSettings | Mapping[str, Any] | None, config: Any) -> HeadSettings | None:
         """``given`` (a dict from config.json / the command line, or a settings object) as this family's
@@ -108,15 +112,22 @@ AFL_WEIGHTS = ("released", "paper")
 
 @dataclass
 class KDDocREHeadConfig(HeadSettings):
-    """KD-DocRE settings (docs/models.md). ``pair_dim``: width of the pair matrix (None: the encoder's hidden size);
-    ``axial_layers``: KD-DocRE uses 6 on BERT-base, 2 already give two-hop paths at a third of the cost."""
+    """KD-DocRE settings (docs/models.md); the defaults are the released model (tonytan48/KD-DocRE ``model.py``).
+    ``pair_dim``: width of the pair matrix (None: the encoder's hidden size); ``matrix_size``: the pair matrix is at
+    least this many entities wide (released: a fixed 42; None: each document's own entity count); ``mask_cells``:
+    axial attention only among a document's valid pairs (released: every cell, self pairs and padding included);
+    ``afl_self_pairs``: the adaptive focal loss averages over the self pairs too (released: their rows, all-zero
+    logits, are part of the loss's mean)."""
 
     pair_dim: int | None = None
-    axial_layers: int = 2
+    axial_layers: int = 6
     axial_heads: int = 8
-    axial_dropout: float = 0.1
+    axial_dropout: float = 0.0
+    matrix_size: int | None = 42
+    mask_cells: bool = False
     afl_gamma: float = 1.0
     afl_weight: str = "released"
+    afl_self_pairs: bool = True
     use_distillation: bool = False
     distillation_weight: float = 1.0
 
@@ -127,9 +138,15 @@ class KDDocREHeadConfig(HeadSettings):
             raise ValueError("afl_gamma and distillation_weight must be >= 0")
         if self.afl_weight not in AFL_WEIGHTS:
             raise ValueError(f"afl_weight must be 'released' or 'paper', got {self.afl_weight!r}")
+        _check_matrix_size(self.matrix_size)
 
     def resolve(self, config: Any) -> KDDocREHeadConfig:
         return self if self.pair_dim is not None else dataclasses.replace(self, pair_dim=int(config.hidden_size))
+
+
+def _check_matrix_size(size: int | None) -> None:
+    if size is not None and size < 1:
+        raise ValueError(f"matrix_size must be >= 1 or None, got {size}")
 
 
 #: DocuNet's input maps: a projection of the pair's localized context (DocuNet's default), or the entity
@@ -139,20 +156,24 @@ CHANNEL_TYPES = ("context", "similarity")
 
 @dataclass
 class DocuNetHeadConfig(HeadSettings):
-    """DocuNet settings (docs/models.md). ``unet_in_channels``: those of the ``context`` map (``similarity`` has 3);
-    ``unet_base_channels``: width of the first U-Net level, doubled at each of the ``unet_depth`` poolings."""
+    """DocuNet settings (docs/models.md); the defaults are the released model (zjunlp/DocuNet
+    ``model_balanceloss.py``, ``attn_unet.py``). ``unet_in_channels``: channels of the ``context`` map (``similarity``
+    has 3); ``unet_down_channels``: width of the U-Net's first level (256 -> 512 -> 512 and back, as released);
+    ``matrix_size``: the entity-pair map is at least this many entities wide (released: a fixed 42, its padding
+    rows repeating the last entity; None: each document's own entity count)."""
 
     channel_type: str = "context"
     unet_in_channels: int = 3
-    unet_base_channels: int = 64
+    unet_down_channels: int = 256
     unet_out_channels: int = 256
-    unet_depth: int = 2
+    matrix_size: int | None = 42
 
     def __post_init__(self) -> None:
         if self.channel_type not in CHANNEL_TYPES:
             raise ValueError(f"channel_type {self.channel_type!r} is not one of {CHANNEL_TYPES}")
-        if min(self.unet_in_channels, self.unet_base_channels, self.unet_out_channels, self.unet_depth) < 1:
-            raise ValueError("the U-Net channel counts and depth must be >= 1")
+        if min(self.unet_in_channels, self.unet_down_channels, self.unet_out_channels) < 1:
+            raise ValueError("the U-Net channel counts must be >= 1")
+        _check_matrix_size(self.matrix_size)
 
     def resolve(self, config: Any) -> DocuNetHeadConfig:
         return dataclasses.replace(self, unet_in_channels=3) if self.channel_type == "similarity" else self
@@ -170,9 +191,9 @@ register_family(Family(
 ))
 register_family(Family(
     "kd_docre", "KD-DocRE (axial attention + adaptive focal loss, Tan et al., Findings of ACL 2022)",
-    ".modeling_kd_docre", "KDDocREModel", KDDocREHeadConfig,
+    ".modeling_kd_docre", "KDDocREModel", KDDocREHeadConfig, emb_size=1024,
 ))
 register_family(Family(
     "docunet", "DocuNet (entity-pair U-Net, Zhang et al., IJCAI 2021)",
-    ".modeling_docunet", "DocuNetModel", DocuNetHeadConfig,
+    ".modeling_docunet", "DocuNetModel", DocuNetHeadConfig, emb_size=768, top_k=3,
 ))

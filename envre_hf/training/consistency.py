@@ -10,8 +10,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..models.losses import threshold_margins
-
 #: ``sym_kl`` clamps probabilities to ``[EPS, 1 - EPS]``: saturated predictions give a finite divergence.
 EPS = 1e-6
 #: ``evrt_rcr_reduction`` values: released mean over pairs x dims, paper's sum over dims.
@@ -85,17 +83,18 @@ def symmetric_bernoulli_kl(p: torch.Tensor, q: torch.Tensor, eps: float = EPS) -
 
 
 def prediction_consistency_loss(
-    original_logits: torch.Tensor, twin_logits: torch.Tensor, form: str = "bce_margin", eps: float = EPS
+    original_margins: torch.Tensor, twin_margins: torch.Tensor, form: str = "bce_margin", eps: float = EPS
 ) -> torch.Tensor:
-    """L_pcr between the logits (n_pairs x num_labels, class 0 = threshold) of the pairs and their twins:
-    ``"bce_margin"`` (released) or ``"sym_kl"`` (Eq. 2) on the margins ``m = logit_r - logit_TH``; 0 without pairs."""
-    _check_aligned(original_logits, twin_logits, "prediction consistency")
+    """L_pcr between the relation margins (n_pairs x relations: ``logit_r`` minus the family's threshold,
+    :meth:`~envre_hf.models.DocREPreTrainedModel.relation_margins`; ``m = logit_r - logit_TH`` for ATLOP) of the pairs
+    and their twins: ``"bce_margin"`` (released) or ``"sym_kl"`` (Eq. 2); 0 without pairs."""
+    _check_aligned(original_margins, twin_margins, "prediction consistency")
     if form not in PCR_FORMS:
         raise ValueError(f"pcr form must be one of {PCR_FORMS}, got {form!r}")
-    n = original_logits.shape[0]
+    n = original_margins.shape[0]
     if n == 0:
-        return _zero(original_logits)
-    m, m2 = threshold_margins(original_logits.float()), threshold_margins(twin_logits.float())
+        return _zero(original_margins)
+    m, m2 = original_margins.float(), twin_margins.float()
     if form == "sym_kl":
         return symmetric_bernoulli_kl(torch.sigmoid(m), torch.sigmoid(m2), eps).sum(dim=-1).mean()
     one = F.binary_cross_entropy_with_logits(m2, torch.sigmoid(m), reduction="sum")

@@ -200,7 +200,10 @@ class EVRTTrainer(Trainer):
         if use["rcr"]:
             loss = loss + args.evrt_alpha * self._record("rcr", self._rcr(model, outputs, twin_out, rows))
         if use["pcr"]:
-            pcr = prediction_consistency_loss(outputs.logits[rows], twin_out.logits[rows], form=args.evrt_pcr_form)
+            margins = self.accelerator.unwrap_model(model).relation_margins
+            pcr = prediction_consistency_loss(
+                margins(outputs.logits[rows]), margins(twin_out.logits[rows]), form=args.evrt_pcr_form
+            )
             loss = loss + args.evrt_beta * self._record("pcr", pcr)
         return (loss, outputs) if return_outputs else loss
 
