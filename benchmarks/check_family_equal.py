@@ -34,40 +34,53 @@ import shlex
 import sys
 import time
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from _bench_common import TEST, machine, minilm_path, write_json
 
-#: Where each family's original model lives in its repository, and the class to build.
-ORIGINALS = {
-    "ncrl": ("evrt", "model", "DocREModel"),
-    "kd_docre": (".", "model", "DocREModel_KD"),
-    "docunet": (".", "model_balanceloss", "DocREModel"),
-}
-#: (our parameter name pattern, the original's) for the names that differ; the encoder is the original's
-#: ``model`` (``bert_model`` in DocuNet).
-RENAMES = {
-    "ncrl": [(r"^encoder\.", "model.")],
-    "kd_docre": [
+@dataclass(frozen=True)
+class OriginalCode:
+    """Where a repository's model lives (``folder/module.py``, class ``name``), how our parameter names map to its
+    names (regex, replacement; the encoder first), and what it defines but never calls."""
+
+    folder: str
+    module: str
+    name: str
+    renames: tuple[tuple[str, str], ...]
+    unused: tuple[str, ...] = ()
+
+    @property
+    def encoder_prefix(self) -> str:
+        return self.renames[0][1]
+
+
+#: By repository (a family's ``Family.original``): the originals this check can build.
+ORIGINAL_CODE = {
+    "THU-BPM/Env-DocRE": OriginalCode("evrt", "model", "DocREModel", ((r"^encoder\.", "model."),)),
+    "tonytan48/KD-DocRE": OriginalCode(".", "model", "DocREModel_KD", (
         (r"^encoder\.", "model."),
         (r"^axial\.(\d+)\.columns\.", r"axial_transformer.axial_attns.\1.axial_attentions.0.fn."),
         (r"^axial\.(\d+)\.rows\.", r"axial_transformer.axial_attns.\1.axial_attentions.1.fn."),
         (r"^axial\.(\d+)\.ffn\.", r"axial_transformer.ffns.\1."),
         (r"^axial\.(\d+)\.norm\.", r"axial_transformer.lns.\1."),
-    ],
-    "docunet": [
+    ), unused=("bilinear.",)),
+    "zjunlp/DocuNet": OriginalCode(".", "model_balanceloss", "DocREModel", (
         (r"^encoder\.", "bert_model."),
         (r"^channel_projection\.", "liner."),
         (r"^unet\.(inc|up1|up2)\.", r"segmentation_net.\1.conv.double_conv."),
         (r"^unet\.(down1|down2)\.", r"segmentation_net.\1.maxpool_conv.1.double_conv."),
         (r"^unet\.out\.", "segmentation_net.outc.conv."),
-    ],
+    )),
 }
-#: Parameters the original defines but its forward never calls.
-UNUSED = {"kd_docre": ("bilinear.",)}
-ENCODER_PREFIX = {"ncrl": "model.", "kd_docre": "model.", "docunet": "bert_model."}
+
+
+def original_of(family: str) -> OriginalCode:
+    from envre_hf.models.registry import get_family
+
+    return ORIGINAL_CODE[get_family(family).original]
 
 
 def _refusing_module(name: str, *attributes: str) -> types.ModuleType:
@@ -84,7 +97,8 @@ def _refusing_module(name: str, *attributes: str) -> types.ModuleType:
 
 def import_original(family: str, root: Path) -> type:
     """The original's model class, imported from the user's copy ``root``."""
-    folder, module_name, class_name = ORIGINALS[family]
+    code = original_of(family)
+    folder, module_name, class_name = code.folder, code.module, code.name
     path = (root / folder).resolve()
     if not (path / f"{module_name}.py").is_file():
         raise SystemExit(f"check_family_equal: {path / module_name}.py not found: is {root} a copy of the original?")
@@ -128,7 +142,7 @@ def build_original(family: str, cls: type, ours: Any, encoder: str) -> torch.nn.
 
 
 def original_name(family: str, name: str) -> str:
-    for pattern, replacement in RENAMES[family]:
+    for pattern, replacement in original_of(family).renames:
         if re.match(pattern, name):
             return re.sub(pattern, replacement, name)
     return name
@@ -138,7 +152,7 @@ def load_ours(family: str, original: torch.nn.Module, ours: Any) -> None:
     """Copy every tensor of ours into the original by name; every used tensor of the original must be covered."""
     target = original.state_dict()
     mapped = {original_name(family, k): v for k, v in ours.state_dict().items()}
-    missing = [k for k in target if k not in mapped and not k.startswith(UNUSED.get(family, ()))]
+    missing = [k for k in target if k not in mapped and not k.startswith(original_of(family).unused)]
     extra = [k for k in mapped if k not in target]
     wrong = [k for k in mapped if k in target and mapped[k].shape != target[k].shape]
     if missing or extra or wrong:
@@ -327,7 +341,9 @@ def time_both(family: str, ours: Any, original: torch.nn.Module, batch: dict, fe
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", required=True, choices=sorted(ORIGINALS))
+    from envre_hf.models.registry import families
+
+    parser.add_argument("--family", required=True, choices=[f.head_type for f in families() if f.original in ORIGINAL_CODE])
     parser.add_argument("--original", required=True, type=Path, help="your copy of the original repository")
     parser.add_argument("--encoder", default=None, help="encoder folder or id (default: MiniLM-L6, [bench] extra)")
     parser.add_argument("--docs", type=int, default=8, help="Re-DocRED test documents (the first ones)")
@@ -343,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     from envre_hf.documents import read_documents
     from envre_hf.features import DocRECollator, featurize_document
     from envre_hf.models import DocREModel
+    from envre_hf.models.registry import get_family
 
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     encoder = args.encoder or minilm_path()
@@ -361,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     grad_diff = gradient_difference(args.family, ours, original, collate(batches[0]), batches[0])
     timing = time_both(args.family, ours, original, collate(batches[0]), batches[0], args.repeats)
     params_ours = head_parameters(ours, "encoder.")
-    params_theirs = head_parameters(original, ENCODER_PREFIX[args.family], UNUSED.get(args.family, ()))
+    code = original_of(args.family)
+    params_theirs = head_parameters(original, code.encoder_prefix, code.unused)
     loss_diff = max(abs(a - b) for r in results for key in ("eval_loss", "train_loss") for a, b in [r[key]])
     summary = {
         "head_parameters": {"ours": params_ours[0], "original": params_theirs[0]},
@@ -379,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python3 benchmarks/check_family_equal.py " + shlex.join(
             [a if not a.startswith("/") else Path(a).name for a in (argv if argv is not None else sys.argv[1:])]),
         "family": args.family,
-        "original": {"ncrl": "THU-BPM/Env-DocRE", "kd_docre": "tonytan48/KD-DocRE", "docunet": "zjunlp/DocuNet"}[args.family],
+        "original": get_family(args.family).original,
         "encoder": Path(encoder).name,
         "documents": len(docs),
         "batch_size": args.batch_size,

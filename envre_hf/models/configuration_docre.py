@@ -56,7 +56,7 @@ class DocREConfig(PretrainedConfig):
     class 0 = no relation / threshold. ``emb_size``: width of the pair extractors (None: the family's released value,
     :class:`~.registry.Family`). ``window``: the encoder window for long inputs (None: from
     ``max_position_embeddings``). ``ncrl_*``: NCRL's negative shift, none-class weight and none-class logit start
-    (docs/evrt.md). ``top_k``: relations per pair at decoding (None: the family's released value; 0: no cap).
+    (None: none, as released; docs/evrt.md). ``top_k``: relations per pair at decoding (None: the family's released value; 0: no cap).
     ``head_initialization``: ``"pytorch"`` (every released code: the layers' own defaults) or ``"normal"``
     (N(0, the encoder's initializer_range), zero biases). ``head_settings``: the family's settings dataclass (a dict
     in config.json). ``relation_names``: relation id -> name, for the pipeline's output.
@@ -75,7 +75,7 @@ class DocREConfig(PretrainedConfig):
     top_k: int | None = None
     ncrl_margin: float = 0.05
     ncrl_none_weight: float = 1.0
-    ncrl_none_bias: float = 0.0
+    ncrl_none_bias: float | None = None
     head_initialization: str = "pytorch"
     head_settings: HeadSettings | dict | None = None
     encoder_name_or_path: str | None = None

@@ -36,9 +36,10 @@ class ATLOPModel(DocREPreTrainedModel):
 
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
-        if module is getattr(self, "bilinear", None) and self.config.head_type == "ncrl":
+        start = self.config.ncrl_none_bias
+        if module is getattr(self, "bilinear", None) and self.config.head_type == "ncrl" and start is not None:
             with torch.no_grad():  # a prior on "no relation", as RetinaNet's (loaded weights are not re-initialised)
-                module.bias[0] = self.config.ncrl_none_bias
+                module.bias[0] = start
 
     @staticmethod
     def _extract(linear: nn.Linear, entities: torch.Tensor, index: torch.Tensor, context: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,8 @@ class Family:
     """One DocRE model family. ``module`` defines ``class_name``: ``".modeling_x"`` for a sibling of this file (what
     saved models ship), or an absolute module name; ``title``: the model cards' name of the head. ``emb_size`` and
     ``top_k``: what its original code uses when a config leaves them unset (``emb_size`` None: the encoder's hidden
-    size, as ATLOP's released code on any encoder)."""
+    size, as ATLOP's released code on any encoder); ``original``: the GitHub repository of the code it equals
+    (``benchmarks/check_family_equal.py``)."""
 
     head_type: str
     title: str
@@ -32,6 +33,7 @@ class Family:
     settings: type[HeadSettings] | None = None
     emb_size: int | None = None
     top_k: int = 4
+    original: str | None = None
 
     def parse_settings(self, given: HeadSettings | Mapping[str, Any] | None, config: Any) -> HeadSettings | None:
         """``given`` (a dict from config.json / the command line, or a settings object) as this family's
@@ -183,17 +185,17 @@ class DocuNetHeadConfig(HeadSettings):
 
 register_family(Family(
     "atlop", "ATLOP (adaptive thresholding + localized context pooling, Zhou et al., AAAI 2021)",
-    ".modeling_atlop", "ATLOPModel",
+    ".modeling_atlop", "ATLOPModel", original="wzhouad/ATLOP",
 ))
 register_family(Family(
     "ncrl", "NCRL (ATLOP architecture with the none-class ranking loss, Zhou & Lee, IJCAI 2022)",
-    ".modeling_atlop", "ATLOPModel",
+    ".modeling_atlop", "ATLOPModel", original="THU-BPM/Env-DocRE",
 ))
 register_family(Family(
     "kd_docre", "KD-DocRE (axial attention + adaptive focal loss, Tan et al., Findings of ACL 2022)",
-    ".modeling_kd_docre", "KDDocREModel", KDDocREHeadConfig, emb_size=1024,
+    ".modeling_kd_docre", "KDDocREModel", KDDocREHeadConfig, emb_size=1024, original="tonytan48/KD-DocRE",
 ))
 register_family(Family(
     "docunet", "DocuNet (entity-pair U-Net, Zhang et al., IJCAI 2021)",
-    ".modeling_docunet", "DocuNetModel", DocuNetHeadConfig, emb_size=768, top_k=3,
+    ".modeling_docunet", "DocuNetModel", DocuNetHeadConfig, emb_size=768, top_k=3, original="zjunlp/DocuNet",
 ))

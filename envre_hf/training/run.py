@@ -61,7 +61,7 @@ class ModelArguments:
     head_settings: str | None = field(
         default=None,
         metadata={
-            "help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"unet_depth": 1}\' (docunet).'
+            "help": 'Family settings as JSON, e.g. \'{"axial_layers": 1}\' (kd_docre) or \'{"matrix_size": null}\' (docunet).'
         },
     )
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from envre_hf.models.losses import threshold_margins
+
 from envre_hf.training import (
     EVRTPairCollator,
     EVRTTrainer,
@@ -53,6 +55,7 @@ def test_prediction_consistency_released_bce_on_threshold_margins():
     one = sum(_bce_logits(mb[i][r], _sigmoid(ma[i][r])) for i in range(2) for r in range(2))
     two = sum(_bce_logits(ma[i][r], _sigmoid(mb[i][r])) for i in range(2) for r in range(2))
     expected = (one + two) / 2 / 2
+    a, b = threshold_margins(a), threshold_margins(b)  # what the trainer passes: model.relation_margins(logits)
     assert prediction_consistency_loss(a, b).item() == pytest.approx(expected, rel=1e-5)
     assert prediction_consistency_loss(b, a).item() == pytest.approx(expected, rel=1e-5)
     # targets are not detached: both sides get a gradient
@@ -66,8 +69,8 @@ def test_prediction_consistency_released_bce_on_threshold_margins():
 
 
 def test_prediction_consistency_paper_symmetric_kl_of_margin_probabilities():
-    a = torch.tensor([[0.0, 2.1972246, -0.4054651]])  # P = sigmoid(margin) = 0.9, 0.4
-    b = torch.tensor([[0.0, 0.4054651, 0.0]])  # P = 0.6, 0.5
+    a = torch.tensor([[2.1972246, -0.4054651]])  # margins: P = sigmoid(margin) = 0.9, 0.4
+    b = torch.tensor([[0.4054651, 0.0]])  # P = 0.6, 0.5
     pair0 = _kl_bernoulli(0.9, 0.6) + _kl_bernoulli(0.6, 0.9) + _kl_bernoulli(0.4, 0.5) + _kl_bernoulli(0.5, 0.4)
     assert prediction_consistency_loss(a, b, form="sym_kl").item() == pytest.approx(pair0, rel=1e-5)
     assert prediction_consistency_loss(a, a, form="sym_kl").item() == pytest.approx(0.0, abs=1e-7)
@@ -190,8 +193,8 @@ class _PairModel(torch.nn.Module):
     def loss_function(self, logits, labels):
         return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
 
-    def relation_probabilities(self, logits):
-        return torch.sigmoid(logits[:, 1:])
+    def relation_margins(self, logits):  # what EVRTTrainer's L_pcr reads: class 0 as the threshold
+        return threshold_margins(logits)
 
 
 def _features(ids: list[int], spans: list[list[tuple[int, int]]], key: str) -> dict:

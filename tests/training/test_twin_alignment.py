@@ -75,7 +75,8 @@ def test_the_consistency_losses_compare_only_the_masked_pairs(tmp_path):
     keep = ("input_ids", "attention_mask", "entity_pos", "hts", "labels")
     out_o, out_t = (trainer.model(**{k: half[k] for k in keep}) for half in (original, twin))
     rcr = representation_consistency_loss(out_o.pair_representations[mask], out_t.pair_representations[mask])
-    pcr = prediction_consistency_loss(out_o.logits[mask], out_t.logits[mask])
+    margins = trainer.model.relation_margins
+    pcr = prediction_consistency_loss(margins(out_o.logits[mask]), margins(out_t.logits[mask]))
     assert loss.item() == pytest.approx((out_o.loss + 0.5 * rcr + 2.0 * pcr).item(), rel=1e-5)
     unmasked = trainer.compute_loss(trainer.model, dict(batch))
     assert unmasked.item() != pytest.approx(loss.item(), rel=1e-6)  # the two left-out pairs did count before
