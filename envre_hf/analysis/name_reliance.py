@@ -15,7 +15,7 @@ overall and by relation, entity types (head-tail), intra/inter-sentence and enti
 (fact, copy) checks by how many of the fact's two entities that copy renamed (a flip with neither renamed is the
 context's doing); the most name-dependent facts with their documents and names. With gold labels the robustness
 report's P / R / F1 / Ign F1 / Intra / Inter table, scored on the same predictions
-(:func:`~envre_hf.training.robustness.robustness_report`: the table ``envre evaluate --env`` prints for a build of
+(:func:`~envre_hf.analysis.robustness.robustness_report`: the table ``envre evaluate --env`` prints for a build of
 the same copies).
 
 :func:`run_probe` writes ``probe.json``, ``report.md`` and ``flip_rate_by_relation.png`` (and with
@@ -41,7 +41,7 @@ from ..atomic import RecordLog, write_json, write_text
 from ..documents import Document, DocumentError, docred_schema
 from ..models.prediction import decode_predictions, iter_decoded
 from ..renaming import RenamingDriver, is_substituted
-from ..training.robustness import RobustnessReport, robustness_report
+from .robustness import RobustnessReport, robustness_report
 from .plots import plot_flip_rates
 from .report import _pct, _table
 from .substitution_table import substitution_table

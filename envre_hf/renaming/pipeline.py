@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..documents import DOCUMENT_FEATURES, Document, Substitution, dataset_to_documents, documents_to_dataset, validate_document
+from ..documents import DOCUMENT_FEATURES, Document, DocumentError, Substitution, validate_document
+from ..documents import dataset_to_documents, documents_to_dataset
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
 from ..kb.wikidata_json import is_item_id
 from .driver import RenamingDriver
@@ -42,6 +43,20 @@ UNCHANGED = "unchanged:"
 def is_substituted(sub: Substitution) -> bool:
     """True for a record of a renamed entity, False for an ``unchanged:<reason>`` record."""
     return not sub.match.startswith(UNCHANGED)
+
+
+def original_key(copy: Document) -> str:
+    """The key of the original a renamed ``copy`` was made from: ``<key>`` of its ``doc_id`` ``"<key>#<seed>"`` (as
+    :meth:`RenamingPipeline.rename` writes it), else its ``orig_title``."""
+    if copy.doc_id is not None and "#" in copy.doc_id:
+        return copy.doc_id.rsplit("#", 1)[0]
+    if copy.orig_title is not None:
+        return copy.orig_title
+    raise DocumentError(
+        "a renamed copy needs doc_id '<original key>#<seed>' or orig_title to find its original",
+        title=copy.title,
+        field="doc_id",
+    )
 
 
 @dataclass(frozen=True)
