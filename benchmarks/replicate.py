@@ -211,7 +211,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         OnTheFlyTwins,
         fixed_twins,
     )
-    from envre_hf.training.robustness import model_robustness_report
+    from envre_hf.analysis.robustness import model_robustness_report
 
     # max_seq_length drops mentions of long documents; featurize warns once per document, too chatty here.
     logging.getLogger("envre_hf.features").setLevel(logging.ERROR)

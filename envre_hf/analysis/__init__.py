@@ -2,7 +2,7 @@
 word attributions and their MAP(K) against human rationales (Figure 5: ``attribution``, ``rationale_map``)."""
 
 from .entity_count import EntityCountCurve, f1_by_entity_count
-from .performance import performance_table
+from .robustness import RobustnessReport, model_robustness_report, performance_table, robustness_report
 from .plots import plot_entity_count, plot_map_curves
 from .popularity import PopularityResult, popularity_pairs, popularity_quartiles
 from .rationale_map import MAPCurve, map_curve, map_terms
@@ -14,9 +14,11 @@ __all__ = [
     "EntityCountCurve",
     "MAPCurve",
     "PopularityResult",
+    "RobustnessReport",
     "f1_by_entity_count",
     "map_curve",
     "map_terms",
+    "model_robustness_report",
     "overlap_table",
     "performance_table",
     "plot_entity_count",
@@ -24,6 +26,7 @@ __all__ = [
     "popularity_pairs",
     "popularity_quartiles",
     "render_markdown",
+    "robustness_report",
     "run_analyses",
     "substitution_table",
     "train_name_overlap",

@@ -15,7 +15,7 @@ overall and by relation, entity types (head-tail), intra/inter-sentence and enti
 (fact, copy) checks by how many of the fact's two entities that copy renamed (a flip with neither renamed is the
 context's doing); the most name-dependent facts with their documents and names. With gold labels the robustness
 report's P / R / F1 / Ign F1 / Intra / Inter table, scored on the same predictions
-(:func:`~envre_hf.training.robustness.robustness_report`: the table ``envre evaluate --env`` prints for a build of
+(:func:`~envre_hf.analysis.robustness.robustness_report`: the table ``envre evaluate --env`` prints for a build of
 the same copies).
 
 :func:`run_probe` writes ``probe.json``, ``report.md`` and ``flip_rate_by_relation.png`` (and with
@@ -41,7 +41,7 @@ from ..atomic import RecordLog, write_json, write_text
 from ..documents import Document, DocumentError, docred_schema
 from ..models.prediction import decode_predictions, iter_decoded
 from ..renaming import RenamingDriver, is_substituted
-from ..training.robustness import RobustnessReport, robustness_report
+from .robustness import RobustnessReport, robustness_report
 from .plots import plot_flip_rates
 from .report import _pct, _table
 from .substitution_table import substitution_table
@@ -274,61 +274,108 @@ def compare_copies(
     document ``i``, ``predictions[(i, seed)]`` for its copy ``copies[i][c]`` (``seeds[c] == seed``)."""
     if entity_bin < 1:
         raise ValueError(f"entity_bin must be >= 1, got {entity_bin}")
-    k = len(seeds)
     schema = docred_schema()
-    overall = Tally()
-    groups: dict[str, dict[str, Tally]] = {name: {} for name in BREAKDOWNS}
-    survival = [0] * (k + 1)
-    lost_per_copy = [0] * k
-    renamed_args = {name: [0, 0] for name in ("none", "one", "both")}  # checks, lost
-    facts_kept: list[tuple[int, int, Fact, list[bool]]] = []
+    counts = _Comparison(len(seeds), entity_bin)
+    for i, doc in enumerate(docs):
+        copy_facts = [_facts(predictions[(i, seed)]) for seed in seeds]
+        counts.add(i, doc, _facts(predictions[(i, None)]), copy_facts, [_renamed_entities(c) for c in copies[i]])
+    return ProbeResult(
+        documents=len(docs),
+        seeds=tuple(seeds),
+        summary=counts.summary(seeds),
+        breakdowns=counts.breakdowns(schema),
+        renamed_arguments={
+            name: {"checks": checks, "lost": lost, "flip_rate": lost / checks if checks else None}
+            for name, (checks, lost) in counts.renamed_args.items()
+        },
+        name_dependent=_name_dependent(counts.facts_kept, docs, copies, top, schema),
+        substitution_rates=substitution_table([copy for per_doc in copies for copy in per_doc]),
+    )
 
-    def keys(doc: Document, h: int, t: int, r: str) -> dict[str, str]:
+
+@dataclass
+class _Comparison:
+    """What :func:`compare_copies` counts, document by document, over ``copies`` renamed copies each."""
+
+    copies: int
+    entity_bin: int
+    overall: Tally = field(default_factory=Tally)
+    groups: dict[str, dict[str, Tally]] = field(default_factory=lambda: {name: {} for name in BREAKDOWNS})
+    #: facts kept in 0, 1, ..., ``copies`` copies.
+    survival: list[int] = field(default_factory=list)
+    lost_per_copy: list[int] = field(default_factory=list)
+    #: "none" / "one" / "both" entities of the fact renamed in a copy -> [checks, lost].
+    renamed_args: dict[str, list[int]] = field(default_factory=lambda: {n: [0, 0] for n in ("none", "one", "both")})
+    #: (copies keeping it, document index, fact, kept per copy) of every original fact.
+    facts_kept: list[tuple[int, int, Fact, list[bool]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.survival = [0] * (self.copies + 1)
+        self.lost_per_copy = [0] * self.copies
+
+    def _keys(self, doc: Document, h: int, t: int, r: str) -> dict[str, str]:
         return {
             "by_relation": r,
             "by_entity_types": f"{doc.entities[h].type}-{doc.entities[t].type}",
             "by_sentence": "intra" if doc.is_intra(h, t) else "inter",
-            "by_entity_count": _entity_bin(doc.num_entities, entity_bin),
+            "by_entity_count": _entity_bin(doc.num_entities, self.entity_bin),
         }
 
-    for i, doc in enumerate(docs):
-        original = _facts(predictions[(i, None)])
-        copy_facts = [_facts(predictions[(i, seed)]) for seed in seeds]
-        renamed = [_renamed_entities(copy) for copy in copies[i]]
+    def add(
+        self, i: int, doc: Document, original: set[Fact], copy_facts: list[set[Fact]], renamed: list[set[int]]
+    ) -> None:
+        """Document ``i``: its facts, each copy's facts and each copy's renamed entities."""
+        k = self.copies
         for h, t, r in sorted(original):
             kept = [(h, t, r) in facts for facts in copy_facts]
             n = sum(kept)
-            survival[n] += 1
-            overall.add(n, k)
-            for name, group in keys(doc, h, t, r).items():
-                groups[name].setdefault(group, Tally()).add(n, k)
+            self.survival[n] += 1
+            self.overall.add(n, k)
+            for name, group in self._keys(doc, h, t, r).items():
+                self.groups[name].setdefault(group, Tally()).add(n, k)
             for c, was_kept in enumerate(kept):
-                lost_per_copy[c] += not was_kept
-                row = renamed_args[("none", "one", "both")[(h in renamed[c]) + (t in renamed[c])]]
+                self.lost_per_copy[c] += not was_kept
+                row = self.renamed_args[("none", "one", "both")[(h in renamed[c]) + (t in renamed[c])]]
                 row[0] += 1
                 row[1] += not was_kept
-            facts_kept.append((n, i, (h, t, r), kept))
+            self.facts_kept.append((n, i, (h, t, r), kept))
         for facts in copy_facts:
             for h, t, r in facts - original:
-                overall.new += 1
-                for name, group in keys(doc, h, t, r).items():
-                    groups[name].setdefault(group, Tally()).new += 1
+                self.overall.new += 1
+                for name, group in self._keys(doc, h, t, r).items():
+                    self.groups[name].setdefault(group, Tally()).new += 1
 
-    n_facts = overall.facts
-    summary = {
-        **overall.to_dict(k),
-        "survival": {str(n): survival[n] for n in range(k + 1)},
-        "per_copy": {str(seed): (lost / n_facts if n_facts else None) for seed, lost in zip(seeds, lost_per_copy)},
-    }
-    breakdowns = {
-        name: {
-            group: tally.to_dict(k)
-            for group, tally in sorted(by_group.items(), key=lambda kv: _group_order(name, kv[0], kv[1]))
+    def summary(self, seeds: Sequence[int]) -> dict[str, Any]:
+        n_facts, k = self.overall.facts, self.copies
+        return {
+            **self.overall.to_dict(k),
+            "survival": {str(n): self.survival[n] for n in range(k + 1)},
+            "per_copy": {
+                str(seed): (lost / n_facts if n_facts else None) for seed, lost in zip(seeds, self.lost_per_copy)
+            },
         }
-        for name, by_group in groups.items()
-    }
-    for rel, row in breakdowns["by_relation"].items():
-        row["relation"] = schema.id2name.get(rel, rel)
+
+    def breakdowns(self, schema: Any) -> dict[str, dict[str, dict[str, Any]]]:
+        out = {
+            name: {
+                group: tally.to_dict(self.copies)
+                for group, tally in sorted(by_group.items(), key=lambda kv: _group_order(name, kv[0], kv[1]))
+            }
+            for name, by_group in self.groups.items()
+        }
+        for rel, row in out["by_relation"].items():
+            row["relation"] = schema.id2name.get(rel, rel)
+        return out
+
+
+def _name_dependent(
+    facts_kept: list[tuple[int, int, Fact, list[bool]]],
+    docs: Sequence[Document],
+    copies: Sequence[Sequence[Document]],
+    top: int,
+    schema: Any,
+) -> list[dict[str, Any]]:
+    """The ``top`` original facts kept in the fewest copies, with their document and each copy's names."""
     dependent = []
     for n, i, (h, t, r), kept in sorted(facts_kept, key=lambda item: item[0])[:top]:
         doc = docs[i]
@@ -354,18 +401,7 @@ def compare_copies(
                 ],
             }
         )
-    return ProbeResult(
-        documents=len(docs),
-        seeds=tuple(seeds),
-        summary=summary,
-        breakdowns=breakdowns,
-        renamed_arguments={
-            name: {"checks": checks, "lost": lost, "flip_rate": lost / checks if checks else None}
-            for name, (checks, lost) in renamed_args.items()
-        },
-        name_dependent=dependent,
-        substitution_rates=substitution_table([copy for per_doc in copies for copy in per_doc]),
-    )
+    return dependent
 
 
 def _group_order(name: str, group: str, tally: Tally) -> tuple:

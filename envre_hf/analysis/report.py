@@ -14,7 +14,7 @@ from ..atomic import write_json, write_text
 from ..documents import Document
 from ..kb.base import KnowledgeBase
 from .entity_count import EntityCountCurve, f1_by_entity_count
-from .performance import performance_table
+from .robustness import performance_table
 from .plots import plot_entity_count
 from .popularity import QUARTILES, popularity_quartiles
 from .substitution_table import substitution_table

@@ -122,12 +122,10 @@ def run_robustness(args: argparse.Namespace) -> int:
         raise UsageError("--env needs --model DIR (the model to evaluate on both sets)")
     gold, train = read_gold_and_train(args)
     renamed = read_benchmark(args.env, args.env_split)
-    from ..training.pairing import original_key  # lazy: start-up time (after the cheap checks)
-    from ..training.robustness import model_robustness_report  # lazy: start-up time
+    from ..analysis.robustness import copies_of, model_robustness_report  # lazy: start-up time
 
     if args.max_docs is not None:  # the renamed copies of the --max-docs documents: both sets cut alike
-        keys = {doc.key for doc in gold}
-        renamed = [doc for doc in renamed if original_key(doc) in keys]
+        renamed = copies_of(gold, renamed)
 
     model, tokenizer, options = load_model(args)
     report = model_robustness_report(model, tokenizer, gold, renamed, train, **options)

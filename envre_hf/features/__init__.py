@@ -2,4 +2,4 @@
 
 from .batching import dataset_lengths, feature_length, length_sorted_batches
 from .collator import DocRECollator
-from .featurize import DEFAULT_MARKER, entity_pairs, featurize_document, multi_hot_labels, pair_index
+from .featurize import DEFAULT_MARKER, entity_pairs, featurize_aligned, featurize_document, multi_hot_labels, pair_index

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from ..documents.errors import DocumentError
@@ -129,22 +130,63 @@ def featurize_document(
     num_labels multi-hot, class 0 = none; None unlabelled), ``doc_key`` and ``dropped_mentions`` (lost to the cap).
     ``align_with``: the same document renamed: a mention is kept only when it fits under ``max_seq_length`` in both
     texts, so that twins keep the same mentions (EVRT compares them row by row)."""
+    group = [doc] if align_with is None else [doc, align_with]
+    return _featurize_group(group, tokenizer, schema, max_seq_length, marker, count=1)[0]
+
+
+def featurize_aligned(
+    docs: Sequence[Document],
+    tokenizer: Any,
+    schema: RelationSchema | None = None,
+    max_seq_length: int | None = None,
+    marker: str = DEFAULT_MARKER,
+) -> list[dict[str, Any]]:
+    """:func:`featurize_document` of a document and its renamed copies (``docs``, same entities and mentions), each
+    keeping only the mentions that fit under ``max_seq_length`` in every one of them: an original and its copies
+    lose the same mentions and pairs to the cap (the robustness report scores names, not truncation)."""
+    return _featurize_group(docs, tokenizer, schema, max_seq_length, marker, count=len(docs))
+
+
+def _featurize_group(
+    docs: Sequence[Document], tokenizer: Any, schema: RelationSchema | None, max_seq_length: int | None, marker: str,
+    count: int,
+) -> list[dict[str, Any]]:
+    """The features of the first ``count`` of ``docs``, a mention kept only where it fits in all of ``docs``."""
     schema = schema if schema is not None else docred_schema()
+    doc = docs[0]
     if doc.num_entities < 1:
         logger.warning("document %r has no entities: it yields no entity pairs", doc.key)
-    input_ids, word_ids, entity_pos = _encode(doc, tokenizer, marker)
-    check_max_seq_length(max_seq_length, word_ids.count(None))
-    keep, n_special_end, fits = _fits(word_ids, entity_pos, max_seq_length)
-    if align_with is not None:
-        if [len(e.mentions) for e in align_with.entities] != [len(span) for span in entity_pos]:
+    encoded = [_encode(doc, tokenizer, marker)]
+    check_max_seq_length(max_seq_length, encoded[0][1].count(None))
+    for other in docs[1:]:
+        if [len(e.mentions) for e in other.entities] != [len(span) for span in encoded[0][2]]:
             raise DocumentError(
-                f"cannot align with {align_with.key!r}: its entities do not have the same mentions",
+                f"cannot align with {other.key!r}: its entities do not have the same mentions",
                 title=doc.title,
                 field="vertexSet",
             )
-        _, other_ids, other_pos = _encode(align_with, tokenizer, marker)
-        other_fits = _fits(other_ids, other_pos, max_seq_length)[2]
+        encoded.append(_encode(other, tokenizer, marker))
+    fitted = [_fits(word_ids, entity_pos, max_seq_length) for _, word_ids, entity_pos in encoded]
+    fits = fitted[0][2]
+    for other_fits in (f[2] for f in fitted[1:]):
         fits = [[a and b for a, b in zip(x, y)] for x, y in zip(fits, other_fits)]
+    return [
+        _assemble(d, ids, entity_pos, keep, n_special_end, fits, schema, max_seq_length)
+        for d, (ids, _, entity_pos), (keep, n_special_end, _) in zip(docs[:count], encoded, fitted)
+    ]
+
+
+def _assemble(
+    doc: Document,
+    input_ids: list[int],
+    entity_pos: list[list[tuple[int, int]]],
+    keep: int,
+    n_special_end: int,
+    fits: list[list[bool]],
+    schema: RelationSchema,
+    max_seq_length: int | None,
+) -> dict[str, Any]:
+    """The features of one encoded document: ``input_ids`` cut to the cap, the mentions that ``fits`` keeps."""
     if len(input_ids) > keep + n_special_end:
         input_ids = input_ids[:keep] + input_ids[len(input_ids) - n_special_end :]
     kept = [[p for p, ok in zip(span, ok_span) if ok] for span, ok_span in zip(entity_pos, fits)]

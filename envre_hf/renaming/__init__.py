@@ -9,6 +9,7 @@ from .pipeline import (
     RenamingConfig,
     RenamingPipeline,
     is_substituted,
+    original_key,
     rename_dataset,
 )
 from .stats import match_counts, substitution_rates
@@ -29,6 +30,7 @@ __all__ = [
     "is_substituted",
     "load_excluded_names",
     "match_counts",
+    "original_key",
     "rename_dataset",
     "rename_unit",
     "rename_values",

@@ -13,14 +13,15 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..documents import DOCUMENT_FEATURES, Document, Substitution, dataset_to_documents, documents_to_dataset, validate_document
+from ..documents import DOCUMENT_FEATURES, Document, DocumentError, Substitution, validate_document
+from ..documents import dataset_to_documents, documents_to_dataset
 from ..kb.base import Candidate, KnowledgeBase, KnowledgeBaseError
 from ..kb.wikidata_json import is_item_id
 from .driver import RenamingDriver
 from .forms import ACRONYM, PLAIN, NO_NOUN, NameForm, counted_noun, form_of, form_of_tokens, indefinite_article
 from .forms import INDEFINITE, is_count_of_one, is_one, pluralize, with_case
 from .leaks import find_leaks, leak_replacements
-from .substitution import SpanReplacement, substitute
+from .substitution import SpanReplacement, substitute as substitute_spans
 from ..documents.tokenize import name_key, tokenize_name
 from .values import document_year_shift, rename_values
 
@@ -42,6 +43,20 @@ UNCHANGED = "unchanged:"
 def is_substituted(sub: Substitution) -> bool:
     """True for a record of a renamed entity, False for an ``unchanged:<reason>`` record."""
     return not sub.match.startswith(UNCHANGED)
+
+
+def original_key(copy: Document) -> str:
+    """The key of the original a renamed ``copy`` was made from: ``<key>`` of its ``doc_id`` ``"<key>#<seed>"`` (as
+    :meth:`RenamingPipeline.rename` writes it), else its ``orig_title``."""
+    if copy.doc_id is not None and "#" in copy.doc_id:
+        return copy.doc_id.rsplit("#", 1)[0]
+    if copy.orig_title is not None:
+        return copy.orig_title
+    raise DocumentError(
+        "a renamed copy needs doc_id '<original key>#<seed>' or orig_title to find its original",
+        title=copy.title,
+        field="doc_id",
+    )
 
 
 @dataclass(frozen=True)
@@ -153,9 +168,42 @@ def _fit_articles(doc: Document, e: int, tokens: dict[str, list[str]], taken: se
     return out
 
 
+@dataclass
+class _DocumentRenaming:
+    """One document's renaming in progress: what the four steps share."""
+
+    doc: Document
+    seed: int
+    report: RenameReport
+    #: Distinct names of each entity, most frequent first, with their first mention's tokens.
+    names: dict[int, list[tuple[str, list[str]]]]
+    #: Entities left unchanged by the overlap rule.
+    blocked: set[int]
+    #: Keys of every name in use: the document's mention names, then each new name given.
+    taken: set[str]
+    #: Keys of the new names given so far.
+    given: set[str] = field(default_factory=set)
+    choices: dict[int, _Choice] = field(default_factory=dict)
+    unchanged: dict[int, _Choice] = field(default_factory=dict)
+
+    def record(self, e: int, choice: _Choice) -> None:
+        """Keep entity ``e``'s choice; a renamed entity's new names are taken from now on."""
+        if choice.match.startswith(UNCHANGED):
+            self.unchanged[e] = choice
+            return
+        self.choices[e] = choice
+        for name, _ in self.names[e]:
+            key = name_key(" ".join(choice.new_tokens[name]))
+            self.taken.add(key)
+            self.given.add(key)
+
+
 class RenamingPipeline:
     """Renames the entities of documents with names drawn from a :class:`KnowledgeBase`; the same documents,
-    seed, config and KB snapshot give byte-identical output."""
+    seed, config and KB snapshot give byte-identical output.
+
+    The study's four steps are its methods: :meth:`link`, :meth:`type`, :meth:`candidates` (retrieve and draw a
+    look-alike) and :meth:`substitute`; NUM/TIME entities take the value rules instead of the first three."""
 
     def __init__(self, kb: KnowledgeBase, config: RenamingConfig | None = None):
         self.kb = kb
@@ -173,68 +221,69 @@ class RenamingPipeline:
         """:meth:`rename` plus what happened to each entity and the leak counts."""
         if self.config.validate:
             validate_document(doc)
-        report = RenameReport()
-        blocked = _overlapping_entities(doc)
-        mention_names = [mention.name for entity in doc.entities for mention in entity.mentions]
-        taken = {name.casefold() for name in mention_names} | {name_key(name) for name in mention_names}
-        coarse = [entity.type for entity in doc.entities]
-        year_shift = None
-        if "TIME" in self.config.value_types and "TIME" in coarse:
-            time_names = [
-                m.tokens(doc.sents) for entity, t in zip(doc.entities, coarse) if t == "TIME" for m in entity.mentions
-            ]
-            if time_names:
-                year_shift = document_year_shift(time_names, random.Random(f"{seed}|{doc.key}|years"))
-        report.year_shift = year_shift
-        given: set[str] = set()  # keys of the new names given so far
-        choices: dict[int, _Choice] = {}
-        unchanged: dict[int, _Choice] = {}
-        all_names: dict[int, list[tuple[str, list[str]]]] = {}
+        work = _start(doc, seed, self.config.value_types)
         for e in range(len(doc.entities)):
-            names = all_names[e] = self._ordered_names(doc, e)
-            if e in blocked:
-                choice = _Choice(None, None, UNCHANGED + "overlap", {})
-            else:
-                try:
-                    choice = self._choose(doc, e, seed, names, taken, given, year_shift, coarse[e])
-                except KnowledgeBaseError as err:  # name the document and entity the KB failed on
-                    raise KnowledgeBaseError(f"document {doc.key!r} entity {e}: {err}") from err
-            if choice.match.startswith(UNCHANGED):
-                unchanged[e] = choice
-                continue
-            choices[e] = choice
-            for name, _ in names:
-                new_key = name_key(" ".join(choice.new_tokens[name]))
-                taken.add(new_key)
-                given.add(new_key)
-        if year_shift is not None:
-            _settle_value_collisions(doc, choices, unchanged)
-        subs: list[Substitution] = []
-        originals: dict[int, dict[str, list[str]]] = {}
-        for e, names in all_names.items():
-            choice = choices.get(e) or unchanged[e]
-            report.outcomes[e] = choice.match
-            if e in choices:
-                originals[e] = dict(names)
-                pairs = [(name, " ".join(choice.new_tokens[name])) for name, _ in names]
-            else:  # one record, the most frequent name
-                pairs = [(names[0][0], names[0][0])]
-            subs += [Substitution(e, choice.item_id, choice.fine_type, old, new, choice.match) for old, new in pairs]
-        replacements, new_names = [], {}
-        for e, choice in choices.items():
-            for m, mention in enumerate(doc.entities[e].mentions):
-                tokens = choice.new_tokens[mention.name]
-                replacements.append(SpanReplacement(mention.sent_id, mention.start, mention.end, tuple(tokens)))
-                new_names[(e, m)] = " ".join(tokens)
-        title = doc.title
-        if self.config.rename_title:
-            title_key = name_key(doc.title)
-            for choice in choices.values():
-                for name, tokens in choice.new_tokens.items():
-                    if title_key == name_key(name):
-                        title = " ".join(tokens)
-        renamed = substitute(doc, replacements, new_names, title=title, doc_id=f"{doc.key}#{seed}",
-                             orig_title=doc.title, seed=seed, substitutions=subs)
+            work.record(e, self._choose(work, e))
+        if work.report.year_shift is not None:
+            _settle_value_collisions(doc, work.choices, work.unchanged)
+        return self.substitute(work), work.report
+
+    def _choose(self, work: _DocumentRenaming, e: int) -> _Choice:
+        """Entity ``e``'s new names: steps 1-3, or the value rules for NUM/TIME; unchanged under the overlap rule."""
+        doc = work.doc
+        if e in work.blocked:
+            return _Choice(None, None, UNCHANGED + "overlap", {})
+        rng = entity_rng(work.seed, doc.key, e)
+        try:
+            if doc.entities[e].type in self.config.value_types:
+                return self._choose_value(work, e, rng)
+            item = self.link(doc, e)
+            if item is None:
+                return _Choice(None, None, UNCHANGED + "unlinked", {})
+            types = self.type(item)
+            if not types:
+                return _Choice(item, None, UNCHANGED + "untyped", {})
+            return self.candidates(work, e, item, types, rng)
+        except KnowledgeBaseError as err:  # name the document and entity the KB failed on
+            raise KnowledgeBaseError(f"document {doc.key!r} entity {e}: {err}") from err
+
+    def link(self, doc: Document, e: int) -> str | None:
+        """Step 1: the KB item of entity ``e`` (``None``: unlinked)."""
+        return self.kb.link(doc, e)
+
+    def type(self, item: str) -> list[str]:
+        """Step 2: the item's fine-grained types, most specific first (step 3 tries up to ``max_types``)."""
+        return self.kb.types(item)
+
+    def candidates(
+        self, work: _DocumentRenaming, e: int, item: str, types: Sequence[str], rng: random.Random
+    ) -> _Choice:
+        """Step 3: per type, the items with at least as many names as the entity (its own excluded); one drawn
+        (:meth:`_pick`) whose unused names serve every original name's form, alias-wise."""
+        names = work.names[e]
+        forms = [form_of_tokens(tuple(tokens)) for _, tokens in names]
+        offered = False
+        for fine_type in types[: self.config.max_types]:
+            candidates = self.kb.candidates(fine_type, len(names), frozenset({item}))
+            offered = offered or bool(candidates)
+            picked = self._pick(candidates, item, forms, rng, work.taken)
+            if picked is not None:
+                candidate, new_names = picked
+                tokens = {name: new for (name, _), new in zip(names, new_names)}
+                tokens = _fit_articles(work.doc, e, tokens, work.taken)
+                return _Choice(candidate.item_id, fine_type, candidate.match, tokens)
+        reason = "no-form-match" if offered and any(f.hard != PLAIN for f in forms) else "no-candidate"
+        return _Choice(item, types[0], UNCHANGED + reason, {})
+
+    def substitute(self, work: _DocumentRenaming) -> Document:
+        """Step 4: every mention of a renamed entity gets its name's new tokens; then the substitution records,
+        the title, the new Q-ids, "a"/"an" and counted nouns made to agree, and the leak check."""
+        doc, choices, report = work.doc, work.choices, work.report
+        subs, originals = _records(work)
+        replacements, new_names = _replacements(doc, choices)
+        title = _renamed_title(doc, choices) if self.config.rename_title else doc.title
+        renamed = substitute_spans(doc, replacements, new_names, title=title, doc_id=f"{doc.key}#{work.seed}",
+                                   orig_title=doc.title, seed=work.seed, substitutions=subs)
         for e, choice in choices.items():
             entity = renamed.entities[e]
             entity.wikidata_id = choice.item_id if is_item_id(choice.item_id) else None
@@ -244,62 +293,13 @@ class RenamingPipeline:
         report.leaks_found = len(leaks)
         if leaks and self.config.fix_leaks:
             new_tokens = {e: choice.new_tokens for e, choice in choices.items()}
-            renamed = substitute(renamed, leak_replacements(leaks, new_tokens))
+            renamed = substitute_spans(renamed, leak_replacements(leaks, new_tokens))
             report.leaks_fixed = len(leaks)
-        return renamed, report
+        return renamed
 
-    @staticmethod
-    def _ordered_names(doc: Document, e: int) -> list[tuple[str, list[str]]]:
-        """Distinct names of entity ``e``, most frequent first, each with its first mention's tokens."""
-        mentions = doc.entities[e].mentions
-        first = {mention.name: mention for mention in reversed(mentions)}  # each name's first mention
-        counts = Counter(mention.name for mention in mentions)  # ties: first appearance first
-        return [(name, first[name].tokens(doc.sents)) for name, _ in counts.most_common()]
-
-    def _choose(
-        self,
-        doc: Document,
-        e: int,
-        seed: int,
-        names: list[tuple[str, list[str]]],
-        taken: set[str],
-        given: set[str],
-        year_shift: int | None,
-        coarse: str,
-    ) -> _Choice:
-        rng = entity_rng(seed, doc.key, e)
-        if coarse in self.config.value_types:
-            return self._choose_value(doc, e, names, rng, taken, given, year_shift)
-        item = self.kb.link(doc, e)
-        if item is None:
-            return _Choice(None, None, UNCHANGED + "unlinked", {})
-        types = self.kb.types(item)
-        if not types:
-            return _Choice(item, None, UNCHANGED + "untyped", {})
-        forms = [form_of_tokens(tuple(tokens)) for _, tokens in names]
-        offered = False
-        for fine_type in types[: self.config.max_types]:
-            candidates = self.kb.candidates(fine_type, len(names), frozenset({item}))
-            offered = offered or bool(candidates)
-            picked = self._pick(candidates, item, forms, rng, taken)
-            if picked is not None:
-                candidate, new_names = picked
-                tokens = {name: new for (name, _), new in zip(names, new_names)}
-                return _Choice(candidate.item_id, fine_type, candidate.match, _fit_articles(doc, e, tokens, taken))
-        reason = "no-form-match" if offered and any(f.hard != PLAIN for f in forms) else "no-candidate"
-        return _Choice(item, types[0], UNCHANGED + reason, {})
-
-    def _choose_value(
-        self,
-        doc: Document,
-        e: int,
-        names: list[tuple[str, list[str]]],
-        rng: random.Random,
-        taken: set[str],
-        given: set[str],
-        year_shift: int | None,
-    ) -> _Choice:
+    def _choose_value(self, work: _DocumentRenaming, e: int, rng: random.Random) -> _Choice:
         """Rule-made values (``values``); TIME moves by the document's year offset (see the module docstring)."""
+        doc, year_shift = work.doc, work.report.year_shift
         coarse = doc.entities[e].type
         percent, pluralize_after, agreement_blocked = _value_context(doc, e)
         if agreement_blocked:
@@ -307,12 +307,13 @@ class RenamingPipeline:
         check_excluded = self.config.exclude_values and bool(self._excluded)
         shift = year_shift if coarse == "TIME" else None
         # shifted years may take another entity's *original* year (it moves on too), never a new name
-        blocked = given if shift is not None else taken
+        blocked = work.given if shift is not None else work.taken
 
         def accept(joined: str) -> bool:
             key = name_key(joined)  # the key ``taken`` holds: "3 \xa0 km" and "3 km" are one name
             return key not in blocked and not (check_excluded and key in self._excluded)
 
+        names = work.names[e]
         values = rename_values(coarse, names, rng, accept, year_shift=shift, percent=percent)
         if values is None:  # no rule at all, or only values that collide? (the reason, not the output)
             free = rename_values(coarse, names, random.Random(0), None, attempts=1, year_shift=shift, percent=percent)
@@ -338,39 +339,6 @@ class RenamingPipeline:
         found = self._names_cache[item_id] = tuple(out)
         return found
 
-    def _usable_names(self, item_id: str, forms: list[NameForm], taken: set[str]) -> list[list[str]] | None:
-        """New tokens for each original name's form, or ``None`` when the item cannot serve every form.
-
-        Each original name gets an unused name of the same hard form (a plain one may take an acronym),
-        preferring the same leading article and plural; a possessive gets a name of its own plus its ending.
-        """
-        pool = [(name, form) for name, key, form in self._candidate_names(item_id) if key not in taken]
-        if len(pool) < sum(not f.possessive for f in forms) or not pool:
-            return None
-        used: set[int] = set()
-        out: list[list[str] | None] = [None] * len(forms)
-        for i in sorted(range(len(forms)), key=lambda i: bool(forms[i].possessive)):  # stems before possessives
-            want = forms[i]
-            best, best_score = -1, -1
-            for j, (_, form) in enumerate(pool):
-                if j in used or form.possessive:
-                    continue
-                if form.hard == want.hard:
-                    score = 4 + (form.article == want.article) + (form.plural == want.plural)
-                elif want.hard == PLAIN and form.hard == ACRONYM:
-                    score = (form.article == want.article) + (form.plural == want.plural)
-                else:
-                    continue
-                if score > best_score:
-                    best, best_score = j, score
-                    if score == 6:
-                        break  # 6 is the top score: no later name can beat it
-            if best < 0:
-                return None
-            used.add(best)
-            out[i] = tokenize_name(pool[best][0]) + list(want.possessive)
-        return out  # type: ignore[return-value]
-
     def _pick(
         self, candidates: Sequence[Candidate], own: str, forms: list[NameForm], rng: random.Random, taken: set[str]
     ) -> tuple[Candidate, list[list[str]]] | None:
@@ -387,10 +355,109 @@ class RenamingPipeline:
 
         for i in indices():
             candidate = candidates[i]
-            usable = None if candidate.item_id == own else self._usable_names(candidate.item_id, forms, taken)
+            if candidate.item_id == own:
+                continue
+            pool = [(name, form) for name, key, form in self._candidate_names(candidate.item_id) if key not in taken]
+            usable = _names_for_forms(pool, forms)
             if usable is not None:
                 return candidate, usable
         return None
+
+
+def _start(doc: Document, seed: int, value_types: tuple[str, ...]) -> _DocumentRenaming:
+    """The renaming of ``doc`` before any choice: names, the overlap rule, the names in use, the year offset."""
+    mention_names = [mention.name for entity in doc.entities for mention in entity.mentions]
+    taken = {name.casefold() for name in mention_names} | {name_key(name) for name in mention_names}
+    year_shift = None
+    if "TIME" in value_types:
+        time_names = [m.tokens(doc.sents) for entity in doc.entities if entity.type == "TIME" for m in entity.mentions]
+        if time_names:
+            year_shift = document_year_shift(time_names, random.Random(f"{seed}|{doc.key}|years"))
+    names = {e: _ordered_names(doc, e) for e in range(len(doc.entities))}
+    return _DocumentRenaming(doc, seed, RenameReport(year_shift=year_shift), names, _overlapping_entities(doc), taken)
+
+
+def _ordered_names(doc: Document, e: int) -> list[tuple[str, list[str]]]:
+    """Distinct names of entity ``e``, most frequent first, each with its first mention's tokens."""
+    mentions = doc.entities[e].mentions
+    first = {mention.name: mention for mention in reversed(mentions)}  # each name's first mention
+    counts = Counter(mention.name for mention in mentions)  # ties: first appearance first
+    return [(name, first[name].tokens(doc.sents)) for name, _ in counts.most_common()]
+
+
+def _names_for_forms(pool: list[tuple[str, NameForm]], forms: list[NameForm]) -> list[list[str]] | None:
+    """New tokens for each original name's form from an item's unused ``(name, form)`` pool, or ``None`` when the
+    item cannot serve every form.
+
+    Each original name gets an unused name of the same hard form (a plain one may take an acronym),
+    preferring the same leading article and plural; a possessive gets a name of its own plus its ending.
+    """
+    if len(pool) < sum(not f.possessive for f in forms) or not pool:
+        return None
+    used: set[int] = set()
+    out: list[list[str] | None] = [None] * len(forms)
+    for i in sorted(range(len(forms)), key=lambda i: bool(forms[i].possessive)):  # stems before possessives
+        want = forms[i]
+        best, best_score = -1, -1
+        for j, (_, form) in enumerate(pool):
+            if j in used or form.possessive:
+                continue
+            if form.hard == want.hard:
+                score = 4 + (form.article == want.article) + (form.plural == want.plural)
+            elif want.hard == PLAIN and form.hard == ACRONYM:
+                score = (form.article == want.article) + (form.plural == want.plural)
+            else:
+                continue
+            if score > best_score:
+                best, best_score = j, score
+                if score == 6:
+                    break  # 6 is the top score: no later name can beat it
+        if best < 0:
+            return None
+        used.add(best)
+        out[i] = tokenize_name(pool[best][0]) + list(want.possessive)
+    return out  # type: ignore[return-value]
+
+
+def _records(work: _DocumentRenaming) -> tuple[list[Substitution], dict[int, dict[str, list[str]]]]:
+    """The substitution records (one per distinct original name of a renamed entity, one per unchanged entity),
+    each entity's outcome in the report, and the original names of the renamed entities (for the leak check)."""
+    subs: list[Substitution] = []
+    originals: dict[int, dict[str, list[str]]] = {}
+    for e, names in work.names.items():
+        choice = work.choices.get(e) or work.unchanged[e]
+        work.report.outcomes[e] = choice.match
+        if e in work.choices:
+            originals[e] = dict(names)
+            pairs = [(name, " ".join(choice.new_tokens[name])) for name, _ in names]
+        else:  # one record, the most frequent name
+            pairs = [(names[0][0], names[0][0])]
+        subs += [Substitution(e, choice.item_id, choice.fine_type, old, new, choice.match) for old, new in pairs]
+    return subs, originals
+
+
+def _replacements(
+    doc: Document, choices: dict[int, _Choice]
+) -> tuple[list[SpanReplacement], dict[tuple[int, int], str]]:
+    """Every mention of a renamed entity as a span replacement, and its new ``name`` by (entity, mention)."""
+    replacements, new_names = [], {}
+    for e, choice in choices.items():
+        for m, mention in enumerate(doc.entities[e].mentions):
+            tokens = choice.new_tokens[mention.name]
+            replacements.append(SpanReplacement(mention.sent_id, mention.start, mention.end, tuple(tokens)))
+            new_names[(e, m)] = " ".join(tokens)
+    return replacements, new_names
+
+
+def _renamed_title(doc: Document, choices: dict[int, _Choice]) -> str:
+    """The title, replaced when it equals an original name of a renamed entity (the last such entity wins)."""
+    title = doc.title
+    title_key = name_key(doc.title)
+    for choice in choices.values():
+        for name, tokens in choice.new_tokens.items():
+            if title_key == name_key(name):
+                title = " ".join(tokens)
+    return title
 
 
 _PERCENT_WORDS = ("%", "percent", "per", "pct")

@@ -183,107 +183,146 @@ def _near_month(tokens: Sequence[str], i: int) -> bool:
 def _rewrite_token(tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list[str]) -> str | None:
     """Token ``i`` with every piece replaced; ``None`` when a piece has no new value."""
     token = tokens[i]
-    rng = pieces.rng
     month = _is_month(token) if pieces.time else None
     if month is not None and (token in _MONTH_FULL or len(tokens) > 1):
-        kinds.append("month")
-        if pieces.keep_month_day:
-            return token
-        new_month = pieces.get("month", MONTHS[month], lambda: rng.choice(MONTHS))
-        if new_month is None:
-            return None
-        if token in _MONTH_FULL:
-            return new_month
-        return new_month if new_month == "May" else new_month[:3] + ("." if token.endswith(".") else "")
+        return _month_token(token, month, pieces, kinds)
     out: list[str] = []
     pos = 0
     for m in _PIECE.finditer(token):
         out.append(token[pos : m.start()])
         pos = m.end()
-        text = m.group(0)
-        new: str | None
-        if m.group("clock"):
-            kinds.append("clock")
-            hour = int(text.split(":")[0])
-            new = pieces.get(
-                "clock",
-                text,
-                lambda: f"{rng.randint(13, 23) if hour > 12 else rng.randint(1, 12):0{len(text.split(':')[0])}d}"
-                f":{rng.randint(0, 59):02d}",
-            )
-        elif m.group("range"):
-            kinds.append("year")
-            start, sep, end = text[:4], text[4], text[5:]
-            new_start = pieces.year(start)
-            if new_start is None:
-                return None
-            span = int(end) - int(start[-len(end) :]) if len(end) == 2 else int(end) - int(start)
-            end_value = int(new_start) + span
-            new = new_start + sep + (f"{end_value % 100:02d}" if len(end) == 2 else str(end_value))
-        elif m.group("decade"):
-            kinds.append("decade")
-            digits = m.group("decade")
-            width = len(digits)
-
-            def make_decade() -> str:
-                base = int(digits)
-                if pieces.year_shift is not None:
-                    step = 10 * round(pieces.year_shift / 10) or (10 if pieces.year_shift > 0 else -10)
-                    return f"{(base + step) % (10 ** width):0{width}d}"
-                step = rng.choice((-50, -40, -30, -20, -10, 10, 20, 30)) if width == 4 else rng.choice((-30, -20, -10, 10, 20))
-                value = base + step
-                if width == 4 and base <= 2010:
-                    value = min(value, 2010)
-                return f"{value % (10 ** width):0{width}d}"
-
-            new = pieces.get("decade", digits, make_decade)
-        elif m.group("ordinal"):
-            value = int(m.group("ordinal"))
-            nxt = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
-            century = pieces.time and (nxt.startswith("centur") or nxt == "-" and i + 2 < len(tokens))
-            day = pieces.time and value <= 31 and _near_month(tokens, i)
-            kinds.append("century" if century else "day" if day else "ordinal")
-            hi = 21 if century else 28 if day else max(9, value * 2)
-            lo = 12 if century and value >= 12 else 1
-            kind = "day" if day else "ordinal"
-            if day and pieces.keep_month_day:
-                out.append(text)
-                continue  # a day ordinal is its whole token ("31st")
-            new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))
-            new = None if new_value is None else new_value + _ordinal_suffix(int(new_value))
-        elif m.group("number"):
-            digits = re.sub(r"\D", "", text)
-            is_year = pieces.time and len(text) == 4 and text.isdigit() and 1000 <= int(text) <= 2099
-            is_day = pieces.time and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= 31 and _near_month(tokens, i)
-            if is_year:
-                kinds.append("year")
-                new = pieces.year(text)
-            elif is_day:
-                kinds.append("day")
-                if pieces.keep_month_day:
-                    out.append(text)
-                    continue
-                width = len(text) if text.startswith("0") else 1
-                new = pieces.get("day", text, lambda: f"{rng.randint(1, 28):0{width}d}")
-            else:
-                kinds.append("number")
-                new = pieces.get("number", text, lambda: _new_number(text, digits, rng, pieces.percent))
-        else:
-            lower = text.lower()
-            group = _WORD_GROUPS.get(lower)
-            if group is None:
-                out.append(text)
-                continue
-            kinds.append("words")
-            # "one" -> never "one", nothing -> "one": the noun after a count keeps its number
-            choices = [w for w in group if w != "one"]
-            new_word = pieces.get("word", lower, lambda: rng.choice(choices))
-            new = None if new_word is None else with_case(text, new_word)
+        new = _new_piece(m, tokens, i, pieces, kinds)
         if new is None:
             return None
         out.append(new)
     out.append(token[pos:])
     return "".join(out)
+
+
+def _new_piece(m: re.Match[str], tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """The new text of one ``_PIECE`` match in token ``i`` (a piece no rule changes comes back as it is), its
+    kind appended to ``kinds``; ``None`` when it has no new value."""
+    text = m.group(0)
+    if m.group("clock"):
+        return _clock_piece(text, pieces, kinds)
+    if m.group("range"):
+        return _range_piece(text, pieces, kinds)
+    if m.group("decade"):
+        return _decade_piece(m.group("decade"), pieces, kinds)
+    if m.group("ordinal"):
+        return _ordinal_piece(text, int(m.group("ordinal")), tokens, i, pieces, kinds)
+    if m.group("number"):
+        return _number_piece(text, tokens, i, pieces, kinds)
+    return _word_piece(text, pieces, kinds)
+
+
+def _month_token(token: str, month: int, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """A month name (full or abbreviated, as written) replaced by another, or kept under ``keep_month_day``."""
+    kinds.append("month")
+    if pieces.keep_month_day:
+        return token
+    new_month = pieces.get("month", MONTHS[month], lambda: pieces.rng.choice(MONTHS))
+    if new_month is None:
+        return None
+    if token in _MONTH_FULL:
+        return new_month
+    return new_month if new_month == "May" else new_month[:3] + ("." if token.endswith(".") else "")
+
+
+def _clock_piece(text: str, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """A clock time ("9:30"): a new one in the same half of the day, hours as wide as before."""
+    kinds.append("clock")
+    rng = pieces.rng
+    hour = int(text.split(":")[0])
+    return pieces.get(
+        "clock",
+        text,
+        lambda: f"{rng.randint(13, 23) if hour > 12 else rng.randint(1, 12):0{len(text.split(':')[0])}d}"
+        f":{rng.randint(0, 59):02d}",
+    )
+
+
+def _range_piece(text: str, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """A year range ("1990-95", "1990–1995"): the start year renamed, the span kept."""
+    kinds.append("year")
+    start, sep, end = text[:4], text[4], text[5:]
+    new_start = pieces.year(start)
+    if new_start is None:
+        return None
+    span = int(end) - int(start[-len(end) :]) if len(end) == 2 else int(end) - int(start)
+    end_value = int(new_start) + span
+    return new_start + sep + (f"{end_value % 100:02d}" if len(end) == 2 else str(end_value))
+
+
+def _decade_piece(digits: str, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """The digits of a decade ("1990" of "1990s", "90" of "90s"): moved by the year offset rounded to ten, else
+    a random step (four-digit decades up to 2010 stay there or below)."""
+    kinds.append("decade")
+    rng = pieces.rng
+    width = len(digits)
+
+    def make_decade() -> str:
+        base = int(digits)
+        if pieces.year_shift is not None:
+            step = 10 * round(pieces.year_shift / 10) or (10 if pieces.year_shift > 0 else -10)
+            return f"{(base + step) % (10 ** width):0{width}d}"
+        step = rng.choice((-50, -40, -30, -20, -10, 10, 20, 30)) if width == 4 else rng.choice((-30, -20, -10, 10, 20))
+        value = base + step
+        if width == 4 and base <= 2010:
+            value = min(value, 2010)
+        return f"{value % (10 ** width):0{width}d}"
+
+    return pieces.get("decade", digits, make_decade)
+
+
+def _ordinal_piece(
+    text: str, value: int, tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list[str]
+) -> str | None:
+    """An ordinal in digits ("19th"): a century, a day (next to a month) or a plain ordinal, with its suffix."""
+    rng = pieces.rng
+    nxt = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
+    century = pieces.time and (nxt.startswith("centur") or nxt == "-" and i + 2 < len(tokens))
+    day = pieces.time and value <= 31 and _near_month(tokens, i)
+    kinds.append("century" if century else "day" if day else "ordinal")
+    hi = 21 if century else 28 if day else max(9, value * 2)
+    lo = 12 if century and value >= 12 else 1
+    kind = "day" if day else "ordinal"
+    if day and pieces.keep_month_day:
+        return text  # a day ordinal is its whole token ("31st")
+    new_value = pieces.get(kind, str(value), lambda: str(rng.randint(lo, max(hi, lo + 1))))
+    return None if new_value is None else new_value + _ordinal_suffix(int(new_value))
+
+
+def _number_piece(text: str, tokens: Sequence[str], i: int, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """A digit group: a year (TIME, 1000-2099), a day (TIME, next to a month) or a number in the same layout."""
+    rng = pieces.rng
+    digits = re.sub(r"\D", "", text)
+    is_year = pieces.time and len(text) == 4 and text.isdigit() and 1000 <= int(text) <= 2099
+    is_day = pieces.time and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= 31 and _near_month(tokens, i)
+    if is_year:
+        kinds.append("year")
+        return pieces.year(text)
+    if is_day:
+        kinds.append("day")
+        if pieces.keep_month_day:
+            return text
+        width = len(text) if text.startswith("0") else 1
+        return pieces.get("day", text, lambda: f"{rng.randint(1, 28):0{width}d}")
+    kinds.append("number")
+    return pieces.get("number", text, lambda: _new_number(text, digits, rng, pieces.percent))
+
+
+def _word_piece(text: str, pieces: _PieceMap, kinds: list[str]) -> str | None:
+    """A number word ("three", "twentieth") replaced by another of its group, never "one"; other words kept."""
+    lower = text.lower()
+    group = _WORD_GROUPS.get(lower)
+    if group is None:
+        return text
+    kinds.append("words")
+    # "one" -> never "one", nothing -> "one": the noun after a count keeps its number
+    choices = [w for w in group if w != "one"]
+    new_word = pieces.get("word", lower, lambda: pieces.rng.choice(choices))
+    return None if new_word is None else with_case(text, new_word)
 
 
 #: TIME formats by the kinds of pieces a name has, the first that fits wins.

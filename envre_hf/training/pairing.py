@@ -18,6 +18,7 @@ import torch
 
 from ..documents import Document, DocumentError, read_documents, write_documents
 from ..renaming.driver import RenamingDriver, rename_unit
+from ..renaming.pipeline import original_key
 from ..renaming.stats import substitution_rates
 from ..documents.tokenize import name_key
 
@@ -26,20 +27,6 @@ Featurizer = Callable[[Document], Features]
 
 
 # --------------------------------------------------------------------------- keys and checks
-
-
-def original_key(twin: Document) -> str:
-    """The key of the original a renamed ``twin`` was made from: ``<key>`` of its ``doc_id`` ``"<key>#<seed>"``,
-    else its ``orig_title``."""
-    if twin.doc_id is not None and "#" in twin.doc_id:
-        return twin.doc_id.rsplit("#", 1)[0]
-    if twin.orig_title is not None:
-        return twin.orig_title
-    raise DocumentError(
-        "a renamed twin needs doc_id '<original key>#<seed>' or orig_title to find its original",
-        title=twin.title,
-        field="doc_id",
-    )
 
 
 def check_document_alignment(original: Document, twin: Document) -> None:

@@ -107,13 +107,13 @@ def test_envre_evaluate_env_runs_both_sets_under_bf16(tokenizer, docs, tmp_path,
     tokenizer.save_pretrained(tmp_path / "model")
     write_documents(docs[:2], tmp_path / "gold.json")
     seen = []
-    real = prediction_module.predict
+    real = prediction_module.iter_logits  # under predict and under the robustness report's predict_sets
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("autocast"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(prediction_module, "predict", spy)
+    monkeypatch.setattr(prediction_module, "iter_logits", spy)
     gold = str(tmp_path / "gold.json")
     argv = ["evaluate", "--model", str(tmp_path / "model"), "--gold", gold, "--env", gold]
     assert main(argv + ["--bf16"]) == 0

@@ -142,6 +142,40 @@ def test_four_steps_on_a_fake_kb():
     assert doc.sents[0][0] == "Barack" and doc.entities[0].mentions[0].name == "Barack Obama"
 
 
+def test_each_of_the_four_steps_is_the_pipeline_method_of_its_name():
+    """rename_with_report strings link -> type -> candidates per KB entity, then substitute once: a subclass that
+    changes one step changes what that step decides, nothing else."""
+    calls = []
+
+    class Traced(RenamingPipeline):
+        def link(self, doc, e):
+            calls.append(("link", e))
+            return "Q7" if doc.entities[e].mentions[0].name == "Atlantis" else super().link(doc, e)
+
+        def type(self, item):
+            calls.append(("type", item))
+            return super().type(item)
+
+        def candidates(self, work, e, item, types, rng):
+            calls.append(("candidates", e, tuple(types)))
+            return super().candidates(work, e, item, types, rng)
+
+        def substitute(self, work):
+            calls.append(("substitute",))
+            return super().substitute(work)
+
+    kb = _kb()
+    kb.items["Q7"] = (["island"], ["Atlantis"])
+    kb.items["Q8"] = (["island"], ["Lemuria"])
+    out, report = Traced(kb).rename_with_report(_doc(), seed=3)
+    assert calls[:3] == [("link", 0), ("type", "Q76"), ("candidates", 0, ("human",))]
+    assert [c[1] for c in calls if c[0] == "link"] == [0, 1, 2, 3, 5]  # entity 4 (TIME) takes the value rules
+    assert calls[-1] == ("substitute",) and calls.count(("substitute",)) == 1
+    assert report.outcomes[5] == "exact" and out.entities[5].mentions[0].name == "Lemuria"
+    plain = RenamingPipeline(kb).rename(_doc(), seed=3)  # the other entities: as without the subclass
+    assert [s for s in out.substitutions if s.entity != 5] == [s for s in plain.substitutions if s.entity != 5]
+
+
 def test_match_counts_per_type_separate_exact_relaxed_and_rule_made_names():
     from dataclasses import replace
 

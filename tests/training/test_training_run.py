@@ -90,7 +90,7 @@ def test_envre_evaluate_env_prints_the_robustness_table_and_writes_json(trained,
     from envre_hf.metrics import score_predictions
     from envre_hf.models.prediction import load_for_inference, predict
     from envre_hf.renaming import RenamingPipeline
-    from envre_hf.training.robustness import REPORT_COLUMNS
+    from envre_hf.analysis.robustness import REPORT_COLUMNS
 
     root, out = trained
     # A model that predicts relations (threshold class pushed down), so every score is informative.
