@@ -145,7 +145,8 @@ def disk_full_is_one_line(folder: str | os.PathLike, saving: str, kept: str) -> 
         full = getattr(err, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or any(t in text for t in _DISK_FULL_TEXTS)
         if not (full or any(t in text for t in _WRITER_FAILURES)):
             raise
-        what = "no space left on device" if full else f"a write failed (torch: {str(err).splitlines()[0][:120]}; a full disk?)"
+        said = re.sub(r"^\[enforce fail at [^\]]*\][ .]*", "", str(err).splitlines()[0])[:120]
+        what = "no space left on device" if full else f"a write failed (a full disk? torch says: {said})"
         raise DiskFullError(
             errno.ENOSPC, f"{folder}: {what} while saving {saving}; {kept}: free some space and rerun with "
             "--resume_from_checkpoint last"

@@ -16,11 +16,12 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from _training_helpers import save_tiny_encoder, small_docs, tiny_head_args
+from envre_hf.cli.common import error_message
 from envre_hf.cli.main import main as envre
 from envre_hf.documents import write_documents
 from envre_hf.training.checkpoints import TRAINER_STATE, CheckpointStateError, check_state_files, is_complete
 
-TOKEN = "hf_faultsTestToken0123456789"
+TOKEN = "faultsTestToken0123456789"  # no hf_ prefix: redacted because it was given, not by its look
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +70,8 @@ def test_the_hub_token_is_in_no_file_and_no_log_line(setup, tmp_path, capsys, ca
         assert TOKEN.encode() not in path.read_bytes(), path
     # the pickle still holds the arguments (stored uncompressed: their names and values are readable bytes)
     assert b"hub_token" in pickles[0].read_bytes() and str(out).encode() in pickles[0].read_bytes()
+    # and any later error line of the process hides the token
+    assert error_message(ValueError(f"the Hub refused {TOKEN}")) == "the Hub refused [REDACTED]"
 
 
 def test_a_full_disk_while_saving_a_checkpoint_is_one_line_and_the_resume_skips_that_checkpoint(
