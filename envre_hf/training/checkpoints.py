@@ -2,14 +2,14 @@
 files that are damaged or unsafe refused by name.
 
 ``transformers`` writes ``checkpoint-N/`` in place, ``trainer_state.json`` last: a SIGKILL, a SIGINT or a full disk
-while it writes leaves a folder with some of its files under its final name. :class:`~envre_hf.training.EVRTTrainer`
-removes a checkpoint's ``trainer_state.json`` before saving it again and when its save fails, so only a whole
-``trainer_state.json`` vouches for a checkpoint (:func:`is_complete`). :func:`resume_checkpoint` skips an incomplete
-folder with one warning line naming it and resumes from the newest complete checkpoint; the folder is left where
-it is, and the next save of step N writes it whole. :func:`disk_full_is_one_line` turns the errors a full disk
-raises while saving (``OSError(ENOSPC)``, safetensors' "No space left on device", torch's writer failures) into a
-:class:`DiskFullError` naming the folder and what is kept. :func:`check_state_files` refuses, by name, an
-optimizer / scheduler / scaler / RNG file that torch's weights-only loader (Trainer's) cannot read.
+while it writes leaves a folder with some of its files under its final name. :class:`GuardedCheckpoints` (a base
+of ``EVRTTrainer``) removes a checkpoint's ``trainer_state.json`` before saving it again and when its save fails,
+so only a whole ``trainer_state.json`` vouches for a checkpoint (:func:`is_complete`). :func:`resume_checkpoint`
+skips an incomplete folder with one warning line naming it and resumes from the newest complete checkpoint; the
+folder is left where it is, and the next save of step N writes it whole. :func:`disk_full_is_one_line` turns the
+errors a full disk raises while saving (``OSError(ENOSPC)``, safetensors' "No space left on device", torch's writer
+failures) into a :class:`DiskFullError` naming the folder and what is kept. :func:`check_state_files` refuses, by
+name, an optimizer / scheduler / scaler / RNG file that torch's weights-only loader (Trainer's) cannot read.
 """
 
 from __future__ import annotations
@@ -23,9 +23,14 @@ import pickle
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
+from transformers import Trainer
 from transformers.trainer_pt_utils import safe_globals
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from ..atomic import refuse_links_below
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +122,36 @@ def check_state_files(checkpoint: str | os.PathLike) -> None:
                 f"{path}: cannot resume from it: {problem}; resume from another checkpoint "
                 "(--resume_from_checkpoint) or start afresh"
             )
+
+
+class GuardedCheckpoints(Trainer):
+    """``Trainer`` whose checkpoints are safe to resume from: ``train`` refuses a symbolic link inside ``output_dir``
+    (saves would follow it, ``push_to_hub`` would upload what it points to) and resumes only from a complete
+    checkpoint (:func:`resume_checkpoint`) whose state files load (:func:`check_state_files`); a checkpoint's
+    ``trainer_state.json`` (what marks it complete) is removed before its save and when the save fails, and a
+    full disk while saving is one line naming it."""
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
+        if os.path.isdir(self.args.output_dir):
+            refuse_links_below(self.args.output_dir)
+        checkpoint = resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
+        if checkpoint is not None:
+            check_state_files(checkpoint)
+        return super().train(checkpoint, *args, **kwargs)
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        folder = Path(self._get_output_dir(trial=trial)) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        state = folder / TRAINER_STATE
+        if self.args.should_save:
+            state.unlink(missing_ok=True)
+        try:
+            with disk_full_is_one_line(folder, "this checkpoint", "it is left incomplete and a resume skips it for "
+                                       "the last whole one"):  # fmt: skip
+                super()._save_checkpoint(model, trial)
+        except Exception:
+            if self.args.should_save:
+                state.unlink(missing_ok=True)
+            raise
 
 
 class DiskFullError(OSError):

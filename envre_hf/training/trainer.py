@@ -9,15 +9,13 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import EvalPrediction, Trainer
 from transformers.trainer_pt_utils import LengthGroupedSampler
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..atomic import refuse_links_below, write_text
+from ..atomic import write_text
 from ..documents import Document, check_unique_keys
 from ..features.batching import dataset_lengths
 from ..features.collator import DocRECollator
@@ -26,7 +24,7 @@ from ..metrics import score_predictions
 from ..models.prediction import decode_predictions
 from .arguments import EVRTTrainingArguments
 from .callbacks import TwinEpochCallback, TwinRatesCallback
-from .checkpoints import TRAINER_STATE, check_state_files, disk_full_is_one_line, resume_checkpoint
+from .checkpoints import GuardedCheckpoints
 from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
 from .model_card import EVAL_SCORES, run_card
 from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, starved_twin_types
@@ -46,8 +44,9 @@ class _ScoredSet:
     user_metrics: Callable[[EvalPrediction], dict[str, float]] | None
 
 
-class EVRTTrainer(Trainer):
-    """Trainer with the EVRT objective, per-component loss logging and DocRED-F1 evaluation."""
+class EVRTTrainer(GuardedCheckpoints):
+    """Trainer with the EVRT objective, per-component loss logging and DocRED-F1 evaluation (and checkpoints
+    safe to resume from: :class:`~envre_hf.training.checkpoints.GuardedCheckpoints`)."""
 
     # compute_loss returns a per-micro-batch mean: let Trainer divide it by the accumulation steps.
     loss_is_scaled_for_ga = False
@@ -87,36 +86,13 @@ class EVRTTrainer(Trainer):
         self._left_out = 0
         self.twin_rates: dict[str, float] | None = None
 
-    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
-        """``Trainer.train``, after reporting how renamed the twins really are (:meth:`report_twins`); it refuses a
-        symbolic link inside ``output_dir`` (saves would follow it, ``--push_to_hub`` would upload what it points
-        to) and resumes only from a complete checkpoint whose state files load (``training.checkpoints``)."""
-        if os.path.isdir(self.args.output_dir):
-            refuse_links_below(self.args.output_dir)
-        checkpoint = resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
-        if checkpoint is not None:
-            check_state_files(checkpoint)
+    def train(self, *args: Any, **kwargs: Any):
+        """``Trainer.train``, after reporting how renamed the twins really are (:meth:`report_twins`)."""
         if self.args.evrt and self.twin_rates is None:
             rates = self.report_twins()
             if rates is not None:
                 self.add_callback(TwinRatesCallback(rates))
-        return super().train(checkpoint, *args, **kwargs)
-
-    def _save_checkpoint(self, model: Any, trial: Any) -> None:
-        """Trainer's save of ``checkpoint-N``, with its ``trainer_state.json`` (what marks it complete) removed
-        before and when the save fails, so a save cut short never looks complete, and a full disk one line."""
-        folder = Path(self._get_output_dir(trial=trial)) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-        state = folder / TRAINER_STATE
-        if self.args.should_save:
-            state.unlink(missing_ok=True)
-        try:
-            with disk_full_is_one_line(folder, "this checkpoint", "it is left incomplete and a resume skips it for "
-                                       "the last whole one"):  # fmt: skip
-                super()._save_checkpoint(model, trial)
-        except Exception:
-            if self.args.should_save:
-                state.unlink(missing_ok=True)
-            raise
+        return super().train(*args, **kwargs)
 
     def report_twins(self) -> dict[str, float] | None:
         """Logs the twins' substitution rate per coarse type (warns when a checked type is starved); returns and
