@@ -261,7 +261,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     )
     trainer.add_callback(drops)
     out = training_args.output_dir
-    # a full disk is one line naming the folder (a checkpoint's own: EVRTTrainer._save_checkpoint)
+    # a full disk is one line naming the folder (a checkpoint's own: checkpoints.GuardedCheckpoints)
     with disk_full_is_one_line(out, "training", "the checkpoints in it are whole"):
         result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     metrics: dict[str, float] = dict(result.metrics)
