@@ -59,10 +59,17 @@ def test_the_hub_token_is_in_no_file_and_no_log_line(setup, tmp_path, capsys, ca
     """--hub_token reaches neither training_args.bin (pickled by Trainer into every checkpoint and output_dir, and
     uploaded by --push_to_hub) nor trainer_state.json, the card, all_results.json or the logs."""
     out = tmp_path / "out"
-    with caplog.at_level(logging.INFO):
-        assert envre(_argv(setup, out, "--hub_token", TOKEN)) == 0
+    import transformers.utils.logging as hf_logging
+
+    hf_logging.enable_propagation()  # transformers' own records reach caplog too
+    try:
+        with caplog.at_level(logging.INFO):
+            assert envre(_argv(setup, out, "--hub_token", TOKEN, "--log_level", "info")) == 0
+    finally:
+        hf_logging.disable_propagation()
     printed = capsys.readouterr()
-    assert TOKEN not in printed.out + printed.err + caplog.text
+    logged = printed.out + printed.err + caplog.text
+    assert "Saving model checkpoint to" in logged and TOKEN not in logged  # transformers' INFO lines were seen
     files = [p for p in out.rglob("*") if p.is_file()]
     pickles = [p for p in files if p.name == "training_args.bin"]
     assert len(pickles) == 3 and (out / TRAINER_STATE).is_file()  # checkpoint-1, checkpoint-2, output_dir
