@@ -183,8 +183,8 @@ class RecordLog:
 
 
 def refuse_used_records(path: Path, resume: bool, error: type[Exception]) -> None:
-    """A run never appends to another run's records unless resuming."""
-    if path.exists() and path.stat().st_size and not resume:
+    """A run never appends to another run's records unless resuming (nor to a link: :func:`refuse_link`)."""
+    if refuse_link(path).exists() and path.stat().st_size and not resume:
         raise error(f"{path} already holds results: pass resume=True or use a new directory")
 
 

@@ -529,7 +529,7 @@ def test_a_password_in_the_base_url_is_in_no_file_and_does_not_key_the_cache(cha
     assert password not in printed.out + printed.err
 
 
-@pytest.mark.parametrize("linked, extra", [("responses.sqlite", []), ("results.jsonl", ["--resume"])])
+@pytest.mark.parametrize("linked, extra", [("responses.sqlite", []), ("results.jsonl", ["--resume"]), ("results.jsonl", [])])
 def test_cli_icl_never_writes_through_a_link_in_its_output_folder(chat_server, redocred_dev, tmp_path, capsys, linked,
                                                                    extra):  # fmt: skip
     """A reply cache linked to a path elsewhere (SQLite would create it there), records linked to someone's file
