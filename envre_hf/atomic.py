@@ -4,6 +4,7 @@ temporary file in the same folder, fsynced, renamed over the final name; errors 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -20,6 +21,31 @@ TMP_SUFFIX = ".tmp"
 def _located(err: OSError, path: Path) -> OSError:
     """``err`` re-raised against the final path (same errno and class, e.g. PermissionError)."""
     return type(err)(err.errno, err.strerror or str(err), str(path))
+
+
+class LinkedPathError(OSError):
+    """A symbolic link where a writer expects a file or folder of its own: refused, never written through (a link
+    would carry the write, or a deletion, out of the output folder)."""
+
+
+def refuse_link(path: PathLike) -> Path:
+    """``path``, unless it is a symbolic link (dangling or not): then a :class:`LinkedPathError` naming it."""
+    if os.path.islink(path):
+        raise LinkedPathError(
+            errno.ELOOP,
+            "a symbolic link where envre writes a file or folder of its own; envre never writes through a link "
+            "(remove the link, or name the real path)",
+            str(path),
+        )
+    return Path(path)
+
+
+def refuse_links_below(folder: PathLike) -> None:
+    """Refuse (:func:`refuse_link`) a symbolic link anywhere inside ``folder``, a folder whose whole tree is the
+    writer's (a build folder, a training ``output_dir``); ``folder`` itself may be a link: the user named it."""
+    for root, dirs, files in os.walk(folder):  # a linked folder is listed in ``dirs``, never entered
+        for name in dirs + files:
+            refuse_link(os.path.join(root, name))
 
 
 def fsync_dir(folder: PathLike) -> None:
@@ -95,8 +121,9 @@ def clean_temporary_files(folder: PathLike) -> int:
 
 def load_jsonl_records(path: PathLike, is_record: Any = None) -> list[dict[str, Any]]:
     """Finished records; a torn last line (crash mid-write), or one ``is_record`` refuses, is cut off with
-    everything after it, so appending stays valid JSONL and those units are simply done again."""
-    path = Path(path)
+    everything after it, so appending stays valid JSONL and those units are simply done again. A link at ``path``
+    is refused (:func:`refuse_link`): the cut, and the appends that follow, would change the file it points to."""
+    path = refuse_link(path)
     if not path.exists():
         return []
     records, good_bytes = [], 0
@@ -138,7 +165,7 @@ class RecordLog:
     def append(self, record: dict[str, Any]) -> None:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")
+            self._fh = open(refuse_link(self.path), "a", encoding="utf-8")
         self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._fh.flush()  # a killed process loses nothing written so far
         self.records[self.key(record)] = record
@@ -156,8 +183,8 @@ class RecordLog:
 
 
 def refuse_used_records(path: Path, resume: bool, error: type[Exception]) -> None:
-    """A run never appends to another run's records unless resuming."""
-    if path.exists() and path.stat().st_size and not resume:
+    """A run never appends to another run's records unless resuming (nor to a link: :func:`refuse_link`)."""
+    if refuse_link(path).exists() and path.stat().st_size and not resume:
         raise error(f"{path} already holds results: pass resume=True or use a new directory")
 
 
@@ -168,6 +195,8 @@ def open_run_log(
     """The record log (one record per ``"doc"``) of a resumable run folder, whose settings are written to
     ``config_file``: a folder holding records is refused unless ``resume``, and a resume with other settings."""
     folder.mkdir(parents=True, exist_ok=True)
+    for name in (records, config_file):
+        refuse_link(folder / name)  # before anything is read or written
     log = RecordLog(folder / records, key=lambda record: record["doc"])
     refuse_used_records(log.path, resume, error)
     config_path = folder / config_file

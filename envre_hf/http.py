@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+from .atomic import refuse_link
+
 T = TypeVar("T")
 
 #: HTTP statuses that mean "try again later" rather than "your request is wrong".
@@ -252,6 +254,8 @@ class ResponseCache:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for own in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            refuse_link(own)  # SQLite would write the file a link points to
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import RecordLog, write_json, write_text
+from ..atomic import RecordLog, refuse_link, write_json, write_text
 from ..documents import Document, DocumentError, docred_schema
 from ..models.prediction import decode_predictions, iter_decoded
 from ..renaming import RenamingDriver, is_substituted
@@ -449,9 +449,12 @@ def _is_probe_record(record: Any) -> bool:
 
 
 def _claim_output(output: Path, overwrite: bool) -> None:
-    """Refuse a file, or a finished probe unless ``overwrite`` (which also drops an unfinished one)."""
+    """Refuse a file, a link where the probe's own folders go, or a finished probe unless ``overwrite`` (which also
+    drops an unfinished one)."""
     if output.exists() and not output.is_dir():
         raise ProbeError(f"{output}: a file, expected an output folder")
+    for own in (WORK_DIR, PREDICTIONS_DIR):
+        refuse_link(output / own)  # its records would be appended, its files written, in the folder it points to
     if overwrite:
         shutil.rmtree(output / WORK_DIR, ignore_errors=True)
         shutil.rmtree(output / PREDICTIONS_DIR, ignore_errors=True)

@@ -28,6 +28,7 @@ from ..http import (
     Transient,
     parse_retry_after,
     redact,
+    redact_url,
     request_secrets,
 )
 
@@ -141,8 +142,9 @@ class OpenAIChatBackend:
 
     @property
     def identity(self) -> dict[str, Any]:
-        """The endpoint, model and generation parameters (what a resumed run must keep)."""
-        return {"endpoint": self.url, "model": self.model, "params": self.params}
+        """The endpoint (without a password: this is written to run_config.json and keys the reply cache), model
+        and generation parameters (what a resumed run must keep)."""
+        return {"endpoint": redact_url(self.url), "model": self.model, "params": self.params}
 
     def complete(self, messages: Messages) -> Completion:
         return cached_complete(self.cache, self.identity, self.url, messages, self._request)

@@ -11,7 +11,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ..atomic import PathLike, fsync_dir, write_text
+from ..atomic import PathLike, fsync_dir, refuse_link, refuse_links_below, write_text
 from ..documents import DocumentError
 from ..documents.build_folder import STATISTICS_FILE, WORK_DIR
 from ..documents.io import parse_json, read_text
@@ -70,12 +70,14 @@ def read_names(folder: Path) -> dict[str, Any]:
 
 
 def claim_output_folder(folder: PathLike) -> Path:
-    """Make ``folder`` an envre build folder, or refuse it: a file, or a non-empty folder not written by envre."""
+    """Make ``folder`` an envre build folder, or refuse it: a file, a non-empty folder not written by envre, or
+    one holding a symbolic link (a rebuild would write, and delete stale shards, in the folder a link points to)."""
     folder = Path(folder)
     marker = folder / MARKER_FILE
     if folder.exists() and not folder.is_dir():
         raise BuildError(f"--output {folder} is a file, not a folder")
-    if marker.is_file():
+    if refuse_link(marker).is_file():
+        refuse_links_below(folder)  # every file and folder of a build folder is the build's own
         return folder
     if folder.is_dir() and any(folder.iterdir()):
         raise BuildError(

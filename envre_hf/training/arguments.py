@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 from transformers import TrainingArguments
 
+from ..http import remember_secret
 from .consistency import PCR_FORMS, RCR_REDUCTIONS
 from .presets import get_preset
 
@@ -130,6 +133,9 @@ class EVRTTrainingArguments(TrainingArguments):
                 setattr(self, name, value)
 
     def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if name.endswith("_token") and isinstance(value, str):
+                remember_secret(value)  # redacted from every error line of this process
         if self.evrt_preset:
             self._apply_preset()
         import torch
@@ -153,6 +159,22 @@ class EVRTTrainingArguments(TrainingArguments):
             raise ValueError("twin_source=prebuilt needs --twin_file (a renamed copy of the training set)")
         if self.evrt_alpha < 0 or self.evrt_beta < 0:
             raise ValueError(f"evrt_alpha and evrt_beta must be >= 0, got {self.evrt_alpha} and {self.evrt_beta}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle keeps: every ``*_token`` field cleared (``None``), as ``to_dict`` hides them, since Trainer
+        pickles the arguments into ``training_args.bin`` of every checkpoint and of ``output_dir``, which
+        ``--push_to_hub`` uploads. The token stays on this object (and on its copies) for the pushes themselves."""
+        return {name: None if name.endswith("_token") else value for name, value in self.__dict__.items()}
+
+    def __copy__(self) -> EVRTTrainingArguments:
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EVRTTrainingArguments:
+        clone = memo[id(self)] = object.__new__(type(self))
+        clone.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return clone
 
     def uses(self, term: str) -> bool:
         """True when EVRT is on and the loss term ``term`` (clp, rcr or pcr) is switched on."""

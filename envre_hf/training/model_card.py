@@ -22,7 +22,7 @@ CARD_SETTINGS = ("learning_rate", "num_train_epochs", "per_device_train_batch_si
 
 def card_settings(args: TrainingArguments) -> dict[str, Any]:
     """The EVRT switches (the fields ``args`` adds to TrainingArguments) and the main optimisation settings,
-    paths by name only."""
+    paths by name only, as ``args.to_dict()`` gives them (a ``*_token`` field hidden)."""
 
     def portable(value: Any) -> Any:
         if isinstance(value, (list, tuple)):
@@ -33,7 +33,8 @@ def card_settings(args: TrainingArguments) -> dict[str, Any]:
 
     base = {f.name for f in dataclasses.fields(TrainingArguments)} | {"remove_unused_columns"}
     names = [f.name for f in dataclasses.fields(args) if f.name not in base] + list(CARD_SETTINGS)
-    return {name: portable(getattr(args, name)) for name in names if getattr(args, name, None) is not None}
+    values = args.to_dict()
+    return {name: portable(values[name]) for name in names if values.get(name) is not None}
 
 
 def latest_scores(log_history: Sequence[dict[str, Any]], set_names: Sequence[str | None]) -> dict[str, dict]:

@@ -27,7 +27,7 @@ from ..renaming import RenamingConfig, RenamingPipeline
 from ..renaming.driver import RenamingDriver
 from ..renaming.isolation import load_excluded_names, used_names
 from .arguments import EVRTTrainingArguments
-from .checkpoints import disk_full_is_one_line, resume_checkpoint
+from .checkpoints import disk_full_is_one_line
 from .pairing import DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, OnTheFlyTwins, PrebuiltTwins
 from .pairing import check_name_isolation, fixed_twins
 from .presets import get_preset
@@ -260,17 +260,18 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         max_seq_length=data_args.max_seq_length,
     )
     trainer.add_callback(drops)
-    with disk_full_is_one_line(training_args.output_dir):  # a half-written checkpoint is skipped on resume
-        result = trainer.train(
-            resume_from_checkpoint=resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-        )
+    out = training_args.output_dir
+    # a full disk is one line naming the folder (a checkpoint's own: checkpoints.GuardedCheckpoints)
+    with disk_full_is_one_line(out, "training", "the checkpoints in it are whole"):
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     metrics: dict[str, float] = dict(result.metrics)
-    trainer.save_model()
-    trainer.save_state()
-    if eval_documents:
-        metrics.update(trainer.evaluate())
-    if trainer.is_world_process_zero():
-        write_json(Path(training_args.output_dir) / "all_results.json", metrics, ensure_ascii=True)
+    with disk_full_is_one_line(out, "the final model", "its files there may be incomplete, its checkpoints are whole"):
+        trainer.save_model()
+        trainer.save_state()
+        if eval_documents:
+            metrics.update(trainer.evaluate())
+        if trainer.is_world_process_zero():
+            write_json(Path(out) / "all_results.json", metrics, ensure_ascii=True)
     drops.flush("final evaluation")
     logging.getLogger("envre_hf.features.featurize").removeFilter(drops)  # leave the caller's logging as it was
     return metrics

@@ -24,6 +24,7 @@ from ..metrics import score_predictions
 from ..models.prediction import decode_predictions
 from .arguments import EVRTTrainingArguments
 from .callbacks import TwinEpochCallback, TwinRatesCallback
+from .checkpoints import GuardedCheckpoints
 from .consistency import group_bilinear_consistency_loss, prediction_consistency_loss, representation_consistency_loss
 from .model_card import EVAL_SCORES, run_card
 from .pairing import MIN_TWIN_RATE, DocumentFeaturesDataset, EVRTPairCollator, EVRTPairDataset, starved_twin_types
@@ -43,8 +44,9 @@ class _ScoredSet:
     user_metrics: Callable[[EvalPrediction], dict[str, float]] | None
 
 
-class EVRTTrainer(Trainer):
-    """Trainer with the EVRT objective, per-component loss logging and DocRED-F1 evaluation."""
+class EVRTTrainer(GuardedCheckpoints):
+    """Trainer with the EVRT objective, per-component loss logging and DocRED-F1 evaluation (and checkpoints
+    safe to resume from: :class:`~envre_hf.training.checkpoints.GuardedCheckpoints`)."""
 
     # compute_loss returns a per-micro-batch mean: let Trainer divide it by the accumulation steps.
     loss_is_scaled_for_ga = False

@@ -369,3 +369,26 @@ def test_envre_attribute_and_analyze_map_curves(tokenizer, hwe_docs, tmp_path, c
     assert main(["analyze", "--map-curves", str(tmp_path / "bad.json"), "--output", str(tmp_path / "fig2")]) == 2
     assert main(base + ["--model", str(tmp_path / "missing"), "--output", str(tmp_path / "o1")]) == 2
     assert "no config.json" in capsys.readouterr().err
+
+
+def test_envre_attribute_resume_never_rewrites_a_linked_records_file(tokenizer, hwe_docs, tmp_path, capsys):
+    """``attributions.jsonl`` linked to a file elsewhere: ``--resume`` would cut it at its first line that is not a
+    record and append to it; it is one line naming the link instead, and the file is left as it was."""
+    from envre_hf.cli.main import main
+
+    model = tiny_model(tokenizer, "ncrl").eval()
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    gold = write_documents(hwe_docs[:1], tmp_path / "gold.json")
+    elsewhere = tmp_path / "notes.txt"
+    elsewhere.write_text("someone's notes\nnot records\n")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / RECORDS).symlink_to(elsewhere)
+    capsys.readouterr()
+    argv = ["attribute", "--model", str(tmp_path / "model"), "--gold", str(gold), "--steps", "2", "--k-max", "5",
+            "--output", str(out), "--resume"]  # fmt: skip
+    assert main(argv) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # (a note on --train aside)
+    assert len(errors) == 1 and f"{out / RECORDS}: a symbolic link where envre writes" in errors[0]
+    assert elsewhere.read_text() == "someone's notes\nnot records\n" and not (out / "map.json").exists()

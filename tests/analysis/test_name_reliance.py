@@ -267,6 +267,22 @@ def test_the_output_folder_is_not_a_file(setup, tmp_path, capsys):
     assert "a file, expected an output folder" in _one_error_line(capsys)
 
 
+@pytest.mark.parametrize("linked", [".probe", "predictions"])
+def test_a_link_where_the_probe_writes_its_folders_is_refused(setup, tmp_path, capsys, linked):
+    """The work folder (its records appended, removed at the end) and the predictions folder are the probe's own:
+    a link at either is one line naming it, and the folder it points to is left as it was."""
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "records.jsonl").write_text("someone's\n")
+    out.mkdir()
+    (out / linked).symlink_to(elsewhere, target_is_directory=True)
+    capsys.readouterr()
+    assert envre(_probe_argv(setup, out, "--save-predictions")) == 2
+    assert f"{out / linked}: a symbolic link where envre writes" in _one_error_line(capsys)
+    assert [p.name for p in elsewhere.iterdir()] == ["records.jsonl"]
+    assert (elsewhere / "records.jsonl").read_text() == "someone's\n" and not (out / "probe.json").exists()
+
+
 def test_text_inputs_are_probed_as_the_pipeline_makes_their_documents(setup, tmp_path, capsys):
     """``envre predict``'s text inputs: each becomes the document the pipeline prepares (named by its position when
     it has no title), and probing them equals probing those documents written as DocRED; a bad one is one line."""

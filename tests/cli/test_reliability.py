@@ -223,6 +223,67 @@ def test_a_hand_edited_build_file_of_the_wrong_shape_is_one_line_and_changes_not
     assert _snapshot(out) == before and not (out / WORK_DIR).exists()
 
 
+# --------------------------------------------------------------------------- links in output folders
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A folder outside the output folder, holding what a link would expose: a file and a stale-looking shard."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "test-00000-of-00002.parquet").write_bytes(b"someone else's")
+    (elsewhere / "mine.txt").write_text("keep me")
+    return elsewhere
+
+
+@pytest.mark.parametrize("linked", ["data", "statistics.json", "data/test-00000-of-00001.parquet"])
+def test_a_rebuild_never_writes_or_deletes_through_a_link_in_its_folder(linked, tmp_path, capsys):
+    """A link where the build's own folder or file goes is one line naming it; the folder it points to is left
+    exactly as it was (its stale-looking shard is not deleted), and so is the build folder."""
+    out, elsewhere = tmp_path / "env", _outside(tmp_path)
+    argv = ["build", "--input", str(SAMPLE_DOCS), "--split", "test", "--kb", "corpus", "--kb-pool", str(SAMPLE_DOCS),
+            "--output", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    target = elsewhere if linked == "data" else elsewhere / "mine.txt"
+    if linked == "data":
+        for shard in (out / "data").iterdir():
+            shard.rename(elsewhere / shard.name)
+        (out / "data").rmdir()
+    else:
+        (out / linked).unlink()
+    (out / linked).symlink_to(target)
+    before, inside = _snapshot(elsewhere), _snapshot(out)
+    capsys.readouterr()
+    assert main(argv) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"envre build: error: {out / linked}: a symbolic link where envre writes"), line
+    assert _snapshot(elsewhere) == before and _snapshot(out) == inside
+
+
+def test_record_logs_and_run_folders_refuse_a_link_and_atomic_writes_replace_one(tmp_path):
+    from envre_hf.atomic import LinkedPathError, RecordLog, load_jsonl_records, open_run_log, write_text
+
+    elsewhere = _outside(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").symlink_to(elsewhere / "mine.txt")
+    (run / "dangling.jsonl").symlink_to(elsewhere / "new.jsonl")  # appending would create the file it names
+    for name in ("records.jsonl", "dangling.jsonl"):
+        with pytest.raises(LinkedPathError) as info:
+            load_jsonl_records(run / name)
+        assert info.value.filename == str(run / name) and info.value.errno == errno.ELOOP
+        with pytest.raises(LinkedPathError):
+            RecordLog(run / name, key=str).append({"doc": 0})
+    with pytest.raises(LinkedPathError):
+        open_run_log(run, "records.jsonl", "config.json", {"a": 1}, True, ValueError)
+    assert not (run / "config.json").exists()  # refused before anything is written
+    # a file written whole (atomic_path) replaces a link at its name: the file it pointed to is untouched
+    write_text(run / "report.md", "new")
+    (run / "scores.json").symlink_to(elsewhere / "mine.txt")
+    write_text(run / "scores.json", "ours")
+    assert not (run / "scores.json").is_symlink() and (run / "scores.json").read_text() == "ours"
+    assert (elsewhere / "mine.txt").read_text() == "keep me" and not (elsewhere / "new.jsonl").exists()
+
+
 # --------------------------------------------------------------------------- documents
 
 

@@ -497,3 +497,54 @@ def test_cli_icl_old_cache_is_one_line_error(chat_server, redocred_dev, tmp_path
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # (the progress bar aside)
     assert len(err) == 1 and err[0].startswith("envre icl: error: ") and "a reply cache in another layout" in err[0]
     assert chat_server.requests == []
+
+
+def _cli_icl_argv(redocred_dev, tmp_path, base_url, out, *extra):
+    train_file = tmp_path / "train.json"
+    if not train_file.exists():
+        write_documents(redocred_dev[200:203], train_file)
+    return ["icl", "--test", str(train_file), "--train", str(train_file), "--backend", "openai", "--model", "m",
+            "--base-url", base_url, "--k", "0", "--max-docs", "1", "--output", str(out), *extra]  # fmt: skip
+
+
+def test_a_password_in_the_base_url_is_in_no_file_and_does_not_key_the_cache(chat_server, redocred_dev, tmp_path, capsys):
+    """``--base-url http://user:password@host/v1``: run_config.json, the reply cache (rows and keys) and the output
+    hold the URL without its password, so a new password keeps the cached replies."""
+    from envre_hf.cli.main import main
+
+    password, cache = "pa55-w0rd-xyz", tmp_path / "replies.sqlite"
+    with_password = chat_server.url.replace("http://", f"http://reader:{password}@")
+    assert main(_cli_icl_argv(redocred_dev, tmp_path, with_password, tmp_path / "a", "--cache", str(cache))) == 0
+    assert len(chat_server.requests) == 1
+    config = json.loads((tmp_path / "a" / "run_config.json").read_text())
+    assert config["backend"]["endpoint"] == chat_server.url.replace("http://", "http://reader@") + "/chat/completions"
+    for path in [*(tmp_path / "a").iterdir(), cache]:
+        assert password.encode() not in path.read_bytes(), path
+    with sqlite3.connect(cache) as conn:
+        assert password not in repr(conn.execute("SELECT * FROM responses").fetchall())
+    other = chat_server.url.replace("http://", "http://reader:an0ther-pass@")
+    assert main(_cli_icl_argv(redocred_dev, tmp_path, other, tmp_path / "b", "--cache", str(cache))) == 0
+    assert len(chat_server.requests) == 1  # answered from the cache
+    printed = capsys.readouterr()
+    assert password not in printed.out + printed.err
+
+
+@pytest.mark.parametrize("linked, extra", [("responses.sqlite", []), ("results.jsonl", ["--resume"]), ("results.jsonl", [])])
+def test_cli_icl_never_writes_through_a_link_in_its_output_folder(chat_server, redocred_dev, tmp_path, capsys, linked,
+                                                                   extra):  # fmt: skip
+    """A reply cache linked to a path elsewhere (SQLite would create it there), records linked to someone's file
+    (a resume would cut and append to it): one line naming the link, nothing asked, nothing written."""
+    from envre_hf.cli.main import main
+
+    out, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("someone else's file\n")
+    out.mkdir()
+    (out / linked).symlink_to(elsewhere / ("notes.txt" if linked == "results.jsonl" else "new.sqlite"))
+    capsys.readouterr()
+    assert main(_cli_icl_argv(redocred_dev, tmp_path, chat_server.url, out, *extra)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(err) == 1 and f"{out / linked}: a symbolic link where envre writes" in err[0]
+    assert [p.name for p in elsewhere.iterdir()] == ["notes.txt"] and chat_server.requests == []
+    assert (elsewhere / "notes.txt").read_text() == "someone else's file\n"
+    assert sorted(p.name for p in out.iterdir()) == [linked]

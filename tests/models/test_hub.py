@@ -95,7 +95,7 @@ def test_import_envre_hf_imports_neither_torch_nor_transformers_and_exports_the_
         from envre_hf import (EVRTTrainer, EVRTTrainingArguments, DocREConfig, ATLOPModel, KDDocREModel,
                               DocuNetModel, DocREModel, score_predictions, RenamingPipeline, Document)
         import transformers
-        print(json.dumps({"light": light, "trainer": EVRTTrainer.__mro__[1].__name__,
+        print(json.dumps({"light": light, "trainer": issubclass(EVRTTrainer, transformers.Trainer),
                           "family": DocREModel(DocREConfig(head_type="docunet", encoder={"model_type": "bert",
                               "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
                               "intermediate_size": 32, "vocab_size": 100}, emb_size=32, block_size=8)).__class__.__name__,
@@ -107,7 +107,7 @@ def test_import_envre_hf_imports_neither_torch_nor_transformers_and_exports_the_
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["light"] == []
-    assert out["trainer"] == "Trainer" and out["family"] == "DocuNetModel"
+    assert out["trainer"] is True and out["family"] == "DocuNetModel"
     assert {"EVRTTrainer", "DocREConfig", "ATLOPModel", "score_predictions", "RenamingPipeline"} <= set(out["all"])
 
 

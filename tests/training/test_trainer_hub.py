@@ -117,3 +117,6 @@ def test_push_to_hub_uploads_the_project_card(tmp_path, encoder_dir, tokenizer, 
     card = files["README.md"].decode()
     assert "fine-tuned version of" not in card and "model-index" in card and 'from_pretrained("envre/atlop-evrt-tiny"' in card
     assert {"config.json", "model.safetensors", "configuration_docre.py", "modeling_atlop.py"} <= set(files)
+    # Trainer pickles the arguments into the upload: the token is in none of its files (nor in the card)
+    assert "training_args.bin" in files and b"hub_model_id" in files["training_args.bin"]
+    assert not [name for name, data in files.items() if b"hf_trainer_token" in data]
