@@ -107,3 +107,18 @@ def test_an_output_of_another_input_is_refused(model_dir, raw_test, tmp_path, ca
     assert _predict(capsys, "--model", model_dir, "--input", tmp_path / "a.json", "--output", out)[0] == 0
     code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "b.json", "--output", out)
     assert code == 2 and "holds predictions of another input" in err
+
+
+def test_envre_predict_output_scores_with_envre_evaluate_as_the_model_does(model_dir, raw_test, tmp_path, capsys):
+    """One format family: ``envre evaluate --predictions`` reads ``envre predict``'s lines; the scores are those of
+    ``envre evaluate --model`` on the same documents (the same prediction path)."""
+    (tmp_path / "docs.json").write_text(json.dumps(raw_test))
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output", tmp_path / "p.jsonl")
+    assert code == 0, err
+    gold = ["--gold", str(tmp_path / "docs.json"), "--train", str(tmp_path / "docs.json")]
+    assert main(["evaluate", "--predictions", str(tmp_path / "p.jsonl"), *gold, "--output", str(tmp_path / "a.json")]) == 0
+    assert main(["evaluate", "--model", model_dir, *gold, "--output", str(tmp_path / "b.json")]) == 0
+    capsys.readouterr()
+    from_file, from_model = (json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json"))
+    assert from_file["num_predictions"] > 0, from_file
+    assert from_file == from_model
