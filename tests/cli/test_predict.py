@@ -122,3 +122,66 @@ def test_envre_predict_output_scores_with_envre_evaluate_as_the_model_does(model
     from_file, from_model = (json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json"))
     assert from_file["num_predictions"] > 0, from_file
     assert from_file == from_model
+
+
+def _one_error(err: str) -> str:
+    errors = [line for line in err.splitlines() if line.strip() and not line.startswith("Loading weights")]
+    assert len(errors) == 1 and errors[0].startswith("envre predict: error: ") and "Traceback" not in err, err
+    return errors[0]
+
+
+def test_the_wrong_kind_of_input_or_an_empty_one_is_named_and_nothing_is_written(model_dir, tmp_path, capsys):
+    build = tmp_path / "bench"
+    (build / "data").mkdir(parents=True)
+    (build / "data" / "test-00000-of-00001.parquet").write_bytes(b"PAR1")
+    (tmp_path / "empty.json").write_text("[]")
+    (tmp_path / "empty.jsonl").write_text("\n")
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    out = tmp_path / "out.jsonl"
+    cases = {
+        build: "an envre build folder (splits: test); envre predict reads one file",
+        build / "data" / "test-00000-of-00001.parquet": "a parquet data file",
+        model_dir: "a model folder (give it as --model)",
+        tmp_path / "empty.json": "no documents to predict",
+        tmp_path / "empty.jsonl": "no documents to predict",
+        tmp_path / "empty.txt": "no documents to predict",
+    }
+    for given, message in cases.items():
+        code, err = _predict(capsys, "--model", model_dir, "--input", given, "--output", out)
+        assert code == 2 and f"error: {given}: {message}" in _one_error(err)
+        assert not out.exists()
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "empty.json", "--output",
+                         tmp_path / "none" / "p.jsonl")
+    assert code == 2 and _one_error(err).endswith(f"--output {tmp_path / 'none' / 'p.jsonl'}: no such folder {tmp_path / 'none'}")
+
+
+def test_a_bad_first_document_leaves_no_output(model_dir, tmp_path, capsys):
+    (tmp_path / "bad.jsonl").write_text('{"text": "Obama met Clinton.", "entities": [{"mentions": [[0, 99]], "type": "PER"}]}\n')
+    out = tmp_path / "out.jsonl"
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "bad.jsonl", "--output", out)
+    assert code == 2 and "document 0: entity 0 mention 0 field 'mentions'" in _one_error(err) and not out.exists()
+
+
+def test_a_missing_ner_folder_and_an_unreachable_hub_ner_model_are_one_line_naming_it(model_dir, tmp_path, monkeypatch,
+                                                                                      capsys):
+    import socket
+    import time
+
+    import huggingface_hub.constants
+
+    (tmp_path / "notes.txt").write_text("Obama visited Paris.\n")
+    run = ("--model", model_dir, "--input", tmp_path / "notes.txt", "--output", tmp_path / "out.jsonl")
+    code, err = _predict(capsys, *run, "--ner", tmp_path / "ner-model")
+    assert code == 2 and _one_error(err).endswith(f"--ner {tmp_path / 'ner-model'}: no such folder")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{free.getsockname()[1]}"  # nothing listens there
+    monkeypatch.setenv("HF_ENDPOINT", closed)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # nothing cached
+    started = time.monotonic()
+    code, err = _predict(capsys, *run, "--ner", "someone/bert-ner")
+    elapsed = time.monotonic() - started
+    line = _one_error(err)  # one attempt: no retry lines
+    assert code == 2 and f"--ner someone/bert-ner: no such local folder, and the Hub ({closed}) cannot be reached" in line
+    assert elapsed < 15 and not (tmp_path / "out.jsonl").exists()
