@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=non_negative_int, default=None,
                         help="most relations per entity pair (default: the model's top_k; 0: no cap)")
     add_precision_arguments(parser)
+    parser.add_argument("--max-docs", type=non_negative_int, help="predict only the first N input documents")
     parser.add_argument("--batch-size", type=positive_int, default=4, help="documents per batch (default 4)")
     parser.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -118,14 +119,17 @@ def check_input_kind(path: Path) -> None:
                          "(envre probe --input reads those folders)")  # fmt: skip
 
 
-def resumed(output: Path, inputs: Iterator[tuple[str, Any]]) -> int:
+def resumed(output: Path, inputs: Iterator[tuple[str, Any]], max_docs: int | None = None) -> int:
     """How many documents ``output`` already holds (a torn last line cut), checked against the first ``inputs``,
-    which are consumed; an output of another input is refused."""
+    which are consumed; an output of another input, or of more than ``max_docs`` documents, is refused."""
     if output.is_dir():
         raise UsageError(f"--output {output}: a folder; expected a JSON Lines file name")
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: no such folder {output.parent}")
     done = load_jsonl_records(output)  # a torn last line is cut
+    if max_docs is not None and len(done) > max_docs:
+        raise UsageError(f"{output} already holds {len(done)} documents, more than --max-docs {max_docs}: use a new "
+                         "--output")  # fmt: skip
     for k, record in enumerate(done):
         where, item = next(inputs, (None, None))
         if where is None or record.get("index") != k or record.get("id") != document_key(item, where):
@@ -138,11 +142,12 @@ def run(args: argparse.Namespace) -> int:
 
     path: Path = args.input
     check_input_kind(path)
-    inputs = read_inputs(path)
-    done = resumed(args.output, inputs)
+    inputs = itertools.islice(read_inputs(path), args.max_docs)
+    done = resumed(args.output, inputs, args.max_docs)
     first = next(inputs, None)
     if first is None and not done:
-        raise UsageError(f"{path}: no documents to predict (the file holds none)")
+        why = "--max-docs 0" if args.max_docs == 0 else "the file holds none"
+        raise UsageError(f"{path}: no documents to predict ({why})")
     if first is not None and is_plain_text(path) and args.ner is None:
         raise UsageError(f"{path}: plain text needs --ner MODEL to find its entities")
     ner = model_location(args.ner, "--ner") if args.ner is not None else None

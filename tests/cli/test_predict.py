@@ -185,3 +185,16 @@ def test_a_missing_ner_folder_and_an_unreachable_hub_ner_model_are_one_line_nami
     line = _one_error(err)  # one attempt: no retry lines
     assert code == 2 and f"--ner someone/bert-ner: no such local folder, and the Hub ({closed}) cannot be reached" in line
     assert elapsed < 15 and not (tmp_path / "out.jsonl").exists()
+
+
+def test_max_docs_predicts_the_first_documents_and_a_rerun_without_it_continues(model_dir, raw_test, tmp_path, capsys):
+    (tmp_path / "docs.json").write_text(json.dumps(raw_test))
+    out = tmp_path / "p.jsonl"
+    run = ("--model", model_dir, "--input", tmp_path / "docs.json", "--output", out)
+    assert _predict(capsys, *run, "--max-docs", "2")[0] == 0
+    assert [r["id"] for r in _lines(out)] == [d["title"] for d in raw_test[:2]]
+    assert _predict(capsys, *run)[0] == 0 and [r["index"] for r in _lines(out)] == [0, 1, 2, 3]
+    code, err = _predict(capsys, *run, "--max-docs", "3")
+    assert code == 2 and "already holds 4 documents, more than --max-docs 3" in _one_error(err)
+    code, err = _predict(capsys, *run[:4], "--output", tmp_path / "q.jsonl", "--max-docs", "0")
+    assert code == 2 and "no documents to predict (--max-docs 0)" in _one_error(err)
