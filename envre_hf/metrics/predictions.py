@@ -102,12 +102,12 @@ def with_relation_ids(predictions: Sequence[Any], schema: RelationSchema | None 
     prediction; so is one that is no relation of ``schema`` unless ``refuse_unknown`` is False (then it stays, a
     wrong prediction as the official scorer counts it, with a warning). A non-string ``r`` is left to the scorer."""
     schema = schema if schema is not None else docred_schema()
-    names = _by_folded_name(schema)
+    names, known = _by_folded_name(schema), schema.id2name
     out = predictions if type(predictions) is list else list(predictions)
     mapped: dict[str, str | None] = {}
     for i, pred in enumerate(out):
-        r = pred.get("r") if isinstance(pred, Mapping) else None
-        if type(r) is not str or r in schema:
+        r = pred.get("r") if type(pred) is dict or isinstance(pred, Mapping) else None
+        if type(r) is not str or r in known:
             continue
         if r not in mapped:
             ids = names.get(_fold(r), frozenset())
