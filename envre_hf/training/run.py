@@ -184,7 +184,9 @@ def build_twin_source(
     pipeline = build_corpus_pipeline(pool, excluded)
     if args.evrt_twins == "fixed":
         path = Path(args.output_dir) / "evrt_twins.json"
-        return fixed_twins(train_docs, pipeline, args.rename_seed, path, progress=args.process_index == 0)
+        twins = fixed_twins(train_docs, pipeline, args.rename_seed, path, progress=args.process_index == 0)
+        check_name_isolation(twins.all_twins(), excluded)  # twins read back from an earlier run too
+        return twins
     return OnTheFlyTwins(pipeline, base_seed=args.rename_seed)
 
 

@@ -113,10 +113,12 @@ def test_envre_predict_output_scores_with_envre_evaluate_as_the_model_does(model
     """One format family: ``envre evaluate --predictions`` reads ``envre predict``'s lines; the scores are those of
     ``envre evaluate --model`` on the same documents (the same prediction path)."""
     (tmp_path / "docs.json").write_text(json.dumps(raw_test))
-    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output", tmp_path / "p.jsonl")
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output",
+                         tmp_path / "p.jsonl")
     assert code == 0, err
     gold = ["--gold", str(tmp_path / "docs.json"), "--train", str(tmp_path / "docs.json")]
-    assert main(["evaluate", "--predictions", str(tmp_path / "p.jsonl"), *gold, "--output", str(tmp_path / "a.json")]) == 0
+    assert main(["evaluate", "--predictions", str(tmp_path / "p.jsonl"), *gold, "--output",
+                 str(tmp_path / "a.json")]) == 0
     assert main(["evaluate", "--model", model_dir, *gold, "--output", str(tmp_path / "b.json")]) == 0
     capsys.readouterr()
     from_file, from_model = (json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json"))
@@ -152,11 +154,13 @@ def test_the_wrong_kind_of_input_or_an_empty_one_is_named_and_nothing_is_written
         assert not out.exists()
     code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "empty.json", "--output",
                          tmp_path / "none" / "p.jsonl")
-    assert code == 2 and _one_error(err).endswith(f"--output {tmp_path / 'none' / 'p.jsonl'}: no such folder {tmp_path / 'none'}")
+    missing = tmp_path / "none"
+    assert code == 2 and _one_error(err).endswith(f"--output {missing / 'p.jsonl'}: no such folder {missing}")
 
 
 def test_a_bad_first_document_leaves_no_output(model_dir, tmp_path, capsys):
-    (tmp_path / "bad.jsonl").write_text('{"text": "Obama met Clinton.", "entities": [{"mentions": [[0, 99]], "type": "PER"}]}\n')
+    bad = {"text": "Obama met Clinton.", "entities": [{"mentions": [[0, 99]], "type": "PER"}]}
+    (tmp_path / "bad.jsonl").write_text(json.dumps(bad) + "\n")
     out = tmp_path / "out.jsonl"
     code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "bad.jsonl", "--output", out)
     assert code == 2 and "document 0: entity 0 mention 0 field 'mentions'" in _one_error(err) and not out.exists()
@@ -183,7 +187,8 @@ def test_a_missing_ner_folder_and_an_unreachable_hub_ner_model_are_one_line_nami
     code, err = _predict(capsys, *run, "--ner", "someone/bert-ner")
     elapsed = time.monotonic() - started
     line = _one_error(err)  # one attempt: no retry lines
-    assert code == 2 and f"--ner someone/bert-ner: no such local folder, and the Hub ({closed}) cannot be reached" in line
+    assert code == 2 and f"--ner someone/bert-ner: no such local folder, and the Hub ({closed}) cannot be reached" \
+        in line
     assert elapsed < 15 and not (tmp_path / "out.jsonl").exists()
 
 

@@ -87,3 +87,19 @@ def test_a_fresh_twin_that_breaks_isolation_stops_training(chain):
     with pytest.raises(ValueError, match=r"name isolation broken: training twin .* a name of the evaluation"):
         for doc in docs[:6]:
             leaky.twin(doc, 0)
+
+
+def test_fixed_twins_read_back_from_an_earlier_run_without_isolation_are_refused(chain, tmp_path):
+    """A rerun into an output folder whose evrt_twins.json was made without --exclude_names_from stops."""
+    from envre_hf.training.pairing import fixed_twins
+    from envre_hf.training.run import build_corpus_pipeline, build_twin_source
+
+    root, pool = chain
+    docs = read_documents(pool)
+    open_twins = fixed_twins(docs[:6], build_corpus_pipeline(docs), 0, progress=False).all_twins()
+    write_documents(open_twins, tmp_path / "evrt_twins.json")
+    args = tiny_training_args(tmp_path, exclude_names_from=[str(root / "bench")])
+    with pytest.raises(ValueError, match="name isolation broken: training twin"):
+        build_twin_source(args, docs[:6], default_pool=docs)
+    (tmp_path / "evrt_twins.json").unlink()  # made afresh, with isolation: accepted
+    assert len(build_twin_source(args, docs[:6], default_pool=docs).all_twins()) == 6
