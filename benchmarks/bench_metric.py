@@ -55,8 +55,8 @@ def step(name, fn):
     value = fn()
     steps[name] = time.process_time() - start
     return value
-index = step("read + index gold", lambda: gold_index(_documents(gold)))
-facts = step("read train + facts", lambda: train_facts(_documents(train)))
+index = step("read + index gold", lambda: gold_index(_documents(gold, None, "gold_split")))
+facts = step("read train + facts", lambda: train_facts(_documents(train, None, "train_split")))
 preds = step("read predictions", lambda: read_predictions(pred))
 scores = step("score", lambda: score_predictions(preds, index, facts))
 print(json.dumps([steps, {k: getattr(scores, k) for k in ("f1", "ign_f1", "evidence_f1")}]))

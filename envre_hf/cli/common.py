@@ -54,8 +54,9 @@ def existing_path(text: str) -> Path:
     return path
 
 
-def model_location(value: str | os.PathLike) -> str:
-    """``value`` when it is a local folder or a Hub id the Hub has (or the Hub cache holds: its snapshot folder).
+def model_location(value: str | os.PathLike, what: str = "model") -> str:
+    """``value`` when it is a local folder or a Hub id the Hub has (or the Hub cache holds: its snapshot folder);
+    ``what`` names it in the errors (``--ner``).
 
     A Hub id is checked with one request of a few seconds rather than transformers' minute of retries; with
     ``HF_HUB_OFFLINE=1`` or no Hub in reach, only what the Hub cache holds is accepted.
@@ -64,26 +65,26 @@ def model_location(value: str | os.PathLike) -> str:
     path = Path(text).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise UsageError(f"model {text}: expected a model folder (config.json, model.safetensors), got a file")
+            raise UsageError(f"{what} {text}: expected a model folder (config.json, model.safetensors), got a file")
         if (path / "config.json").is_file():  # transformers' own reading of it names no file
             from ..documents.io import read_json  # lazy: start-up time
 
             read_json(path / "config.json")
         return str(path)
     if _looks_like_path(text):
-        raise UsageError(f"model {text}: no such folder")
+        raise UsageError(f"{what} {text}: no such folder")
     from huggingface_hub import try_to_load_from_cache  # lazy: start-up time
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
         validate_repo_id(text)
     except HFValidationError:
-        raise UsageError(f"model {text}: no such folder, and not a Hub model id (owner/name)") from None
+        raise UsageError(f"{what} {text}: no such folder, and not a Hub model id (owner/name)") from None
     cached = try_to_load_from_cache(text, "config.json")
     snapshot = os.path.dirname(cached) if isinstance(cached, str) else None
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         if snapshot is None:
-            raise UsageError(f"model {text}: no such local folder, and HF_HUB_OFFLINE is set (no Hub download)")
+            raise UsageError(f"{what} {text}: no such local folder, and HF_HUB_OFFLINE is set (no Hub download)")
         return snapshot
     from ..hub_client import configure_hub  # lazy: only a Hub model needs the Hub client
 
@@ -93,7 +94,7 @@ def model_location(value: str | os.PathLike) -> str:
         return text
     if snapshot is not None:
         return snapshot  # no Hub answer: the cached copy, without transformers' retries
-    raise UsageError(f"model {text}: no such local folder, and {problem}")
+    raise UsageError(f"{what} {text}: no such local folder, and {problem}")
 
 
 def _looks_like_path(text: str) -> bool:

@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--details", action="store_true", help="print the per-relation and per-entity-count tables too (default: only in --output)"
     )
     preds = parser.add_argument_group("scoring a prediction file")
-    preds.add_argument("--predictions", type=existing_path, help="official-format predictions (JSON list or .jsonl)")
+    preds.add_argument("--predictions", type=existing_path,
+                       help="official-format predictions (JSON list or .jsonl), or envre predict's output")
     preds.add_argument(
         "--allow-unknown-documents",
         action="store_true",
@@ -146,8 +147,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_predictions(args: argparse.Namespace) -> int:
-    """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
+    """Score a prediction file (official rows or ``envre predict``'s output) against ``--gold`` (Ign against
+    ``--train``); a score of 0 is explained on stderr when the counts tell why."""
     from ..metrics import score_files  # lazy: start-up time
+    from ..metrics.predictions import zero_score_reason  # lazy: start-up time
 
     gold, unknown = args.gold, args.allow_unknown_documents
     if args.max_docs is not None:
@@ -155,6 +158,9 @@ def run_predictions(args: argparse.Namespace) -> int:
     splits = {"gold_split": gold_split(args, args.predictions), "train_split": train_split(args)}
     scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown, **splits)
     emit(scores.to_dict(), args)
+    reason = zero_score_reason(scores)
+    if reason is not None:
+        print(f"envre evaluate: note: F1 is 0: {reason}", file=sys.stderr)
     return 0
 
 

@@ -13,6 +13,8 @@ field, exit status 2; the documents before it are written.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=non_negative_int, default=None,
                         help="most relations per entity pair (default: the model's top_k; 0: no cap)")
     add_precision_arguments(parser)
+    parser.add_argument("--max-docs", type=non_negative_int, help="predict only the first N input documents")
     parser.add_argument("--batch-size", type=positive_int, default=4, help="documents per batch (default 4)")
     parser.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -95,23 +98,77 @@ def document_key(item: Any, where: str) -> str:
     return where
 
 
-def run(args: argparse.Namespace) -> int:
-    from tqdm.auto import tqdm  # lazy: start-up time
+def check_input_kind(path: Path) -> None:
+    """Refuse an ``--input`` that is no document file, naming what it is (a build, dataset or model folder, a
+    Parquet shard) and what reads it, before anything is loaded."""
+    wanted = "envre predict reads one file: DocRED .json / .jsonl documents, a .jsonl of texts, or plain text"
+    if path.is_dir():
+        from ..documents.build_folder import STATISTICS_FILE, build_splits  # lazy: start-up time
 
-    from ..models.pipeline_docre import DocREPipeline  # lazy: start-up time (torch)
-    from ..models.prediction import load_for_inference  # lazy: start-up time
+        splits = build_splits(path)
+        if splits or (path / STATISTICS_FILE).is_file():
+            raise UsageError(f"{path}: an envre build folder (splits: {', '.join(splits) or 'none'}); {wanted} "
+                             "(envre probe --input and envre evaluate --gold read build folders)")  # fmt: skip
+        if (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file():
+            raise UsageError(f"{path}: a saved dataset folder; {wanted} (envre probe --input reads dataset folders)")
+        if (path / "config.json").is_file():
+            raise UsageError(f"{path}: a model folder (give it as --model); {wanted}")
+        raise UsageError(f"{path}: a folder; {wanted}")
+    if path.name.lower().endswith((".parquet", ".arrow")):
+        raise UsageError(f"{path}: a {path.suffix[1:]} data file (of a build or dataset folder?); {wanted} "
+                         "(envre probe --input reads those folders)")  # fmt: skip
 
-    path: Path = args.input
-    done = load_jsonl_records(args.output)  # a torn last line is cut
-    inputs = read_inputs(path)
+
+def resumed(output: Path, inputs: Iterator[tuple[str, Any]], max_docs: int | None = None) -> int:
+    """How many documents ``output`` already holds (a torn last line cut), checked against the first ``inputs``,
+    which are consumed; an output of another input, or of more than ``max_docs`` documents, is refused."""
+    if output.is_dir():
+        raise UsageError(f"--output {output}: a folder; expected a JSON Lines file name")
+    if not output.parent.is_dir():
+        raise UsageError(f"--output {output}: no such folder {output.parent}")
+    done = load_jsonl_records(output)  # a torn last line is cut
+    if max_docs is not None and len(done) > max_docs:
+        raise UsageError(f"{output} already holds {len(done)} documents, more than --max-docs {max_docs}: use a new "
+                         "--output")  # fmt: skip
     for k, record in enumerate(done):
         where, item = next(inputs, (None, None))
         if where is None or record.get("index") != k or record.get("id") != document_key(item, where):
-            raise UsageError(f"{args.output} holds predictions of another input (line {k + 1}): use a new --output")
-    if is_plain_text(path) and args.ner is None:
+            raise UsageError(f"{output} holds predictions of another input (line {k + 1}): use a new --output")
+    return len(done)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..models.prediction import load_for_inference  # lazy: start-up time
+
+    path: Path = args.input
+    check_input_kind(path)
+    inputs = itertools.islice(read_inputs(path), args.max_docs)
+    done = resumed(args.output, inputs, args.max_docs)
+    first = next(inputs, None)
+    if first is None and not done:
+        why = "--max-docs 0" if args.max_docs == 0 else "the file holds none"
+        raise UsageError(f"{path}: no documents to predict ({why})")
+    if first is not None and is_plain_text(path) and args.ner is None:
         raise UsageError(f"{path}: plain text needs --ner MODEL to find its entities")
+    ner = model_location(args.ner, "--ner") if args.ner is not None else None
+    if first is None:
+        print(f"{done} documents in {args.output} (0 predicted now)")
+        return 0
     model, tokenizer = load_for_inference(model_location(args.model), args.device)
-    pipe = DocREPipeline(model=model, tokenizer=tokenizer, device=model.device, ner=args.ner, cluster=args.cluster)
+    index = predict_into(args, model, tokenizer, ner, itertools.chain([first], inputs), done)
+    print(f"{index} documents in {args.output} ({index - done} predicted now)")
+    return 0
+
+
+def predict_into(args: argparse.Namespace, model: Any, tokenizer: Any, ner: str | None,
+                 inputs: Iterator[tuple[str, Any]], done: int) -> int:
+    """Append one line per predicted document to ``--output`` (opened at the first line: a run that predicts
+    nothing writes nothing); returns how many lines it holds. A bad document stops it naming where it is."""
+    from tqdm.auto import tqdm  # lazy: start-up time
+
+    from ..models.pipeline_docre import DocREPipeline  # lazy: start-up time (torch)
+
+    pipe = DocREPipeline(model=model, tokenizer=tokenizer, device=model.device, ner=ner, cluster=args.cluster)
     fed: list[tuple[str, str]] = []
 
     def items() -> Iterator[Any]:
@@ -120,13 +177,15 @@ def run(args: argparse.Namespace) -> int:
             yield item
 
     options = {"threshold": args.threshold, "top_k": args.top_k, "autocast": precision_of(args)}
-    index = len(done)
-    with open(args.output, "a", encoding="utf-8") as out, tqdm(
-        desc="Predicting", unit="doc", initial=index, disable=args.no_progress
-    ) as bar:
+    index = done
+    with contextlib.ExitStack() as stack:
+        bar = stack.enter_context(tqdm(desc="Predicting", unit="doc", initial=index, disable=args.no_progress))
+        out = None
         try:
             for relations in pipe(items(), batch_size=args.batch_size, **options):
-                record = {"index": index, "id": fed[index - len(done)][1], "relations": relations}
+                if out is None:
+                    out = stack.enter_context(open(args.output, "a", encoding="utf-8"))
+                record = {"index": index, "id": fed[index - done][1], "relations": relations}
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 out.flush()
                 index += 1
@@ -136,6 +195,5 @@ def run(args: argparse.Namespace) -> int:
                 raise
             inner = DocumentError(err.reason, title=err.title, entity=err.entity, mention=err.mention,
                                   label=err.label, field=err.field)
-            raise DocumentError(f"{path} {fed[err.doc_index][0]}: {inner}") from None
-    print(f"{index} documents in {args.output} ({index - len(done)} predicted now)")
-    return 0
+            raise DocumentError(f"{args.input} {fed[err.doc_index][0]}: {inner}") from None
+    return index

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..documents import Document, DocumentError, read_documents
 from ..documents.build_folder import build_splits
-from ..documents.io import _is_jsonl, iter_documents, parse_json, read_text
+from ..documents.io import iter_documents
+from .predictions import in_file, prediction_file, with_relation_ids
 from .scoring import DocREScores, DocumentFields, GoldError, GoldIndex, PredictionError, TrainFacts
 from .scoring import prediction_reference, score
 
@@ -52,10 +53,13 @@ def score_predictions(
     allow_unknown_documents: bool = False,
 ) -> DocREScores:
     """:func:`~.scoring.score` (the official DocRED scorer's rules) against typed documents (``doc_id`` is matched
-    to :attr:`Document.key`), or a prebuilt :class:`GoldIndex` / :class:`TrainFacts` (no ``train``: Ign is None)."""
+    to :attr:`Document.key`), or a prebuilt :class:`GoldIndex` / :class:`TrainFacts` (no ``train``: Ign is None).
+    Relations named by name or by an id in another case are scored as their ids; any other unknown relation is
+    wrong, as officially, with a warning (:func:`~.predictions.with_relation_ids`; a file's is refused)."""
     index = gold if isinstance(gold, GoldIndex) else gold_index(gold)
     facts = train if train is None or isinstance(train, TrainFacts) else train_facts(train)
-    return score(predictions, index, facts, allow_unknown_documents=allow_unknown_documents)
+    preds = with_relation_ids(predictions, refuse_unknown=False)
+    return score(preds, index, facts, allow_unknown_documents=allow_unknown_documents)
 
 
 def score_files(
@@ -72,11 +76,11 @@ def score_files(
     other split's facts as missed)."""
     index = gold_index(_documents(gold, gold_split, "gold_split"))
     facts = None if train is None else train_facts(_documents(train, train_split, "train_split"))
-    preds = _prediction_file(Path(predictions))
+    preds = prediction_file(predictions)
     try:
         return score(preds, index, facts, allow_unknown_documents=allow_unknown_documents)
     except PredictionError as err:
-        raise _in_file(err, predictions) from None
+        raise in_file(err, predictions) from None
 
 
 def _documents(source: str | os.PathLike, split: str | None, keyword: str) -> Iterable[Document]:
@@ -89,31 +93,14 @@ def _documents(source: str | os.PathLike, split: str | None, keyword: str) -> It
     return read_documents(source, split=split)
 
 
-def _in_file(err: PredictionError, path: str | os.PathLike) -> PredictionError:
-    return PredictionError(f"{err.reason} (in {path})", index=err.index, doc=err.doc, field=err.field)
-
-
 def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The predictions of an official-format file (a JSON list, or JSON Lines; ``.gz`` too), each an object naming
-    its document (``doc_id`` / ``title`` strings); the rest is checked when scoring."""
-    preds = _prediction_file(Path(path))
+    """The predictions of a file (a JSON list, or JSON Lines; ``.gz`` too) in the official format, each an object
+    naming its document (``doc_id`` / ``title`` strings); ``envre predict``'s output is read as official rows, and
+    relation names as ids (:func:`~.predictions.prediction_file`); the rest is checked when scoring."""
+    preds = prediction_file(path)
     for i, pred in enumerate(preds):
         try:
             prediction_reference(pred, i)
         except PredictionError as err:
-            raise _in_file(err, path) from None
-    return preds
-
-
-def _prediction_file(path: Path) -> list[Any]:
-    """The items of a prediction file (the document reader's rules for UTF-8, gzip, JSON and JSON Lines)."""
-    try:
-        text = read_text(path)
-        if _is_jsonl(path):
-            return [parse_json(line, path, i + 1) for i, line in enumerate(text.splitlines()) if line.strip()]
-        preds = parse_json(text, path)
-    except DocumentError as err:
-        raise PredictionError(str(err)) from None
-    if not isinstance(preds, list):
-        raise PredictionError(f"{path}: expected a JSON list of predictions, got {type(preds).__name__}")
+            raise in_file(err, path) from None
     return preds

@@ -77,7 +77,8 @@ def write_submission(
         text = json.dumps(part, ensure_ascii=False)
         result = write_text(folder / RESULT_FILE, text)
         with atomic_path(folder / ZIP_FILE) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr(zipfile.ZipInfo(RESULT_FILE, _ZIP_TIME), text)
+            # a ZipInfo carries its own compression (stored by default), not the archive's
+            archive.writestr(zipfile.ZipInfo(RESULT_FILE, _ZIP_TIME), text, compress_type=zipfile.ZIP_DEFLATED)
         files.append(SubmissionFile(seed, result, folder / ZIP_FILE, len(part)))
     write_text(out / "README.md", _readme(files, gold_name))
     return files

@@ -173,6 +173,9 @@ def build_twin_source(
     """The twin source of ``args.twin_source``, with the evaluation names isolated; on-the-fly renaming draws from
     ``args.rename_kb_pool``, else ``default_pool`` (the whole training file), else ``train_docs``."""
     excluded = load_excluded_names(args.exclude_names_from) | extra_excluded
+    if not excluded:
+        logger.warning("EVRT twins isolated from no benchmark: pass --exclude_names_from BENCHMARK (the folder envre "
+                       "build wrote) so that they never use the names it was renamed with (docs/training.md)")
     if args.twin_source == "prebuilt":
         twins = PrebuiltTwins(train_docs, read_documents(args.twin_file), base_seed=args.rename_seed)
         check_name_isolation(twins.all_twins(), excluded)
@@ -181,7 +184,9 @@ def build_twin_source(
     pipeline = build_corpus_pipeline(pool, excluded)
     if args.evrt_twins == "fixed":
         path = Path(args.output_dir) / "evrt_twins.json"
-        return fixed_twins(train_docs, pipeline, args.rename_seed, path, progress=args.process_index == 0)
+        twins = fixed_twins(train_docs, pipeline, args.rename_seed, path, progress=args.process_index == 0)
+        check_name_isolation(twins.all_twins(), excluded)  # twins read back from an earlier run too
+        return twins
     return OnTheFlyTwins(pipeline, base_seed=args.rename_seed)
 
 

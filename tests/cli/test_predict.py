@@ -118,3 +118,99 @@ def test_an_output_that_is_a_link_is_refused_and_the_file_it_names_kept(model_di
     code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output", out)
     assert code == 2 and err.count("\n") == 1 and f"{out}: a symbolic link where envre writes" in err
     assert elsewhere.read_text() == "someone's notes, no newline at the end"
+
+
+def test_envre_predict_output_scores_with_envre_evaluate_as_the_model_does(model_dir, raw_test, tmp_path, capsys):
+    """One format family: ``envre evaluate --predictions`` reads ``envre predict``'s lines; the scores are those of
+    ``envre evaluate --model`` on the same documents (the same prediction path)."""
+    (tmp_path / "docs.json").write_text(json.dumps(raw_test))
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output",
+                         tmp_path / "p.jsonl")
+    assert code == 0, err
+    gold = ["--gold", str(tmp_path / "docs.json"), "--train", str(tmp_path / "docs.json")]
+    assert main(["evaluate", "--predictions", str(tmp_path / "p.jsonl"), *gold, "--output",
+                 str(tmp_path / "a.json")]) == 0
+    assert main(["evaluate", "--model", model_dir, *gold, "--output", str(tmp_path / "b.json")]) == 0
+    capsys.readouterr()
+    from_file, from_model = (json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json"))
+    assert from_file["num_predictions"] > 0, from_file
+    assert from_file == from_model
+
+
+def _one_error(err: str) -> str:
+    errors = [line for line in err.splitlines() if line.strip() and not line.startswith("Loading weights")]
+    assert len(errors) == 1 and errors[0].startswith("envre predict: error: ") and "Traceback" not in err, err
+    return errors[0]
+
+
+def test_the_wrong_kind_of_input_or_an_empty_one_is_named_and_nothing_is_written(model_dir, tmp_path, capsys):
+    build = tmp_path / "bench"
+    (build / "data").mkdir(parents=True)
+    (build / "data" / "test-00000-of-00001.parquet").write_bytes(b"PAR1")
+    (tmp_path / "empty.json").write_text("[]")
+    (tmp_path / "empty.jsonl").write_text("\n")
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    out = tmp_path / "out.jsonl"
+    cases = {
+        build: "an envre build folder (splits: test); envre predict reads one file",
+        build / "data" / "test-00000-of-00001.parquet": "a parquet data file",
+        model_dir: "a model folder (give it as --model)",
+        tmp_path / "empty.json": "no documents to predict",
+        tmp_path / "empty.jsonl": "no documents to predict",
+        tmp_path / "empty.txt": "no documents to predict",
+    }
+    for given, message in cases.items():
+        code, err = _predict(capsys, "--model", model_dir, "--input", given, "--output", out)
+        assert code == 2 and f"error: {given}: {message}" in _one_error(err)
+        assert not out.exists()
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "empty.json", "--output",
+                         tmp_path / "none" / "p.jsonl")
+    missing = tmp_path / "none"
+    assert code == 2 and _one_error(err).endswith(f"--output {missing / 'p.jsonl'}: no such folder {missing}")
+
+
+def test_a_bad_first_document_leaves_no_output(model_dir, tmp_path, capsys):
+    bad = {"text": "Obama met Clinton.", "entities": [{"mentions": [[0, 99]], "type": "PER"}]}
+    (tmp_path / "bad.jsonl").write_text(json.dumps(bad) + "\n")
+    out = tmp_path / "out.jsonl"
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "bad.jsonl", "--output", out)
+    assert code == 2 and "document 0: entity 0 mention 0 field 'mentions'" in _one_error(err) and not out.exists()
+
+
+def test_a_missing_ner_folder_and_an_unreachable_hub_ner_model_are_one_line_naming_it(model_dir, tmp_path, monkeypatch,
+                                                                                      capsys):
+    import socket
+    import time
+
+    import huggingface_hub.constants
+
+    (tmp_path / "notes.txt").write_text("Obama visited Paris.\n")
+    run = ("--model", model_dir, "--input", tmp_path / "notes.txt", "--output", tmp_path / "out.jsonl")
+    code, err = _predict(capsys, *run, "--ner", tmp_path / "ner-model")
+    assert code == 2 and _one_error(err).endswith(f"--ner {tmp_path / 'ner-model'}: no such folder")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{free.getsockname()[1]}"  # nothing listens there
+    monkeypatch.setenv("HF_ENDPOINT", closed)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # nothing cached
+    started = time.monotonic()
+    code, err = _predict(capsys, *run, "--ner", "someone/bert-ner")
+    elapsed = time.monotonic() - started
+    line = _one_error(err)  # one attempt: no retry lines
+    assert code == 2 and f"--ner someone/bert-ner: no such local folder, and the Hub ({closed}) cannot be reached" \
+        in line
+    assert elapsed < 15 and not (tmp_path / "out.jsonl").exists()
+
+
+def test_max_docs_predicts_the_first_documents_and_a_rerun_without_it_continues(model_dir, raw_test, tmp_path, capsys):
+    (tmp_path / "docs.json").write_text(json.dumps(raw_test))
+    out = tmp_path / "p.jsonl"
+    run = ("--model", model_dir, "--input", tmp_path / "docs.json", "--output", out)
+    assert _predict(capsys, *run, "--max-docs", "2")[0] == 0
+    assert [r["id"] for r in _lines(out)] == [d["title"] for d in raw_test[:2]]
+    assert _predict(capsys, *run)[0] == 0 and [r["index"] for r in _lines(out)] == [0, 1, 2, 3]
+    code, err = _predict(capsys, *run, "--max-docs", "3")
+    assert code == 2 and "already holds 4 documents, more than --max-docs 3" in _one_error(err)
+    code, err = _predict(capsys, *run[:4], "--output", tmp_path / "q.jsonl", "--max-docs", "0")
+    assert code == 2 and "no documents to predict (--max-docs 0)" in _one_error(err)

@@ -49,6 +49,8 @@ def test_each_seed_file_scores_on_the_leaderboard_as_envre_scores_it(redocred_te
         assert rows and all(list(row) == ["title", "h_idx", "t_idx", "r", "evidence"] for row in rows)
         with zipfile.ZipFile(f.zip) as archive:
             assert archive.namelist() == ["result.json"] and archive.read("result.json") == f.result.read_bytes()
+            info = archive.getinfo("result.json")
+        assert info.compress_type == zipfile.ZIP_DEFLATED and f.zip.stat().st_size < f.result.stat().st_size / 5
         theirs = released_scores(rows, tmp_path / "gold.json", tmp_path / "train.json", tmp_path, relations)
         mine = [p for p in predictions if p["doc_id"].endswith(f"#{f.seed}")]
         ours = score_predictions(mine, [d for d in copies if d.seed == f.seed], facts)
