@@ -44,6 +44,9 @@ class TripleExtractor(Protocol):
 #: How a system maps a document to triples: (the document, its original) -> triples; the original is the document
 #: itself, or the one a renamed copy was made from (an LLM draws the same demonstrations for both).
 DocumentExtractor = Callable[[Document, Document], Iterable[Mapping[str, Any]]]
+#: (a document, its original), and the official-format rows predicted on one document.
+Pair = tuple[Document, Document]
+Rows = list[dict[str, Any]]
 
 
 class ExtractorError(ValueError):
@@ -61,7 +64,8 @@ def load_extractor(spec: str) -> TripleExtractor:
     except ExtractorError:
         raise
     except Exception as err:  # noqa: BLE001 - whatever the user's module raises while it is imported
-        raise ExtractorError(f"extractor {spec}: cannot import {module_name} ({type(err).__name__}: {_line(err)})") from None
+        problem = f"{type(err).__name__}: {_line(err)}"
+        raise ExtractorError(f"extractor {spec}: cannot import {module_name} ({problem})") from None
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):
@@ -110,7 +114,7 @@ def check_triples(name: str, doc: Document, triples: Any, schema: RelationSchema
     for n, triple in enumerate(triples):
         if not isinstance(triple, Mapping):
             raise fail(f"triple {n} is a {type(triple).__name__}, expected a dict with h_idx, t_idx, r")
-        h, t = (_index(triple, field_name, doc.num_entities, lambda p: fail(f"triple {n}: {p}")) for field_name in ("h_idx", "t_idx"))
+        h, t = (_index(triple, end, doc.num_entities, lambda p: fail(f"triple {n}: {p}")) for end in ("h_idx", "t_idx"))
         r = triple.get("r")
         if r not in schema:
             raise fail(f"triple {n}: unknown relation id {r!r} (expected a DocRED relation id such as 'P17')")
@@ -157,7 +161,11 @@ class ExtractorSystem:
     @classmethod
     def from_callable(cls, function: TripleExtractor, name: str, concurrency: int = 1) -> ExtractorSystem:
         """A :class:`TripleExtractor` (it reads :func:`extractor_input`), known by ``name`` (``module:function``)."""
-        return cls(name, lambda doc, original: function(extractor_input(doc)), {"extractor": name}, concurrency=concurrency)
+
+        def extract(doc: Document, original: Document) -> Iterable[Mapping[str, Any]]:
+            return function(extractor_input(doc))  # the original plays no part: a function reads one document
+
+        return cls(name, extract, {"extractor": name}, concurrency=concurrency)
 
     def predict_one(self, doc: Document, original: Document) -> list[dict[str, Any]]:
         """``doc``'s checked rows; any failure is an :class:`ExtractorError` naming the extractor and the document."""
@@ -166,9 +174,10 @@ class ExtractorSystem:
         except ExtractorError:
             raise
         except Exception as err:  # noqa: BLE001 - the extractor's own failure, named with its document
-            raise ExtractorError(f"extractor {self.name}: document {doc.key!r}: {type(err).__name__}: {_line(err)}") from err
+            problem = f"{type(err).__name__}: {_line(err)}"
+            raise ExtractorError(f"extractor {self.name}: document {doc.key!r}: {problem}") from err
 
-    def predict(self, units: Sequence[tuple[Document, Document]], progress: bool = True) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    def predict(self, units: Sequence[Pair], progress: bool = True) -> Iterator[tuple[int, Rows]]:
         """(position in ``units``, rows) of each (document, original) as it is done, in any order; after a failure
         the documents in flight finish (and are yielded), the rest are not started, and the error is raised."""
         bar = tqdm(total=len(units), desc=f"Probing {self.name}", unit="doc", disable=not progress)
@@ -182,7 +191,7 @@ class ExtractorSystem:
         finally:
             bar.close()
 
-    def _concurrently(self, units: Sequence[tuple[Document, Document]], bar: Any) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    def _concurrently(self, units: Sequence[Pair], bar: Any) -> Iterator[tuple[int, Rows]]:
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="envre-probe")
         futures: dict[Future, int] = {pool.submit(self.predict_one, *unit): n for n, unit in enumerate(units)}
         error: BaseException | None = None

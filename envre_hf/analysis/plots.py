@@ -63,7 +63,9 @@ def plot_flip_rates(rates: Mapping[str, float | None], path: str | os.PathLike, 
     return Path(path)
 
 
-def plot_systems(systems: Mapping[str, Mapping[str, float | None]], path: str | os.PathLike, title: str | None = None) -> Path:
+def plot_systems(
+    systems: Mapping[str, Mapping[str, float | None]], path: str | os.PathLike, title: str | None = None
+) -> Path:
     """``envre probe --compare``: per system (a row group), one bar per measure it has (%), in the order given."""
     measures = list(dict.fromkeys(m for values in systems.values() for m in values))
     height = 0.8 / max(len(measures), 1)
@@ -72,7 +74,8 @@ def plot_systems(systems: Mapping[str, Mapping[str, float | None]], path: str | 
         for j, measure in enumerate(measures):
             rows = [(i, systems[name].get(measure)) for i, name in enumerate(names)]
             rows = [(i, value) for i, value in rows if value is not None]
-            ax.barh([i + j * height for i, _ in rows], [100 * value for _, value in rows], height, label=measure, color=f"C{j}")
+            positions, values = [i + j * height for i, _ in rows], [100 * value for _, value in rows]
+            ax.barh(positions, values, height, label=measure, color=f"C{j}")
         ax.set_yticks([i + height * (len(measures) - 1) / 2 for i in range(len(names))], names)
         ax.invert_yaxis()
         ax.set_xlabel("%")

@@ -85,7 +85,8 @@ def system_row(folder: str | os.PathLike, probe: dict[str, Any]) -> SystemRow:
     summary = probe["summary"]
     dataset = portable_name(settings["input"]) if settings.get("input") else "documents"
     # two sets, two dataset names (model-index groups results by dataset): the documents and their copies
-    scores = {dataset: original, f"{dataset}, {probe['copies']} renamed copies": {**renamed, **{k: summary[k] for k in PROBE_METRICS}}}
+    copies = {**renamed, **{k: summary[k] for k in PROBE_METRICS}}
+    scores = {dataset: original, f"{dataset}, {probe['copies']} renamed copies": copies}
     results = index_results(scores, metrics={**INDEX_METRICS, **PROBE_METRICS})
     return SystemRow(
         system=str(name),
@@ -100,7 +101,8 @@ def system_row(folder: str | os.PathLike, probe: dict[str, Any]) -> SystemRow:
         f1=original.get("f1"),
         renamed_f1=renamed.get("f1"),
         model_index=eval_results_to_model_index(portable_name(str(name)), results),
-        inputs={key: settings.get(key) for key in _SAME} | {"documents": probe["documents"], "seeds": probe.get("seeds")},
+        inputs={**{key: settings.get(key) for key in _SAME}, "documents": probe["documents"],
+                "seeds": probe.get("seeds")},
     )
 
 
@@ -144,7 +146,8 @@ def compare_probes(folders: Sequence[str | os.PathLike], output_dir: str | os.Pa
     if out.exists() and not out.is_dir():
         raise ProbeError(f"{out}: a file, expected an output folder")
     comparison = ProbeComparison(rows, comparable=len({json.dumps(row.inputs, sort_keys=True) for row in rows}) <= 1)
-    labels = [row.system if [r.system for r in rows].count(row.system) == 1 else f"{row.system} [{row.run}]" for row in rows]
+    names = [row.system for row in rows]
+    labels = [row.system if names.count(row.system) == 1 else f"{row.system} [{row.run}]" for row in rows]
     measures = {
         label: {name: value for name, value in (("flip rate", row.flip_rate), ("name reliance", row.name_reliance),
                                                 ("F1", row.f1), ("renamed F1", row.renamed_f1)) if value is not None}

@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--compare", nargs="+", type=existing_path, metavar="DIR",
-        help="instead of probing: set finished probe output folders side by side (table, plot, model-index) in --output",
+        help="instead of probing: set finished probe output folders side by side (table, plot, model-index) in "
+        "--output",
     )  # fmt: skip
     parser.add_argument(
         "--input",
@@ -135,18 +136,20 @@ def probed_kind(args: argparse.Namespace) -> str:
     if args.compare:
         given = [flag for flag in ("input", "model", "extractor", "backend", "kb") if getattr(args, flag) is not None]
         if given:
-            raise UsageError(f"--compare reads finished probe folders: it takes no {', '.join('--' + g for g in given)}")
+            flags = ", ".join("--" + g for g in given)
+            raise UsageError(f"--compare reads finished probe folders: it takes no {flags}")
         return "compare"
     missing = [flag for flag in ("input", "kb") if getattr(args, flag) is None]
     if missing:
-        raise UsageError(f"the following arguments are required: {', '.join('--' + m for m in missing)} (or --compare DIR ...)")
+        flags = ", ".join("--" + m for m in missing)
+        raise UsageError(f"the following arguments are required: {flags} (or --compare DIR ...)")
     if args.extractor is not None:
         if args.model is not None or args.backend is not None:
             raise UsageError("--extractor probes a Python function: give no --model or --backend with it")
         kind = "extractor"
     elif args.backend is not None:
         if args.model is None:
-            raise UsageError("--backend needs --model: the LLM's name at the endpoint, or a local model's path or Hub id")
+            raise UsageError("--backend needs --model: the LLM's name at the endpoint, or a local model (path, Hub id)")
         kind = "llm"
     elif args.model is not None:
         kind = "model"

@@ -33,8 +33,9 @@ def files(tmp_path_factory, redocred_test, redocred_dev):
 
 
 def _argv(root: Path, output: Path, *system: str, copies: int = 3) -> list[str]:
-    return ["probe", *system, "--input", str(root / "test.json"), "--kb", "corpus", "--kb-pool", str(root / "pool.json"),
-            "--train", str(root / "train.json"), "--copies", str(copies), "--output", str(output), "--no-progress"]  # fmt: skip
+    return ["probe", *system, "--input", str(root / "test.json"), "--kb", "corpus", "--kb-pool",
+            str(root / "pool.json"), "--train", str(root / "train.json"), "--copies", str(copies),
+            "--output", str(output), "--no-progress"]  # fmt: skip
 
 
 def _probe(output: Path) -> dict:
@@ -142,7 +143,8 @@ def test_check_triples_keeps_the_contract_in_one_place(redocred_test):
 
     doc = redocred_test[0]
     triples = (t for t in [{"h_idx": 1, "t_idx": 0, "r": "P17"}, {"h_idx": 1, "t_idx": 0, "r": "P17", "score": 2}])
-    assert check_triples("x", doc, triples) == [{"title": doc.title, "h_idx": 1, "t_idx": 0, "r": "P17", "evidence": []}]
+    expected = {"title": doc.title, "h_idx": 1, "t_idx": 0, "r": "P17", "evidence": []}
+    assert check_triples("x", doc, triples) == [expected]  # a repeated fact is kept once
     assert check_triples("x", doc, [{"h_idx": 0, "t_idx": 1, "r": "P17", "score": 1}])[0]["score"] == 1.0
     for bad, problem in [([{"h_idx": True, "t_idx": 1, "r": "P17"}], "h_idx True is not an entity index"),
                          ([{"h_idx": 0, "t_idx": 0, "r": "P17"}], "both 0"),
@@ -159,9 +161,8 @@ def _answer_by_names(body: dict) -> str:
     """The test document's entity list (``N: name (TYPE)``) in, triples of the name pairs a checksum picks out."""
     test_block = body["messages"][0]["content"].rsplit("Test document", 1)[1]
     names = re.findall(r"^(\d+): (.*) \(\w+\)$", test_block.split("Entities:", 1)[1], re.M)[:6]
-    return "\n".join(
-        f"<{h}; country; {t}>" for h, a in names for t, b in names if h != t and zlib.crc32(f"{a}|{b}".encode()) % 3 == 0
-    ) or "None"
+    picked = [(h, t) for h, a in names for t, b in names if h != t and zlib.crc32(f"{a}|{b}".encode()) % 3 == 0]
+    return "\n".join(f"<{h}; country; {t}>" for h, t in picked) or "None"
 
 
 @pytest.fixture
@@ -219,7 +220,8 @@ def test_a_copy_is_prompted_with_its_originals_demonstrations(redocred_test, red
     builder = PromptBuilder(redocred_dev[:30], PromptConfig(k=2))
     for doc, (copy,) in zip(docs, copies):
         assert builder.build(copy, draw_for=doc).demonstrations == builder.build(doc).demonstrations
-    assert any(builder.build(copy).demonstrations != builder.build(doc).demonstrations for doc, (copy,) in zip(docs, copies))
+    own_draws = [builder.build(c).demonstrations != builder.build(d).demonstrations for d, (c,) in zip(docs, copies)]
+    assert any(own_draws)  # without draw_for, a copy (keyed <key>#<seed>) would draw others
 
 
 # --------------------------------------------------------------------------- --compare and the options
@@ -250,8 +252,10 @@ def test_compare_sets_probes_side_by_side(files, tmp_path, capsys):
 
     (tmp_path / "empty").mkdir()
     (tmp_path / "unfinished" / ".probe").mkdir(parents=True)
-    for folder, expected in (("empty", "no probe.json, not an envre probe output folder"), ("unfinished", "unfinished probe")):
-        assert envre(["probe", "--compare", str(runs[0]), str(tmp_path / folder), "--output", str(tmp_path / "c2")]) == 2
+    not_probes = {"empty": "no probe.json, not an envre probe output folder", "unfinished": "unfinished probe"}
+    for folder, expected in not_probes.items():
+        argv = ["probe", "--compare", str(runs[0]), str(tmp_path / folder), "--output", str(tmp_path / "c2")]
+        assert envre(argv) == 2
         assert expected in one_error_line(capsys)
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "probe.json").write_text('{"summary": {}}')
