@@ -18,7 +18,9 @@ report's P / R / F1 / Ign F1 / Intra / Inter table, scored on the same predictio
 (:func:`~envre_hf.training.robustness.robustness_report`: the table ``envre evaluate --env`` prints for a build of
 the same copies).
 
-:func:`run_probe` writes ``probe.json``, ``report.md`` and ``flip_rate_by_relation.png`` (and with
+The probed system may also be an LLM or any Python extractor (:mod:`envre_hf.analysis.extractors`): anything with
+the :class:`ProbedSystem` interface goes through :func:`probe_system`; :func:`run_probe` is a DocRE model's
+(:class:`ModelSystem`). It writes ``probe.json``, ``report.md`` and ``flip_rate_by_relation.png`` (and with
 ``save_predictions`` ``predictions/original.json`` and ``predictions/seed-<s>.json``, the official result format,
 copies with their ``doc_id``) into a folder. Each document's predictions are logged as they come
 (``.probe/records.jsonl``, :class:`~envre_hf.atomic.RecordLog`), so a killed run rerun with the same

