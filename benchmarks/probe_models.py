@@ -4,7 +4,8 @@
 Runs ``envre probe --model DIR --output OUTPUT_DIR/<name> --save-predictions`` plus the options after ``--`` for each
 ``--models NAME=DIR``, checks each flip rate against ``probe_flip_rate.py``'s recomputation from the saved
 predictions, and writes every model's summary (flip rate, name reliance, new facts, survival, by sentence and by
-renamed entities, the gold table with ``--gold``) with the command to ``--results``.
+renamed entities, the gold table with ``--gold``) with the command to ``--results``; the side-by-side table is
+``envre probe --compare``'s (also in ``OUTPUT_DIR/compare``).
 
 The vanilla and EVRT models ``benchmarks/replicate.py --save-models`` keeps, on Re-DocRED test with the corpus KB
 the replication renames test with (names of its training documents excluded):
@@ -27,6 +28,7 @@ from pathlib import Path
 from _bench_common import machine
 from probe_flip_rate import check
 
+from envre_hf.analysis.probe_comparison import compare_probes
 from envre_hf.atomic import write_json
 from envre_hf.cli.main import main as envre
 
@@ -70,21 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
         "total_seconds": round(time.perf_counter() - started, 1),
     }
-    print("\n| model | facts | flip rate (%) | name reliance (%) | new facts per copy | F1 | renamed F1 |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, run in runs.items():
-        s, gold = run["summary"], run["gold"] or {}
-        f1 = [gold.get(part, {}).get("f1") for part in ("original", "renamed")]
-        print(f"| {name} | {s['facts']} | {_pct(s['flip_rate'])} | {_pct(s['name_reliance'])} | "
-              f"{s['new_facts_per_copy']:.2f} | {_pct(f1[0])} | {_pct(f1[1])} |")  # fmt: skip
+    comparison = compare_probes([args.output_dir / name for name in runs], args.output_dir / "compare")
+    print("\n" + comparison.table())
     if args.results is not None:
         write_json(args.results, {**summary, "machine": machine()})
         print(f"\nwrote {args.results}")
     return 0
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -13,6 +14,8 @@ class ChatServer:
     def __init__(self):
         self.script: list[tuple[int, dict[str, str], str]] = []  # (status, headers, body); empty -> echo success
         self.requests: list[dict] = []
+        #: The reply's content from the request body when the script is empty (default: one fixed triple).
+        self.answer: Callable[[dict], str] = lambda body: "<1; country; 3>"
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,7 +39,7 @@ class ChatServer:
                     status, headers = 200, {}
                     payload = json.dumps(
                         {
-                            "choices": [{"message": {"role": "assistant", "content": "<1; country; 3>"}}],
+                            "choices": [{"message": {"role": "assistant", "content": server.answer(body)}}],
                             "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
                         }
                     )

@@ -227,6 +227,7 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("README.md", "export OPENAI_API_KEY"): "a placeholder for your key",
     ("README.md", "--backend openai --model gpt-4o-mini"): "needs an OpenAI-compatible endpoint",
     ("README.md", "envre probe --model runs/evrt-minilm"): _TRAINED,
+    ("README.md", "envre probe --compare runs/probe_evrt"): _TRAINED,
     ("README.md", "envre attribute --model runs/evrt-minilm"): _TRAINED,
     ("analysis.md", "--seeds 1 --output runs/env_redocred_seed0"): "time: one more benchmark build (its options and "
         "the analysis are the README's, which run)",
@@ -280,6 +281,9 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("probe.md", "--copies 5 --output runs/probe_evrt --save-predictions"): _TRAINED,
     ("probe.md", "--output runs/probe_evrt_gold"): _TRAINED,
     ("probe.md", "from envre_hf.analysis.name_reliance import run_probe"): _TRAINED,
+    ("probe.md", "--output runs/probe_gpt4o_mini"): "needs an OpenAI-compatible endpoint",
+    ("probe.md", "nli_extractor.py"): _HUB + " (an NLI model)",
+    ("probe.md", "--compare runs/probe_evrt runs/probe_gpt4o_mini"): "needs the two probes above",
     ("speed.md", 'model.set_attn_implementation("eager")'): "a fragment: model is yours",
     ("speed.md", "--quantize int8"): "a fragment: runs/atlop and dev.json are yours",
     ("speed.md", "--gold dev.json --precision auto"): "a fragment: runs/atlop and dev.json are yours",

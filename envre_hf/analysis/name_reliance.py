@@ -18,7 +18,9 @@ report's P / R / F1 / Ign F1 / Intra / Inter table, scored on the same predictio
 (:func:`~envre_hf.analysis.robustness.robustness_report`: the table ``envre evaluate --env`` prints for a build of
 the same copies).
 
-:func:`run_probe` writes ``probe.json``, ``report.md`` and ``flip_rate_by_relation.png`` (and with
+The probed system may also be an LLM or any Python extractor (:mod:`envre_hf.analysis.extractors`): anything with
+the :class:`ProbedSystem` interface goes through :func:`probe_system`; :func:`run_probe` is a DocRE model's
+(:class:`ModelSystem`). It writes ``probe.json``, ``report.md`` and ``flip_rate_by_relation.png`` (and with
 ``save_predictions`` ``predictions/original.json`` and ``predictions/seed-<s>.json``, the official result format,
 copies with their ``doc_id``) into a folder. Each document's predictions are logged as they come
 (``.probe/records.jsonl``, :class:`~envre_hf.atomic.RecordLog`), so a killed run rerun with the same
@@ -32,10 +34,10 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..atomic import RecordLog, refuse_link, write_json, write_text
 from ..documents import Document, DocumentError, docred_schema
@@ -448,7 +450,7 @@ def _is_probe_record(record: Any) -> bool:
     )
 
 
-def _claim_output(output: Path, overwrite: bool) -> None:
+def claim_output(output: Path, overwrite: bool) -> None:
     """Refuse a file, a link where the probe's own folders go, or a finished probe unless ``overwrite`` (which also
     drops an unfinished one)."""
     if output.exists() and not output.is_dir():
@@ -485,9 +487,76 @@ def _open_work(output: Path, manifest: dict[str, Any]) -> RecordLog:
     return log
 
 
+class ProbedSystem(Protocol):
+    """What the probe needs of the system it probes: a DocRE model (:class:`ModelSystem`), a Python extractor or an
+    LLM (:class:`~envre_hf.analysis.extractors.ExtractorSystem`)."""
+
+    #: ``"model"``, ``"extractor"`` or ``"llm"``, and a name for reports (``probe.json`` settings, ``--compare``).
+    kind: str
+    name: str
+
+    @property
+    def identity(self) -> Mapping[str, Any]:
+        """What its predictions depend on besides the documents (part of the work folder's fingerprint)."""
+        ...
+
+    def predict(
+        self, units: Sequence[tuple[Document, Document]], progress: bool = True
+    ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        """(position in ``units``, official-format rows) of each (document, its original), in any order."""
+        ...
+
+
+@dataclass
+class ModelSystem:
+    """A DocRE model of the library, predicting the documents in batches (:func:`iter_decoded`)."""
+
+    model: Any
+    tokenizer: Any
+    batch_size: int = 4
+    top_k: int | None = None
+    autocast: str | None = None
+    kind: str = "model"
+
+    @property
+    def name(self) -> str:
+        return getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"model": model_digest(self.model), "top_k": self.top_k, "autocast": self.autocast}
+
+    def predict(
+        self, units: Sequence[tuple[Document, Document]], progress: bool = True
+    ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        decoded = iter_decoded(
+            self.model, [doc for doc, _ in units], self.tokenizer, batch_size=self.batch_size, top_k=self.top_k,
+            progress=progress, autocast=self.autocast, buffer=8 * self.batch_size,  # records land chunk by chunk
+        )  # fmt: skip
+        for n, d in enumerate(decoded):
+            yield n, decode_predictions(d.document, d.hts, d.multi_hot)
+
+
 def run_probe(
     model: Any,
     tokenizer: Any,
+    docs: Sequence[Document],
+    pipeline: Any,
+    output_dir: str | os.PathLike,
+    *,
+    batch_size: int = 4,
+    top_k: int | None = None,
+    autocast: str | None = None,
+    **options: Any,
+) -> ProbeResult:
+    """:func:`probe_system` of a DocRE model (``batch_size``, ``top_k``, ``autocast`` as
+    :func:`~envre_hf.models.prediction.predict` takes them); ``options``: those of :func:`probe_system`."""
+    system = ModelSystem(model, tokenizer, batch_size=batch_size, top_k=top_k, autocast=autocast)
+    return probe_system(system, docs, pipeline, output_dir, **options)
+
+
+def probe_system(
+    system: ProbedSystem,
     docs: Sequence[Document],
     pipeline: Any,
     output_dir: str | os.PathLike,
@@ -500,9 +569,6 @@ def run_probe(
     save_predictions: bool = False,
     overwrite: bool = False,
     progress: bool = True,
-    batch_size: int = 4,
-    top_k: int | None = None,
-    autocast: str | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> ProbeResult:
     """Rename, predict (resumable), compare and write the outputs into ``output_dir`` (module doc).
@@ -517,31 +583,26 @@ def run_probe(
     if gold is not None:
         docs = with_gold_labels(docs, gold)  # before the work starts: a mismatch is found at once
     output = Path(output_dir)
-    _claim_output(output, overwrite)
+    claim_output(output, overwrite)
     seeds = tuple(range(copies))
     renamed = rename_copies(pipeline, docs, seeds, progress)
     units: list[tuple[Unit, Document]] = [((i, None), doc) for i, doc in enumerate(docs)]
     units += [((i, seed), renamed[i][c]) for i in range(len(docs)) for c, seed in enumerate(seeds)]
-    # What the predictions depend on: the texts read (the copies, whatever the KB made of the labels) and the model.
+    # What the predictions depend on: the texts read (the copies, whatever the KB made of the labels) and the system.
     fingerprint_of = {
         "documents": _documents_digest([doc for _, doc in units]),
-        "model": model_digest(model),
+        **system.identity,
         "seeds": list(seeds),
         "kb": pipeline.kb.snapshot_id(),
         "renaming_config": pipeline.config.fingerprint(),
-        "top_k": top_k,
-        "autocast": autocast,
     }
     fingerprint = hashlib.sha256(json.dumps(fingerprint_of, sort_keys=True).encode()).hexdigest()
     log = _open_work(output, {"format": WORK_FORMAT, "fingerprint": fingerprint, **fingerprint_of})
     try:
         todo = [(unit, doc) for unit, doc in units if unit not in log.records]
-        decoded = iter_decoded(
-            model, [doc for _, doc in todo], tokenizer, batch_size=batch_size, top_k=top_k, progress=progress,
-            autocast=autocast, buffer=8 * batch_size,  # records land chunk by chunk: a kill loses one chunk
-        )
-        for ((i, seed), doc), d in zip(todo, decoded):
-            log.append({"doc": i, "seed": seed, "key": doc.key, "predictions": decode_predictions(d.document, d.hts, d.multi_hot)})
+        for n, rows in system.predict([(doc, docs[i]) for (i, _), doc in todo], progress=progress):
+            (i, seed), doc = todo[n]
+            log.append({"doc": i, "seed": seed, "key": doc.key, "predictions": rows})
     finally:
         log.close()
     predictions = {unit: log.records[unit]["predictions"] for unit, _ in units}
@@ -551,7 +612,9 @@ def run_probe(
         copy_rows = [row for i in range(len(docs)) for seed in seeds for row in predictions[(i, seed)]]
         copy_docs = [renamed[i][c] for c in range(len(seeds)) for i in range(len(docs))]
         result.gold = robustness_report(original_rows, docs, copy_rows, copy_docs, train)
-    result.settings = {**(settings or {}), "top_k": top_k, "autocast": autocast, "fingerprint": fingerprint}
+    recorded = {k: v for k, v in fingerprint_of.items() if k in ("top_k", "autocast")}
+    result.settings = {"system": {"kind": system.kind, "name": system.name}, **(settings or {}), **recorded,
+                       "fingerprint": fingerprint}  # fmt: skip
     write_probe(result, output, predictions if save_predictions else None)
     shutil.rmtree(output / WORK_DIR)
     return result

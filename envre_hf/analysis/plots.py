@@ -63,6 +63,30 @@ def plot_flip_rates(rates: Mapping[str, float | None], path: str | os.PathLike, 
     return Path(path)
 
 
+def plot_systems(
+    systems: Mapping[str, Mapping[str, float | None]], path: str | os.PathLike, title: str | None = None
+) -> Path:
+    """``envre probe --compare``: per system (a row group), one bar per measure it has (%), in the order given."""
+    measures = list(dict.fromkeys(m for values in systems.values() for m in values))
+    height = 0.8 / max(len(measures), 1)
+    names = list(systems)
+    with _figure(path, (7, 1.4 + 0.25 * max(len(names), 1) * max(len(measures), 1))) as ax:
+        for j, measure in enumerate(measures):
+            rows = [(i, systems[name].get(measure)) for i, name in enumerate(names)]
+            rows = [(i, value) for i, value in rows if value is not None]
+            positions, values = [i + j * height for i, _ in rows], [100 * value for _, value in rows]
+            ax.barh(positions, values, height, label=measure, color=f"C{j}")
+        ax.set_yticks([i + height * (len(measures) - 1) / 2 for i in range(len(names))], names)
+        ax.invert_yaxis()
+        ax.set_xlabel("%")
+        ax.set_xlim(0, 100)
+        ax.set_title(title or "Name reliance of the probed systems", fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    return Path(path)
+
+
 @contextmanager
 def _figure(path: str | os.PathLike, figsize: tuple[float, float]) -> Iterator[Any]:
     """Axes of a new Agg figure; when the block ends, the figure is laid out and saved atomically as PNG to ``path``."""

@@ -59,15 +59,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def add_kb_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """The options :func:`make_kb` reads (``envre build``, ``envre probe``; ``envre analyze``: optional)."""
+def add_kb_arguments(
+    parser: argparse.ArgumentParser, required: bool = True, omitted: str = "entity popularity is not analysed"
+) -> None:
+    """The options :func:`make_kb` reads (``envre build``; ``envre analyze`` and ``envre probe``: optional, and
+    ``omitted`` says what its absence means)."""
     parser.add_argument(
         "--kb",
         required=required,
         choices=("wikidata", "dump", "corpus"),
         help="wikidata: Wikidata over HTTP (cached); dump: an index made by wikidata_dump.index_dump; "
         "corpus: offline KB drawn from the documents of --kb-pool"
-        + ("" if required else "; omitted: entity popularity is not analysed"),
+        + ("" if required else f"; omitted: {omitted}"),
     )
     parser.add_argument("--kb-pool", type=existing_path, help="corpus KB: DocRED-format file whose entities are the KB")
     parser.add_argument("--kb-index", type=existing_path, help="dump KB: the SQLite index of a Wikidata JSON dump")

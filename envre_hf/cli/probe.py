@@ -6,29 +6,44 @@ Example (Re-DocRED test, offline corpus KB, names of the training split kept out
         --kb-pool ../shared/data/redocred/test_revised.json --train ../shared/data/redocred/dev_revised.json \\
         --copies 5 --output runs/probe_evrt
 
-The measures and the output folder: :mod:`envre_hf.analysis.name_reliance`. A rerun of a killed probe with the same
-options continues it.
+An LLM is probed with ``--backend openai|local --model NAME`` (the prompts of ``envre icl``), any Python extractor with
+``--extractor module:function`` (:mod:`envre_hf.analysis.extractors`), and finished probes are set side by side with
+``--compare DIR ...`` (:mod:`envre_hf.analysis.probe_comparison`). The measures and the output folder:
+:mod:`envre_hf.analysis.name_reliance`. A rerun of a killed probe with the same options continues it.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from .build import add_kb_arguments, make_kb
 from ..documents import DocumentError
 from ..documents.io import read_raw_documents
 from .common import UsageError, existing_path, non_negative_int, positive_int
 from .evaluate import add_inference_arguments, load_model
+from .icl import add_llm_arguments, demonstration_renamer, make_backend
 from .predict import add_text_arguments, document_key, is_plain_text
 from .predict import read_inputs as read_text_inputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="a DocRE model folder (save_pretrained) or Hub id")
+    parser.add_argument(
+        "--model", help="a DocRE model folder (save_pretrained) or Hub id; with --backend, the LLM (see --backend)"
+    )
+    parser.add_argument(
+        "--extractor", metavar="MODULE:FUNCTION",
+        help="probe a Python extractor instead: a function taking a DocRED document dict and returning triples "
+        "(dicts with h_idx, t_idx, r, optional score); MODULE may be path/to/file.py",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compare", nargs="+", type=existing_path, metavar="DIR",
+        help="instead of probing: set finished probe output folders side by side (table, plot, model-index) in "
+        "--output",
+    )  # fmt: skip
     parser.add_argument(
         "--input",
-        required=True,
         type=existing_path,
         help="documents to probe: DocRED / Re-DocRED / Linked-DocRED JSON or .jsonl (labels not needed), an envre build "
         "folder, a save_to_disk dataset folder, or envre predict's text inputs (plain text, .jsonl of {text, entities?})",
@@ -36,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_text_arguments(parser)
     parser.add_argument("--split", help="split to read from a build or dataset folder (default: every split)")
     parser.add_argument("--max-docs", type=non_negative_int, help="probe only the first N documents")
-    add_kb_arguments(parser)
+    add_kb_arguments(parser, required=False, omitted="only with --compare")
     parser.add_argument(
         "--train",
         type=existing_path,
@@ -61,6 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace a finished or different probe in --output")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_inference_arguments(parser.add_argument_group("prediction"))
+    llm = parser.add_argument_group("an LLM as the probed system (the prompts of envre icl)")
+    llm.add_argument(
+        "--backend", choices=("openai", "local"),
+        help="probe an LLM: openai = an OpenAI-compatible endpoint (--model: its model name), local = a transformers "
+        "chat model (--model: its path or Hub id)",
+    )  # fmt: skip
+    add_llm_arguments(llm)
+    llm.add_argument(
+        "--concurrency", type=positive_int,
+        help="documents in flight at once with --backend openai (default 8) or --extractor (default 1)",
+    )  # fmt: skip
 
 
 def read_inputs(args: argparse.Namespace) -> list:
@@ -104,21 +130,77 @@ def _text_documents(args: argparse.Namespace) -> list:
     return docs
 
 
+def probed_kind(args: argparse.Namespace) -> str:
+    """What the options ask for: ``compare``, or the system probed (``model``, ``llm``, ``extractor``); a
+    contradiction is a :class:`UsageError` (one line, exit status 2)."""
+    if args.compare:
+        given = [flag for flag in ("input", "model", "extractor", "backend", "kb") if getattr(args, flag) is not None]
+        if given:
+            flags = ", ".join("--" + g for g in given)
+            raise UsageError(f"--compare reads finished probe folders: it takes no {flags}")
+        return "compare"
+    missing = [flag for flag in ("input", "kb") if getattr(args, flag) is None]
+    if missing:
+        flags = ", ".join("--" + m for m in missing)
+        raise UsageError(f"the following arguments are required: {flags} (or --compare DIR ...)")
+    if args.extractor is not None:
+        if args.model is not None or args.backend is not None:
+            raise UsageError("--extractor probes a Python function: give no --model or --backend with it")
+        kind = "extractor"
+    elif args.backend is not None:
+        if args.model is None:
+            raise UsageError("--backend needs --model: the LLM's name at the endpoint, or a local model (path, Hub id)")
+        kind = "llm"
+    elif args.model is not None:
+        kind = "model"
+    else:
+        raise UsageError("one of --model, --extractor or --backend with --model is required (or --compare DIR ...)")
+    if args.concurrency is not None and kind != "extractor" and args.backend != "openai":
+        raise UsageError("--concurrency applies to --backend openai and --extractor only")
+    if kind == "llm" and args.k > 0 and args.train is None:
+        raise UsageError(f"--backend with --k {args.k} needs --train: the demonstrations are drawn from it")
+    return kind
+
+
+def make_system(args: argparse.Namespace, kind: str, train: list | None) -> Any:
+    """The probed system of :func:`probed_kind` (a DocRE model is loaded here, an extractor imported)."""
+    from ..analysis.extractors import ExtractorSystem, load_extractor  # lazy: start-up time
+    from ..analysis.name_reliance import ModelSystem  # lazy: start-up time
+
+    if kind == "extractor":
+        return ExtractorSystem.from_callable(load_extractor(args.extractor), args.extractor, args.concurrency or 1)
+    if kind == "llm":
+        from ..icl import PromptConfig  # lazy: start-up time
+        from ..icl.probing import llm_system  # lazy: start-up time
+
+        backend = make_backend(args, args.cache or str(args.output / "responses.sqlite"))
+        config = PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed)
+        concurrency = (args.concurrency or 8) if args.backend == "openai" else 1
+        return llm_system(backend, train or [], config, demonstration_renamer(args, train or []), concurrency)
+    model, tokenizer, options = load_model(args)
+    return ModelSystem(model, tokenizer, **options)
+
+
 def run(args: argparse.Namespace) -> int:
     """Errors propagate to :func:`envre_hf.cli.main.main`, which prints them on one line (exit status 2)."""
-    from ..analysis.name_reliance import PROBE_FILE, REPORT_FILE, run_probe, with_gold_labels  # lazy: start-up time
+    from ..analysis import name_reliance as probe  # lazy: start-up time
     from ..documents import read_documents  # lazy: start-up time
     from ..renaming import RenamingConfig, RenamingPipeline, document_names  # lazy: start-up time
 
+    kind = probed_kind(args)
+    if kind == "compare":
+        return run_compare(args)
     docs = read_inputs(args)
     train = read_documents(args.train) if args.train is not None else None
     gold = read_documents(args.gold) if args.gold is not None else None
     if gold is not None:
-        with_gold_labels(docs, gold)  # a mismatch stops the run before the model is loaded
+        probe.with_gold_labels(docs, gold)  # a mismatch stops the run before the model is loaded
+    probe.claim_output(args.output, args.overwrite)  # before an LLM's reply cache is made in it
     config = RenamingConfig(exclude_names=frozenset(document_names(train or [])))
-    model, tokenizer, options = load_model(args)
+    system = make_system(args, kind, train)
     settings = {
-        "model": str(args.model),
+        "system": {"kind": kind, "name": str(args.model) if kind == "model" else system.name},
+        "model": None if args.model is None else str(args.model),
         "input": str(args.input),
         "split": args.split,
         "max_docs": args.max_docs,
@@ -128,10 +210,10 @@ def run(args: argparse.Namespace) -> int:
         "excluded_names": len(config.exclude_names),
     }
     with make_kb(args) as kb:
-        result = run_probe(
-            model, tokenizer, docs, RenamingPipeline(kb, config), args.output, copies=args.copies, gold=gold, train=train,
+        result = probe.probe_system(
+            system, docs, RenamingPipeline(kb, config), args.output, copies=args.copies, gold=gold, train=train,
             top=args.top_facts, entity_bin=args.entity_bin, save_predictions=args.save_predictions,
-            overwrite=args.overwrite, progress=not args.no_progress, settings=settings, **options,
+            overwrite=args.overwrite, progress=not args.no_progress, settings=settings,
         )  # fmt: skip
     s = result.summary
     pct = {key: "-" if s[key] is None else f"{100 * s[key]:.2f}%" for key in ("flip_rate", "name_reliance")}
@@ -141,5 +223,15 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.gold is not None:
         print(result.gold.to_markdown())
-    print(f"wrote {args.output / REPORT_FILE} and {args.output / PROBE_FILE}")
+    print(f"wrote {args.output / probe.REPORT_FILE} and {args.output / probe.PROBE_FILE}")
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """``--compare DIR ...``: the side-by-side table, plot and model-index entries in ``--output``."""
+    from ..analysis.probe_comparison import COMPARE_JSON, COMPARE_MD, MODEL_INDEX, compare_probes  # lazy: start-up time
+
+    comparison = compare_probes(args.compare, args.output)
+    print(comparison.table())
+    print(f"wrote {args.output / COMPARE_MD}, {args.output / COMPARE_JSON} and {args.output / MODEL_INDEX}")
     return 0

@@ -151,11 +151,13 @@ class PromptBuilder:
             parts.append(CONSISTENCY_GUIDANCE)
         return "\n\n".join(parts)
 
-    def build(self, test_doc: Document) -> Prompt:
-        """The prompt for ``test_doc``."""
+    def build(self, test_doc: Document, draw_for: Document | None = None) -> Prompt:
+        """The prompt for ``test_doc``, with the demonstrations drawn for ``draw_for`` (default ``test_doc``): a
+        renamed copy given its original gets the original's prompt but for the names (``envre probe``)."""
         cfg = self.config
-        titles = [t for t in (test_doc.title, test_doc.orig_title) if t]
-        demos = draw_demonstrations(self.train, cfg.k, cfg.seed, test_doc.key, titles)
+        drawn = test_doc if draw_for is None else draw_for
+        titles = [t for t in (drawn.title, drawn.orig_title) if t]
+        demos = draw_demonstrations(self.train, cfg.k, cfg.seed, drawn.key, titles)
         blocks = [self.header()]
         for i, demo in enumerate(demos, start=1):
             numbering = entity_numbering(demo)

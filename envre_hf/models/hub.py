@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,30 @@ _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 
 
 #: Scores that go into the card's ``model-index`` (as percentages), with their display names.
-_INDEX_METRICS = {"f1": "F1", "ign_f1": "Ign F1", "precision": "Precision", "recall": "Recall"}
+INDEX_METRICS = {"f1": "F1", "ign_f1": "Ign F1", "precision": "Precision", "recall": "Recall"}
+
+
+def index_results(
+    scores: Mapping[str, Mapping[str, Any]],
+    eval_datasets: Mapping[str, str] | None = None,
+    metrics: Mapping[str, str] = INDEX_METRICS,
+) -> list[EvalResult]:
+    """The card's ``model-index`` results: one per evaluation set and metric (a fraction, written as a percentage);
+    ``eval_datasets``: set name -> dataset id (default: the set name). ``envre probe --compare`` writes them too."""
+    return [
+        EvalResult(
+            task_type="relation-extraction",
+            task_name="Document-level relation extraction",
+            dataset_type=(eval_datasets or {}).get(set_name) or set_name,
+            dataset_name=set_name,
+            metric_type=key,
+            metric_name=display,
+            metric_value=round(100 * float(values[key]), 2),
+        )
+        for set_name, values in scores.items()
+        for key, display in metrics.items()
+        if isinstance(values.get(key), (int, float))
+    ]
 
 
 def _fmt(value: Any) -> str:
@@ -51,20 +75,7 @@ def model_card(
     encoder = portable_name(raw_encoder)
     base_model = encoder if _HUB_ID.fullmatch(encoder) else None
     name = model_name or f"{config.head_type}-{encoder.rsplit('/', 1)[-1]}"
-    eval_results = [
-        EvalResult(
-            task_type="relation-extraction",
-            task_name="Document-level relation extraction",
-            dataset_type=(eval_datasets or {}).get(set_name) or set_name,
-            dataset_name=set_name,
-            metric_type=key,
-            metric_name=display,
-            metric_value=round(100 * float(values[key]), 2),
-        )
-        for set_name, values in (scores or {}).items()
-        for key, display in _INDEX_METRICS.items()
-        if isinstance(values.get(key), (int, float))
-    ]
+    eval_results = index_results(scores or {}, eval_datasets)
     data = ModelCardData(
         library_name="transformers",
         license=license,

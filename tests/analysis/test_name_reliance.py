@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _probe_helpers import one_error_line
 from _training_helpers import save_tiny_encoder, small_docs, tiny_model
 from envre_hf.cli.main import main as envre
 from envre_hf.documents import read_documents, write_documents
@@ -50,14 +51,6 @@ def _probe_argv(root: Path, output: Path, *extra: str, input_name: str = "test.j
         "--kb-pool", str(root / "pool.json"), "--train", str(root / "train.json"), "--copies", "3",
         "--output", str(output), "--no-progress", *extra,
     ]  # fmt: skip
-
-
-def _one_error_line(capsys) -> str:
-    """The one line of stderr besides progress bars (transformers' "Loading weights" bar comes before the error)."""
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip() and "%|" not in line]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def _measures(probe: dict) -> dict:
@@ -204,7 +197,7 @@ def test_a_killed_probe_continues_where_it_stopped(setup, tmp_path, capsys, monk
         fh.write('{"doc": 0, "seed": 1, "predic')  # a line cut short by the kill
     capsys.readouterr()
     assert envre(_probe_argv(root, out, "--copies", "2", "--batch-size", "1")) == 2
-    assert "unfinished probe" in _one_error_line(capsys)
+    assert "unfinished probe" in one_error_line(capsys)
 
     def counted(model, docs, *args, **kwargs):
         predicted.append(len(docs))
@@ -218,7 +211,7 @@ def test_a_killed_probe_continues_where_it_stopped(setup, tmp_path, capsys, monk
 
     capsys.readouterr()
     assert envre(_probe_argv(root, out, "--batch-size", "1")) == 2
-    assert "holds a finished probe" in _one_error_line(capsys)
+    assert "holds a finished probe" in one_error_line(capsys)
     assert envre(_probe_argv(root, out, "--batch-size", "1", "--overwrite")) == 0
 
 
@@ -255,7 +248,7 @@ def test_bad_input_is_one_line_and_exit_2(setup, tmp_path, capsys, extra, expect
     argv = _probe_argv(setup, tmp_path / "out", *extra(setup, tmp_path))
     capsys.readouterr()
     assert envre(argv) == 2
-    assert expected in _one_error_line(capsys)
+    assert expected in one_error_line(capsys)
     assert not (tmp_path / "out" / "probe.json").exists()
 
 
@@ -264,7 +257,7 @@ def test_the_output_folder_is_not_a_file(setup, tmp_path, capsys):
     target.write_text("x")
     capsys.readouterr()
     assert envre(_probe_argv(setup, target)) == 2
-    assert "a file, expected an output folder" in _one_error_line(capsys)
+    assert "a file, expected an output folder" in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("linked", [".probe", "predictions"])
@@ -312,8 +305,8 @@ def test_text_inputs_are_probed_as_the_pipeline_makes_their_documents(setup, tmp
     argv[argv.index("--input") + 1] = str(tmp_path / "bad.jsonl")
     capsys.readouterr()
     assert envre(argv) == 2
-    assert "bad.jsonl document 1: entity 0 mention 0" in _one_error_line(capsys)
+    assert "bad.jsonl document 1: entity 0 mention 0" in one_error_line(capsys)
     (tmp_path / "plain.txt").write_text("Obama visited Paris.\n")
     argv[argv.index("--input") + 1] = str(tmp_path / "plain.txt")
     assert envre(argv) == 2
-    assert "plain text needs --ner" in _one_error_line(capsys)
+    assert "plain text needs --ner" in one_error_line(capsys)
