@@ -271,7 +271,7 @@ def test_a_link_where_the_probe_writes_its_folders_is_refused(setup, tmp_path, c
     (out / linked).symlink_to(elsewhere, target_is_directory=True)
     capsys.readouterr()
     assert envre(_probe_argv(setup, out, "--save-predictions")) == 2
-    assert f"{out / linked}: a symbolic link where envre writes" in _one_error_line(capsys)
+    assert f"{out / linked}: a symbolic link where envre writes" in one_error_line(capsys)
     assert [p.name for p in elsewhere.iterdir()] == ["records.jsonl"]
     assert (elsewhere / "records.jsonl").read_text() == "someone's\n" and not (out / "probe.json").exists()
 
