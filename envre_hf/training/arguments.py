@@ -113,6 +113,14 @@ class EVRTTrainingArguments(TrainingArguments):
             "faster than the encoder (ATLOP: 1e-4 head, 5e-5 encoder); default: learning_rate for all parameters."
         },
     )
+    module_learning_rates: dict[str, float] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Learning rates of named parts of the model, as JSON: parameter-name prefix -> rate (the longest "
+            "matching prefix wins), e.g. '{\"unet\": 4e-4}' as DocuNet's released script trains its U-Net; other "
+            "parameters keep learning_rate (encoder) / classifier_learning_rate (head)."
+        },
+    )
     remove_unused_columns: bool = field(
         default=False,
         metadata={"help": "Kept False: EVRT examples are nested {original, twin} dicts."},
@@ -157,6 +165,17 @@ class EVRTTrainingArguments(TrainingArguments):
                 raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
         if self.evrt and self.twin_source == "prebuilt" and not self.twin_file:
             raise ValueError("twin_source=prebuilt needs --twin_file (a renamed copy of the training set)")
+        if isinstance(self.module_learning_rates, str):
+            import json
+
+            try:
+                self.module_learning_rates = json.loads(self.module_learning_rates)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"module_learning_rates: not JSON ({exc.msg})") from None
+        rates = self.module_learning_rates or {}
+        if not isinstance(rates, dict) or not all(isinstance(k, str) and isinstance(v, (int, float)) and v >= 0
+                                                  for k, v in rates.items()):  # fmt: skip
+            raise ValueError(f"module_learning_rates must map name prefixes to rates >= 0, got {rates!r}")
         if self.evrt_alpha < 0 or self.evrt_beta < 0:
             raise ValueError(f"evrt_alpha and evrt_beta must be >= 0, got {self.evrt_alpha} and {self.evrt_beta}")
 

@@ -127,21 +127,27 @@ class EVRTTrainer(GuardedCheckpoints):
         return super()._get_train_sampler(train_dataset)
 
     def create_optimizer(self, model: torch.nn.Module | None = None):
-        """Trainer's optimizer, with the head on ``classifier_learning_rate`` when that is set."""
-        head_lr = self.args.classifier_learning_rate
-        if head_lr is None or self.optimizer is not None:
+        """Trainer's optimizer, with the head on ``classifier_learning_rate`` and named modules on their
+        ``module_learning_rates`` when those are set (the released scripts' parameter groups)."""
+        head_lr, by_module = self.args.classifier_learning_rate, self.args.module_learning_rates or {}
+        if (head_lr is None and not by_module) or self.optimizer is not None:
             return super().create_optimizer(model)
         model = self.model if model is None else model
         decay = set(self.get_decay_parameter_names(model))
-        groups: dict[tuple[bool, bool], list[torch.nn.Parameter]] = {}
+        prefixes = sorted(by_module, key=len, reverse=True)
+        groups: dict[tuple[float, bool], list[torch.nn.Parameter]] = {}
         for name, param in model.named_parameters():
             if param.requires_grad:
-                groups.setdefault((name.startswith("encoder."), name in decay), []).append(param)
+                prefix = next((p for p in prefixes if name.startswith(p)), None)
+                if prefix is not None:
+                    lr = by_module[prefix]
+                else:
+                    lr = self.args.learning_rate if name.startswith("encoder.") or head_lr is None else head_lr
+                groups.setdefault((float(lr), name in decay), []).append(param)
         optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(self.args, model)
-        lr = {True: self.args.learning_rate, False: head_lr}  # in the encoder or not
         param_groups = [
-            {"params": params, "lr": lr[in_encoder], "weight_decay": self.args.weight_decay if decays else 0.0}
-            for (in_encoder, decays), params in sorted(groups.items())
+            {"params": params, "lr": lr, "weight_decay": self.args.weight_decay if decays else 0.0}
+            for (lr, decays), params in sorted(groups.items())
         ]
         self.optimizer = optimizer_cls(param_groups, **optimizer_kwargs)
         return self.optimizer

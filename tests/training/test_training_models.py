@@ -149,6 +149,13 @@ def test_classifier_learning_rate_puts_the_head_on_its_own_rate(tmp_path, encode
         lr, wd = rate_of[id(param)]
         assert lr == (1e-4 if name.startswith("encoder.") else 3e-3), name
         assert wd == (0.01 if name in decay else 0.0), name
+    # named modules on their own rate, the longest prefix first (DocuNet's released U-Net group)
+    staged = _args(tmp_path / "m", learning_rate=1e-4, classifier_learning_rate=3e-3, max_steps=1,
+                   module_learning_rates={"head_": 5e-4, "head_extractor.bias": 7e-4})
+    trainer = _trainer(model, staged, paired_dataset(docs, redocred_dev, tokenizer), tokenizer)
+    rate_of = {id(p): g["lr"] for g in trainer.create_optimizer().param_groups for p in g["params"]}
+    assert rate_of[id(model.head_extractor.weight)] == 5e-4 and rate_of[id(model.head_extractor.bias)] == 7e-4
+    assert rate_of[id(model.tail_extractor.weight)] == 3e-3 and rate_of[id(model.encoder.pooler.dense.weight)] == 1e-4
     # without the setting, Trainer's single rate applies to everything
     plain = _trainer(tiny_model(encoder_dir, "atlop"), _args(tmp_path / "p", learning_rate=1e-4), paired_dataset(docs, redocred_dev, tokenizer), tokenizer)
     assert {g["lr"] for g in plain.create_optimizer().param_groups} == {1e-4}

@@ -37,7 +37,30 @@ def test_explicit_values_win_over_the_preset_and_unknown_presets_are_refused(tmp
     assert (args.learning_rate, args.evrt_beta, args.evrt_alpha) == (2e-5, 0.5, 1.0)
     with pytest.raises(ValueError, match="unknown evrt_preset 'bert'.*docred-bert"):
         EVRTTrainingArguments(output_dir=str(tmp_path), evrt_preset="bert")
-    assert set(PRESETS) == set(RELEASED)
+    assert set(PRESETS) == set(RELEASED) | {"kd_docre-bert", "docunet-bert"}
+
+
+@pytest.mark.parametrize("name, head_type, rates, batch, epochs, top_k", [
+    ("kd_docre-bert", "kd_docre", {"axial.": 3e-5}, 8, 50.0, 4),
+    ("docunet-bert", "docunet", {"unet.": 4e-4, "channel_projection.": 4e-4}, 4, 30.0, 3),
+])
+def test_family_presets_set_what_their_original_scripts_pass(tmp_path, name, head_type, rates, batch, epochs, top_k):
+    """tonytan48/KD-DocRE scripts/batch_bert.sh and zjunlp/DocuNet scripts/run_docred.sh, with their parameter groups
+    (KD-DocRE's axial layers at the encoder's rate, DocuNet's U-Net at its own); no EVRT unless asked."""
+    args = EVRTTrainingArguments(output_dir=str(tmp_path), evrt_preset=name)
+    assert not args.evrt and args.module_learning_rates == rates
+    assert (args.learning_rate, args.classifier_learning_rate, args.per_device_train_batch_size) == (3e-5, 1e-4, batch)
+    assert (args.num_train_epochs, args.seed, args.metric_for_best_model) == (epochs, 66, "dev_f1")
+    assert get_preset(name).model_settings() == {"head_type": head_type, "top_k": top_k}
+    assert EVRTTrainingArguments(output_dir=str(tmp_path), evrt_preset=name, evrt=True).evrt
+
+
+def test_module_learning_rates_are_json_prefixes_to_rates(tmp_path):
+    args = EVRTTrainingArguments(output_dir=str(tmp_path), module_learning_rates='{"unet": 4e-4}')
+    assert args.module_learning_rates == {"unet": 4e-4}
+    for bad in ('{"unet": -1}', "[1]", "{unet"):
+        with pytest.raises(ValueError, match="module_learning_rates"):
+            EVRTTrainingArguments(output_dir=str(tmp_path), module_learning_rates=bad)
 
 
 def test_defaults_without_preset_are_the_released_loss_forms_and_weights(tmp_path):
@@ -61,7 +84,7 @@ def test_command_line_preset_reaches_the_model(tmp_path, redocred_dev):
     assert args.learning_rate == 1e-5 and args.evrt_alpha == 0.1 and args.evrt
     model = build_model(model_args, args.evrt_preset)
     assert (model.config.head_type, model.config.ncrl_margin, model.config.top_k) == ("ncrl", 0.04, 4)
-    assert model.bilinear.bias[0].item() == 0.0  # the released start
+    assert model.config.ncrl_none_bias is None  # the released start: PyTorch's default bias
     model_args, _, args = parse_args(argv + ["--evrt_preset", "redocred-bert", "--ncrl_none_bias", "3"])
     assert build_model(model_args, args.evrt_preset).bilinear.bias[0].item() == 3.0
     model_args, _, args = parse_args(argv + ["--evrt_preset", "redocred-bert", "--head_type", "kd_docre", "--ncrl_margin", "0.1"])
