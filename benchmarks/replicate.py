@@ -12,21 +12,24 @@ twins' substitution and fallback rates, the loss components per logging step and
 rerun with the same settings skips what it already holds (resume). ``--save-models`` keeps the selected
 models (``<output-dir>/models/<run>-s<seed>``) for the probe and the attribution study.
 
-Runs (``--runs``): ``vanilla``; ``evrt`` (L_clo + L_clp + 0.1 L_rcr + 0.1 L_pcr, the released recipe:
-fixed twins, released BCE L_pcr); and ablations of it: ``evrt_sym_kl`` (the paper's symmetric-KL L_pcr),
-``evrt_clp`` (L_clp alone), ``evrt_no_pcr`` (L_clp + L_rcr), ``evrt_fresh`` (a new twin every epoch).
+Runs (``--runs``): ``vanilla``; ``evrt`` (L_clo + L_clp + 0.1 L_rcr + 0.1 L_pcr, the released recipe: fixed twins,
+released BCE L_pcr); ``evrt_<terms>`` (only those EVRT terms: ``evrt_clp``, ``evrt_rcr``, ``evrt_pcr``,
+``evrt_clp_rcr``, ``evrt_clp_pcr``, ``evrt_rcr_pcr``; with ``vanilla`` and ``evrt`` the study's Table 8);
+``evrt_sym_kl`` (the paper's symmetric-KL L_pcr), ``evrt_fresh`` (a new twin every epoch).
 
-The recipe is the released one (THU-BPM/Env-DocRE ``scripts/run_re-docred_bert.sh``,
-``envre_hf.training.presets``: NCRL shift 0.04, EVRT weights 0.1/0.1, released loss forms,
-warm-up 6%, clipping 1.0, AdamW eps 1e-6, top-4 decoding, one fixed renaming per training document)
-except what a 2-core CPU cannot afford: MiniLM-L6 instead of BERT-base, a smaller head (emb 384,
-block 32), documents capped at 256 word pieces (a document and its twin keep the same mentions), batch 2
-with the learning rates 1e-4 (encoder) / 1e-3 (ATLOP head; NCRL's head ``--ncrl-head-lr``, see
-``benchmarks/ncrl_sweep.py``) so that a short run learns, NCRL's none class started 3 logits above every relation
-(``--ncrl-none-bias``; released: 0, from which NCRL needs most of the run to leave the constant predictor), 8 epochs (at 250 steps ATLOP still predicts
-nothing: ``benchmarks/results/replicate-cpu-short-budget.json``), bf16 autocast where the CPU runs it
-natively, and subsets of the documents (200 training, 50 validation, 250 test). Every family gets the
-same number of steps (same documents, epochs and batch size).
+Two profiles (``--profile``, :func:`recipe`). ``released``: each family's released recipe
+(``envre_hf.training.presets``: NCRL and ATLOP on Env-DocRE's Re-DocRED BERT script, KD-DocRE and DocuNet on their
+repositories' BERT-base scripts and parameter groups), no length cap, for a GPU. ``cpu`` (default): what a 2-core
+CPU affords, every change named here and recorded in the results' ``recipes``: MiniLM-L6 instead of BERT-base,
+documents capped at 256 word pieces (an original, its twin and its renamed copies keep the same mentions), batch 2,
+8 epochs (at 250 steps ATLOP still predicts nothing: ``benchmarks/results/replicate-cpu-short-budget.json``),
+learning rates 1e-4 (encoder) / 1e-3 (head) so that a short run learns (KD-DocRE's axial layers at the encoder's
+rate as released, DocuNet's U-Net at the head's), ATLOP / NCRL at block 32 (released 64), NCRL's head at 3e-4
+(``benchmarks/ncrl_sweep.py``) and its none class started 3 logits above every relation (``--ncrl-none-bias``; not
+a released setting: from the released start NCRL needs most of the run to leave the constant predictor), bf16
+autocast where the CPU runs it natively, and subsets of the documents (200 training, 50 validation, 250 test).
+KD-DocRE and DocuNet keep their released architecture, loss and initialisation. Every family gets the same number
+of steps (same documents, epochs and batch size).
 
 Name isolation, both ways: the renamed test set is drawn from the test split's own entities and
 never uses a name of the training or validation documents; the training twins are drawn from the
@@ -35,8 +38,7 @@ training documents and never use a name of the renamed test set.
 ``--workers 2`` trains two (run, seed) jobs at once, one thread each (on 2 cores more throughput than one
 job on two threads). On a GPU, at the released size:
 
-    python benchmarks/replicate.py --device cuda --bf16 --max-seq-length 0 --emb-size 768 \\
-        --block-size 64 --batch-size 4 --lr 5e-5 --head-lr 1e-4 --encoder bert-base-cased --workers 1
+    python benchmarks/replicate.py --profile released --device cuda --bf16 --encoder bert-base-cased --workers 1
 
 A smoke run: ``python benchmarks/replicate.py --max-train-docs 8 --val-docs 4 --max-test-docs 8 --epochs 1 --seeds 1``.
 """
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 import statistics
 import logging
@@ -56,21 +59,76 @@ from _bench_common import machine
 
 from envre_hf.models.registry import HEAD_TYPES
 
-#: Run name -> EVRT settings (None: vanilla). ``evrt`` is the released recipe; the others ablate one choice.
+#: Run name -> EVRT settings (None: vanilla). ``evrt`` is the released recipe (L_clo + L_clp + a L_rcr + b L_pcr);
+#: ``evrt_<terms>`` keeps only those EVRT terms (with ``vanilla`` and ``evrt`` the eight rows of the study's Table 8);
+#: ``evrt_sym_kl`` (the paper's symmetric-KL L_pcr) and ``evrt_fresh`` (a new twin every epoch) ablate one choice.
 RUNS: dict[str, dict | None] = {
     "vanilla": None,
     "evrt": {},
+    **{f"evrt_{'_'.join(terms)}": {"evrt_losses": list(terms)}
+       for n in (1, 2) for terms in itertools.combinations(("clp", "rcr", "pcr"), n)},
     "evrt_sym_kl": {"evrt_pcr_form": "sym_kl"},
-    "evrt_clp": {"evrt_losses": ["clp"]},
-    "evrt_no_pcr": {"evrt_losses": ["clp", "rcr"]},
     "evrt_fresh": {"evrt_twins": "fresh"},
 }
+#: The profiles (``--profile``): ``cpu`` fits a 2-core CPU (the settings below), ``released`` is each family's
+#: released recipe (``envre_hf.training.presets``) at full length, for a GPU.
+PROFILES = ("cpu", "released")
 #: NCRL's CPU head learning rate: below the 1e-3 at which NCRL collapses (replicate-cpu-ncrl-underfit.json).
 NCRL_CPU_HEAD_LR = 3e-4
-#: NCRL's CPU start: the none class 3 logits above every relation. From the released zero start NCRL needs 500 of
-#: 800 steps to leave the constant predictor (test F1 31.60); from this one 41.92, 1.2 under ATLOP
-#: (replicate-cpu-ncrl-prior.json; ncrl-sweep-cpu.json: no learning rate alone gets there).
+#: NCRL's CPU start, a setting of the cpu profile only: the none class 3 logits above every relation. From the
+#: released start NCRL needs 500 of 800 steps to leave the constant predictor (test F1 31.60); from this one 41.92,
+#: 1.2 under ATLOP (replicate-cpu-ncrl-prior.json; ncrl-sweep-cpu.json: no learning rate alone gets there).
 NCRL_CPU_NONE_BIAS = 3.0
+
+
+def recipe(cli: argparse.Namespace, head: str) -> tuple[dict, dict]:
+    """``(model settings, training settings)`` of ``head``'s runs under ``cli.profile``; what the command line gives
+    explicitly wins. The cpu profile keeps KD-DocRE and DocuNet as released (sizes, blocks, losses, parameter
+    groups) and changes only the scale: 256 word pieces, batch 2, 8 epochs, rates 1e-4 (encoder) / 1e-3 (head)."""
+    from envre_hf.models.registry import get_family
+    from envre_hf.training.presets import PRESETS
+
+    atlop_like = get_family(head).class_name == "ATLOPModel"  # ATLOP and NCRL: one network
+    if cli.profile == "released":
+        # the family's own script; ATLOP and NCRL: Env-DocRE's Re-DocRED BERT script
+        own = [p for p in PRESETS.values() if p.model_settings()["head_type"] == head and p.repository != "THU-BPM/Env-DocRE"]
+        preset = own[0] if own else PRESETS["redocred-bert"]
+        model = {**preset.model_settings(), "head_type": head}
+        keep = ("learning_rate", "classifier_learning_rate", "module_learning_rates", "num_train_epochs",
+                "per_device_train_batch_size", "warmup_steps", "max_grad_norm", "adam_epsilon", "weight_decay")
+        training = {k: v for k, v in preset.training_settings().items() if k in keep}
+        if head != "ncrl":
+            model.pop("ncrl_margin", None)
+            model.pop("ncrl_none_weight", None)
+    else:
+        model = {"head_type": head, "top_k": None}
+        training = {"learning_rate": 1e-4, "classifier_learning_rate": 1e-3, "num_train_epochs": 8,
+                    "per_device_train_batch_size": 2, "warmup_steps": 0.06, "max_grad_norm": 1.0,
+                    "adam_epsilon": 1e-6, "weight_decay": 0.0}  # fmt: skip
+        if atlop_like:
+            model["block_size"] = 32  # ATLOP's head at half its block (64): the CPU's time
+        if head == "ncrl":
+            model.update(ncrl_margin=0.04, ncrl_none_bias=NCRL_CPU_NONE_BIAS)
+            training["classifier_learning_rate"] = NCRL_CPU_HEAD_LR
+        elif head == "kd_docre":
+            training["module_learning_rates"] = {"axial.": 1e-4}  # released grouping: the encoder's rate
+        elif head == "docunet":
+            training["module_learning_rates"] = {"unet.": 1e-3, "channel_projection.": 1e-3}
+    given = {"emb_size": cli.emb_size, "block_size": cli.block_size, "top_k": cli.top_k,
+             "ncrl_none_bias": cli.ncrl_none_bias, "ncrl_margin": cli.ncrl_shift if head == "ncrl" else None}
+    model.update({k: v for k, v in given.items() if v is not None})
+    given = {"learning_rate": cli.lr, "num_train_epochs": cli.epochs, "per_device_train_batch_size": cli.batch_size,
+             "classifier_learning_rate": cli.ncrl_head_lr if head == "ncrl" and cli.ncrl_head_lr else cli.head_lr}
+    training.update({k: v for k, v in given.items() if v is not None})
+    return model, training
+
+
+def max_seq_length(cli: argparse.Namespace) -> int | None:
+    """The length cap in word pieces: 256 under the cpu profile, none released (long documents are windowed)."""
+    if cli.max_seq_length is not None:
+        return cli.max_seq_length or None
+    return 256 if cli.profile == "cpu" else None
+
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "redocred"
 
@@ -103,31 +161,33 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-test-docs", type=int, default=250)
     p.add_argument("--test-seeds", type=int, nargs="+", default=[1], help="renamed test sets (one per seed)")
     p.add_argument("--heads", nargs="+", default=["atlop"], choices=HEAD_TYPES)
-    p.add_argument("--epochs", type=float, default=8, help="released: 8")
+    p.add_argument("--profile", choices=PROFILES, default="cpu", help="cpu: the 2-core CPU scale; released: each family's released recipe (see recipe())")
+    p.add_argument("--epochs", type=float, default=None, help="default: the profile's (cpu 8)")
     p.add_argument("--runs", nargs="+", default=["vanilla", "evrt"], choices=list(RUNS))
     p.add_argument("--seeds", type=int, default=3, help="seeds per run: --seed, --seed + 1, ...")
     p.add_argument("--workers", type=int, default=2, help="jobs trained at once (one thread each on CPU)")
-    p.add_argument("--batch-size", type=int, default=2)
-    p.add_argument("--lr", type=float, default=1e-4, help="encoder learning rate")
-    p.add_argument("--head-lr", type=float, default=1e-3, help="learning rate of the DocRE head (classifier_learning_rate)")
+    p.add_argument("--batch-size", type=int, default=None, help="default: the profile's (cpu 2)")
+    p.add_argument("--lr", type=float, default=None, help="encoder learning rate (default: the profile's, cpu 1e-4)")
+    p.add_argument("--head-lr", type=float, default=None, help="learning rate of the DocRE head (classifier_learning_rate; cpu 1e-3)")
     p.add_argument(
-        "--ncrl-head-lr", type=float, default=NCRL_CPU_HEAD_LR,
-        help="head learning rate of NCRL (at 1e-3 its margins blow up and it collapses to the constant predictor; "
-        "benchmarks/ncrl_sweep.py sweeps it)",
+        "--ncrl-head-lr", type=float, default=None,
+        help="head learning rate of NCRL (cpu: 3e-4; at 1e-3 its margins blow up and it collapses to the constant "
+        "predictor; benchmarks/ncrl_sweep.py sweeps it)",
     )
-    p.add_argument("--max-seq-length", type=int, default=256, help="0: no cap (long documents are windowed)")
-    p.add_argument("--emb-size", type=int, default=384, help="ATLOP uses 768")
-    p.add_argument("--block-size", type=int, default=32, help="ATLOP uses 64")
-    p.add_argument("--ncrl-shift", type=float, default=0.04, help="NCRL margin shift (released: 0.04 Re-DocRED)")
+    p.add_argument("--max-seq-length", type=int, default=None, help="0: no cap (long documents are windowed); cpu: 256")
+    p.add_argument("--emb-size", type=int, default=None, help="default: the family's released value")
+    p.add_argument("--block-size", type=int, default=None, help="default: released 64 (cpu: 32 for ATLOP / NCRL)")
+    p.add_argument("--ncrl-shift", type=float, default=None, help="NCRL margin shift (released: 0.04 Re-DocRED)")
     p.add_argument(
-        "--ncrl-none-bias", type=float, default=NCRL_CPU_NONE_BIAS,
+        "--ncrl-none-bias", type=float, default=None,
         help="NCRL: start the none class this far above every relation (classifier bias; a prior, as RetinaNet's "
-        "focal-loss init), near where the shifted negatives stop counting (released: 0)",
+        "focal-loss init), near where the shifted negatives stop counting. cpu profile: 3 (not a released "
+        "setting); released: none",
     )
     p.add_argument("--evrt-alpha", type=float, default=0.1, help="weight of L_rcr (released Re-DocRED: 0.1)")
     p.add_argument("--evrt-beta", type=float, default=0.1, help="weight of L_pcr (released Re-DocRED: 0.1)")
     p.add_argument("--evrt-rcr-reduction", default="mean", choices=["mean", "sum"])
-    p.add_argument("--top-k", type=int, default=4, help="relations per pair at decoding (released: 4)")
+    p.add_argument("--top-k", type=int, default=None, help="relations per pair at decoding (default: the family's)")
     p.add_argument("--save-models", action="store_true", help="keep the trained models under <output-dir>/models")
     p.add_argument("--results", type=Path, default=None, help="also write the results JSON here")
     p.add_argument("--seed", type=int, default=42)
@@ -217,17 +277,15 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
     logging.getLogger("envre_hf.features").setLevel(logging.ERROR)
     encoder = cli.encoder or default_encoder()
     data = _data(cli)
-    max_len = cli.max_seq_length or None
+    max_len = max_seq_length(cli)
+    model_settings, training_settings = recipe(cli, head)
     tokenizer = AutoTokenizer.from_pretrained(encoder)
     featurize = functools.partial(featurize_document, tokenizer=tokenizer, max_seq_length=max_len)
     name = _name(head, run)
     out = cli.output_dir / f"{name}-s{seed}"
     evrt = RUNS[run]
     set_seed(seed)
-    model = DocREModel.from_encoder_pretrained(
-        encoder, head_type=head, emb_size=cli.emb_size, block_size=cli.block_size, ncrl_margin=cli.ncrl_shift,
-        ncrl_none_bias=cli.ncrl_none_bias, top_k=cli.top_k,
-    )
+    model = DocREModel.from_encoder_pretrained(encoder, **model_settings)
     select = bool(data["val"])
     args = EVRTTrainingArguments(
         output_dir=str(out),
@@ -236,14 +294,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         evrt_beta=cli.evrt_beta,
         evrt_rcr_reduction=cli.evrt_rcr_reduction,
         **(evrt or {}),
-        num_train_epochs=cli.epochs,
-        per_device_train_batch_size=cli.batch_size,
-        learning_rate=cli.lr,
-        classifier_learning_rate=cli.ncrl_head_lr if head == "ncrl" else cli.head_lr,
-        warmup_steps=0.06,
-        max_grad_norm=1.0,
-        adam_epsilon=1e-6,
-        weight_decay=0.0,
+        **training_settings,
         logging_steps=10,
         eval_strategy="epoch" if select else "no",
         save_strategy="epoch" if select else "no",
@@ -289,7 +340,8 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         train_documents_for_ign=data["train"],
         max_seq_length=max_len,
     )
-    print(f"=== {name} seed {seed}: training {cli.epochs} epoch(s) on {len(data['train'])} documents ===", flush=True)
+    print(f"=== {name} seed {seed}: training {args.num_train_epochs} epoch(s) on {len(data['train'])} documents ===",
+          flush=True)
     started = time.perf_counter()
     last = get_last_checkpoint(str(out)) if out.is_dir() else None
     resumed = last if last and os.path.exists(os.path.join(last, "optimizer.pt")) else None
@@ -427,6 +479,10 @@ def _summary(done: dict[str, dict]) -> dict:
             "renamed_f1": _mean_std(pick(lambda r: r["renamed"]["f1"])),
             "relative_drop_f1": _mean_std(pick(lambda r: r["relative_drop"]["f1"])),
         }
+        for part in ("intra_f1", "inter_f1"):  # the study's Table 3: where the drop falls
+            entry[part] = _mean_std(pick(lambda r: r["original"][part]))
+            entry[f"renamed_{part}"] = _mean_std(pick(lambda r: r["renamed"][part]))
+            entry[f"relative_drop_{part}"] = _mean_std(pick(lambda r: r["relative_drop"][part]))
         base = {j["seed"]: j for j in done.values() if j["head"] == jobs[0]["head"] and j["run"] == "vanilla"}
         paired = [j for j in jobs if j["run"] != "vanilla" and j["seed"] in base]
         if paired:
@@ -452,6 +508,8 @@ def _write(cli: argparse.Namespace, done: dict[str, dict], started: float, renam
     summary = {
         "commands": [c for c in getattr(cli, "commands", []) if c != command] + [command],
         "settings": _settings(cli),
+        "recipes": {head: dict(zip(("model", "training"), recipe(cli, head)), max_seq_length=max_seq_length(cli))
+                    for head in sorted({j["head"] for j in done.values()} | set(cli.heads))},
         "machine": machine(),
         "encoder": os.path.basename(encoder.rstrip("/")) if os.path.isdir(encoder) else encoder,
         "renamed_test_substitution_rates": {k: round(v["rate"], 4) for k, v in substitution_rates(renamed_test).items()},
