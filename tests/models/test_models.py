@@ -77,6 +77,22 @@ def test_threshold_decode_and_top_k():
     assert threshold_decode(logits, top_k=2).tolist() == [[0, 1, 1, 0, 0], [1, 0, 0, 0, 0], [0, 1, 1, 0, 0]]
 
 
+def test_top_k_counts_relations_only_whatever_the_threshold():
+    """``top_k`` = at most k relations, ranked among the relation classes: with a threshold under 0.5 the none class
+    no longer takes a place (it used to: threshold 0.3 with top_k 1 then kept nothing on pairs whose best relation
+    scored in (0.3, 0.5))."""
+    torch.manual_seed(0)
+    logits = torch.randn(400, 8) * 2
+    probs = torch.sigmoid(logits[:, 1:] - logits[:, :1])
+    decoded = threshold_decode(logits, top_k=1, threshold=0.3)[:, 1:]
+    best = probs.max(1)
+    assert torch.equal(decoded.sum(1), (best.values > 0.3).float())  # one relation for every pair whose best > 0.3
+    assert torch.equal(decoded.argmax(1)[best.values > 0.3], best.indices[best.values > 0.3])
+    assert ((best.values > 0.3) & (best.values < 0.5)).sum() > 20  # the pairs the old rule emptied
+    two = threshold_decode(logits, top_k=2, threshold=0.4)[:, 1:]
+    assert two.sum(1).max() == 2 and torch.equal(two.sum(1), (probs > 0.4).sum(1).clamp(max=2).float())
+
+
 # --------------------------------------------------------------------------- losses
 
 
