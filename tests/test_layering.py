@@ -25,7 +25,6 @@ STAGES: dict[str, int] = {
     "citations": 0,
     "version": 0,
     "atomic": 0,
-    "bundling": 0,
     "http": 0,
     "hub_client": 0,
     "documents": 1,

@@ -1,5 +1,6 @@
-"""How transformers' ``AutoConfig`` / ``AutoModel`` / ``pipeline`` find DocRE models when envre-hf is installed
-(``import envre_hf.models`` calls :func:`register`), without remote code."""
+"""How transformers' ``AutoConfig`` / ``AutoModel`` / ``pipeline`` find DocRE models when envre-hf is installed,
+without remote code: ``import envre_hf.models`` calls :func:`register`, and ``import envre_hf`` has transformers
+call it, and :func:`register_pipeline`, when transformers loads its auto models and its pipelines."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from transformers import AutoConfig, AutoModel
 
+from ..documents.relations import docred_schema
 from .configuration_docre import DocREConfig
 from .registry import head_class
 
@@ -42,16 +44,23 @@ class DocREModel:
         return head_class(head["head_type"]).from_encoder_pretrained(encoder_name_or_path, **head)
 
 
-def register() -> None:
+def register(transformers_module: Any = None) -> None:
     """``AutoConfig`` learns model type ``docre``, ``AutoModel`` builds :class:`DocREModel` (hence the saved family)
-    for a ``DocREConfig``, and ``pipeline("document-relation-extraction")`` builds ``DocREPipeline``."""
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    from .pipeline_code import TASK  # lazy: as the pipeline module below
-    from .pipeline_docre import DocREPipeline  # lazy: it imports the modules of the models stage
-
+    for a ``DocREConfig``, and a new ``DocREConfig`` has DocRED's relations. (``transformers_module``: the module
+    whose import called it.)"""
+    schema = docred_schema()
+    DocREConfig.default_relations = (dict(schema.index2rel), dict(schema.id2name))
     AutoConfig.register("docre", DocREConfig, exist_ok=True)
     AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
+
+
+def register_pipeline(transformers_module: Any = None) -> None:
+    """``pipeline("document-relation-extraction")`` builds ``DocREPipeline`` (called when transformers loads its
+    pipelines: ``transformers_module``)."""
+    from transformers.pipelines import PIPELINE_REGISTRY
+
+    from .pipeline_docre import TASK, DocREPipeline  # lazy: transformers' pipelines load only for a pipeline
+
     known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
     if known is None or known["impl"] is not DocREPipeline:
         PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=AutoModel)

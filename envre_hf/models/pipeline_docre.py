@@ -16,8 +16,8 @@ Per document the output is a list of ``{"head": {"name", "type", "mentions"}, "t
 "relation", "relation_name", "score", "evidence"}`` by decreasing score, then entity indices; mentions are
 ``[start, end]`` character spans for text and ``[sent_id, start, end]`` token positions for DocRED input.
 Prediction is :func:`~envre_hf.models.prediction.iter_decoded`, the path of ``envre evaluate --model``
-(windows for long documents, batches by length). This module is saved with every checkpoint as standalone
-remote code (:mod:`envre_hf.models.pipeline_code`).
+(windows for long documents, batches by length). ``import envre_hf`` registers the task (a checkpoint carries
+no pipeline code: the pipeline is envre-hf's).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from ..features.featurize import pair_index
 from .precision import fit_weights
 from .prediction import DecodedDocument, decode_predictions, iter_decoded
 
+#: The transformers task name of :class:`DocREPipeline`.
+TASK = "document-relation-extraction"
 #: NER labels (CoNLL-2003, OntoNotes, WNUT, B-/I- prefixes removed) -> DocRED entity types.
 NER_TYPES = {
     **dict.fromkeys(["PER", "PERSON"], "PER"),
@@ -285,8 +287,8 @@ class DocREPipeline(Pipeline):
         return out
 
     def save_pretrained(self, save_directory: Any, **kwargs: Any) -> None:
-        """The model and tokenizer; the model's save writes this pipeline's code (bundled) and ``custom_pipelines``
-        (transformers' own copy of this module would miss the package modules it imports)."""
+        """The model and tokenizer only: transformers' own save would copy this module, whose package imports do not
+        travel, beside them and name it in config.json (the task is registered by ``import envre_hf``)."""
         self.model.save_pretrained(save_directory, **kwargs)
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(save_directory, **kwargs)
