@@ -6,7 +6,7 @@ import contextlib
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -17,10 +17,8 @@ from ..documents.schema import Document
 from ..features.batching import budget_batches, length_sorted_batches
 from ..features.collator import DocRECollator
 from ..features.featurize import featurize_document
+from .modeling_docre import DocREPreTrainedModel
 from .precision import AUTOCAST_DTYPES, resolve_autocast
-
-if TYPE_CHECKING:  # annotations only: the pipeline's saved code bundles this module without the model's
-    from .modeling_docre import DocREPreTrainedModel
 
 #: Most entity pairs scored at once in prediction: a document with more is scored in chunks, so that memory stops
 #: growing with entities squared (a 300-entity document has 89,700 pairs; Re-DocRED's batches of four ~1,600).
