@@ -26,7 +26,7 @@ class DocREModel:
     def from_pretrained(cls, pretrained_model_name_or_path: str, *model_args: Any, config: Any = None, **kwargs: Any):
         if config is None:
             hub = {k: kwargs[k] for k in ("revision", "cache_dir", "token", "local_files_only") if k in kwargs}
-            config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **hub)
+            config = AutoConfig.from_pretrained(pretrained_model_name_or_path, trust_remote_code=False, **hub)
         if type(config).__name__ != "DocREConfig" or not hasattr(config, "head_type"):
             raise ValueError(f"{pretrained_model_name_or_path} holds a {type(config).__name__}, not a DocREConfig")
         return head_class(config.head_type).from_pretrained(

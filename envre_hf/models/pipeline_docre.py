@@ -38,6 +38,7 @@ from ..documents.relations import RelationSchema, RelationType
 from ..documents.schema import ENTITY_TYPES, Document
 from ..documents.text import check_span, check_type, rule_mentions, segment, text_document
 from ..features.featurize import pair_index
+from .loading import no_checkpoint_code
 from .precision import fit_weights
 from .prediction import DecodedDocument, decode_predictions, iter_decoded
 
@@ -75,7 +76,9 @@ class NERTagger:
         if isinstance(ner, str):
             from transformers import pipeline  # the NER model loads only when asked for
 
-            ner = pipeline("token-classification", model=ner, aggregation_strategy="simple", device=device)
+            with no_checkpoint_code(ner):
+                ner = pipeline("token-classification", model=ner, aggregation_strategy="simple", device=device,
+                               trust_remote_code=False)
         self.pipeline = ner
         mapping = {**NER_TYPES, **(ner_types or {})}
         labels = {_bare(label) for label in ner.model.config.id2label.values()} - {"O"}

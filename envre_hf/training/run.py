@@ -22,6 +22,7 @@ from ..features import DocRECollator, featurize_document
 from ..features.featurize import check_max_seq_length
 from ..kb.corpus import CorpusKB
 from ..models import DocREConfig, DocREModel
+from ..models.loading import no_checkpoint_code
 from ..models.registry import HEAD_TYPES
 from ..renaming import RenamingConfig, RenamingPipeline
 from ..renaming.driver import RenamingDriver
@@ -91,8 +92,13 @@ class DataArguments:
 
 def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
     """A saved DocRE model, or a new one on top of an encoder with the ``preset``'s head settings wherever
-    ``model_args`` leaves them unset."""
-    config = AutoConfig.from_pretrained(model_args.model_name_or_path)
+    ``model_args`` leaves them unset. A checkpoint's own code never runs (:mod:`envre_hf.models.loading`)."""
+    with no_checkpoint_code(model_args.model_name_or_path):
+        return _build_model(model_args, preset)
+
+
+def _build_model(model_args: ModelArguments, preset: str | None) -> Any:
+    config = AutoConfig.from_pretrained(model_args.model_name_or_path, trust_remote_code=False)
     if isinstance(config, DocREConfig):
         return DocREModel.from_pretrained(model_args.model_name_or_path, use_safetensors=True)
     head: dict[str, Any] = dict(get_preset(preset).model_settings()) if preset else {}
@@ -212,9 +218,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     """The training run of :func:`main`, for callers that already hold the dataclasses."""
     drops = configure_logging(training_args)
     set_seed(training_args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
-    check_max_seq_length(data_args.max_seq_length, tokenizer.num_special_tokens_to_add())  # before any work
-    model = build_model(model_args, training_args.evrt_preset)
+    model = build_model(model_args, training_args.evrt_preset)  # first: a checkpoint with code is refused by its config
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
+    with no_checkpoint_code(tokenizer_source):
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, trust_remote_code=False)
+    check_max_seq_length(data_args.max_seq_length, tokenizer.num_special_tokens_to_add())  # before reading documents
 
     all_train = read_documents(data_args.train_file)
     train_docs = all_train[: data_args.max_train_docs]

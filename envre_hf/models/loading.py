@@ -1,0 +1,59 @@
+"""Loading checkpoints without ever running their code. Every load of the project (models, configs, tokenizers,
+pipelines, the local ICL backend) passes ``trust_remote_code=False``, so transformers never asks "run the custom
+code? [y/N]" and nothing typed at a prompt runs a folder's module; a checkpoint that loads only with its own code
+is refused with :class:`CheckpointCodeRefused`, which names it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: The files in which a checkpoint names code of its own (``auto_map``) for transformers' auto classes.
+_CODE_FILES = ("config.json", "tokenizer_config.json")
+
+
+class CheckpointCodeRefused(ValueError):
+    """A checkpoint (folder or Hub id) that transformers would load only by running its own code."""
+
+    def __init__(self, location: str, files: list[str]):
+        self.location, self.files = location, files
+        super().__init__(
+            f"{location}: loads only with code of its own ({' and '.join(files)} name it in auto_map), and "
+            "envre-hf never runs a checkpoint's code: use a model of a type transformers or envre-hf knows"
+        )
+
+
+def code_files(location: str | os.PathLike) -> list[str]:
+    """The files of a checkpoint (a folder, or a Hub id as far as the Hub cache holds it) with an ``auto_map``."""
+    found = []
+    for name in _CODE_FILES:
+        path = Path(location) / name
+        if not path.is_file():
+            from huggingface_hub import try_to_load_from_cache  # lazy: only a Hub id needs the Hub cache
+
+            cached = try_to_load_from_cache(str(location), name) if not Path(location).exists() else None
+            path = Path(cached) if isinstance(cached, str) else None
+        try:
+            declared = path is not None and "auto_map" in json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError):  # unreadable: the load itself said what is wrong with it
+            declared = False
+        found += [name] if declared else []
+    return found
+
+
+@contextmanager
+def no_checkpoint_code(location: str | os.PathLike) -> Iterator[None]:
+    """Around loads with ``trust_remote_code=False``: transformers' refusal (a ValueError) of a checkpoint that
+    names code of its own becomes :class:`CheckpointCodeRefused`; other errors pass unchanged."""
+    try:
+        yield
+    except CheckpointCodeRefused:
+        raise
+    except ValueError:
+        files = code_files(location)
+        if files:
+            raise CheckpointCodeRefused(os.fspath(location), files) from None
+        raise
