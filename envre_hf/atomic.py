@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from .failures import Remedy
+
 PathLike = str | os.PathLike
 
 #: Suffix of every temporary file: upload and cleaning skip it.
@@ -158,7 +160,7 @@ class RecordLog:
 def refuse_used_records(path: Path, resume: bool, error: type[Exception]) -> None:
     """A run never appends to another run's records unless resuming."""
     if path.exists() and path.stat().st_size and not resume:
-        raise error(f"{path} already holds results: pass resume=True or use a new directory")
+        raise error(Remedy(f"{path} already holds results: pass ", "resume", after=" or use a new directory"))
 
 
 def open_run_log(

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+from .failures import Failure
+
 T = TypeVar("T")
 
 #: HTTP statuses that mean "try again later" rather than "your request is wrong".
@@ -61,7 +63,7 @@ class NetworkBounds:
 CACHE_FILE = "responses.sqlite"
 
 
-class HTTPRequestError(RuntimeError):
+class HTTPRequestError(Failure):
     """A request failed for good: retries exhausted, or a reply that retrying cannot fix (4xx, an error payload)."""
 
 

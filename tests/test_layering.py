@@ -25,6 +25,7 @@ STAGES: dict[str, int] = {
     "citations": 0,
     "version": 0,
     "atomic": 0,
+    "failures": 0,
     "http": 0,
     "hub_client": 0,
     "documents": 1,

@@ -150,12 +150,17 @@ def run(args: argparse.Namespace) -> int:
 def run_predictions(args: argparse.Namespace) -> int:
     """Score a prediction file against ``--gold`` (Ign against ``--train``)."""
     from ..metrics import score_files  # lazy: start-up time
+    from ..metrics.scoring import UnknownDocumentError  # lazy: start-up time
 
     gold, unknown = args.gold, args.allow_unknown_documents
     if args.max_docs is not None:
         raise UsageError("--max-docs limits what --model predicts; a --predictions file is scored whole")
     splits = {"gold_split": gold_split(args, args.predictions), "train_split": train_split(args)}
-    scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown, **splits)
+    try:
+        scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown, **splits)
+    except UnknownDocumentError as err:  # said with this command's switch
+        raise UnknownDocumentError(err.reason, option="--allow-unknown-documents", index=err.index, doc=err.doc,
+                                   field=err.field) from None
     emit(scores.to_dict(), args)
     return 0
 

@@ -17,6 +17,7 @@ from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
 from huggingface_hub.utils import httpx  # httpx (huggingface_hub 1.x) or httpx2 (2.x): the transport's errors
 
 from ..hub_client import configure_hub
+from ..failures import Failure
 from ..http import (
     RETRY_STATUSES,
     NetworkBounds,
@@ -36,7 +37,7 @@ logger = logging.getLogger(__name__)
 Messages = list[dict[str, str]]
 
 
-class BackendError(RuntimeError):
+class BackendError(Failure):
     """The backend could not produce a completion (after retries, or a non-retryable error)."""
 
 

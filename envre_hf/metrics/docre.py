@@ -12,6 +12,7 @@ from typing import Any
 from ..documents import Document, DocumentError, read_documents
 from ..documents.build_folder import build_splits
 from ..documents.io import _is_jsonl, iter_documents, parse_json, read_text
+from ..failures import Remedy
 from .scoring import DocREScores, DocumentFields, GoldError, GoldIndex, PredictionError, TrainFacts
 from .scoring import prediction_reference, score
 
@@ -85,12 +86,12 @@ def _documents(source: str | os.PathLike, split: str | None, keyword: str) -> It
         return iter_documents(source)
     splits = build_splits(source)
     if split is None and len(splits) > 1:
-        raise ValueError(f"{source}: a build folder holding splits {', '.join(splits)}; pass {keyword}=NAME")
+        raise ValueError(Remedy(f"{source}: a build folder holding splits {', '.join(splits)}; pass ", keyword, "NAME"))
     return read_documents(source, split=split)
 
 
 def _in_file(err: PredictionError, path: str | os.PathLike) -> PredictionError:
-    return PredictionError(f"{err.reason} (in {path})", index=err.index, doc=err.doc, field=err.field)
+    return type(err)(f"{err.reason} (in {path})", index=err.index, doc=err.doc, field=err.field)
 
 
 def read_predictions(path: str | os.PathLike) -> list[dict[str, Any]]:

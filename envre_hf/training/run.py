@@ -19,7 +19,7 @@ from ..atomic import write_json
 from ..documents import Document, read_documents
 from ..documents.io import parse_json, parse_yaml
 from ..features import DocRECollator, featurize_document
-from ..features.featurize import check_max_seq_length
+from ..features.featurize import DROPPED_MENTIONS, check_max_seq_length
 from ..kb.corpus import CorpusKB
 from ..models import DocREConfig, DocREModel
 from ..models.loading import no_checkpoint_code
@@ -118,19 +118,18 @@ def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = 
 
 
 class MentionDropSummary(logging.Filter, TrainerCallback):
-    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass,
-    logged after each epoch and each evaluation."""
+    """Collapses featurization's per-document "dropped N of M mentions" warnings (the records of its logger
+    :data:`~envre_hf.features.featurize.DROPPED_MENTIONS`) into one line per dataset pass, logged after each epoch
+    and each evaluation."""
 
     def __init__(self) -> None:
         super().__init__()
         self.documents, self.dropped, self.limit = 0, 0, None
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str) and record.msg.startswith("document %r: max_seq_length") and record.args:
-            self.documents += 1
-            self.limit, self.dropped = record.args[1], self.dropped + int(record.args[2])
-            return False
-        return True
+        self.documents += 1
+        self.limit, self.dropped = record.max_seq_length, self.dropped + record.dropped_mentions
+        return False
 
     def flush(self, what: str) -> None:
         if self.documents:
@@ -163,10 +162,9 @@ def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummar
         handler.setFormatter(logging.Formatter("[%(levelname)s|%(name)s] %(message)s"))
         package.addHandler(handler)
     summary = MentionDropSummary()
-    featurizer = logging.getLogger("envre_hf.features.featurize")
-    for old in [f for f in featurizer.filters if isinstance(f, MentionDropSummary)]:
-        featurizer.removeFilter(old)
-    featurizer.addFilter(summary)
+    for old in [f for f in DROPPED_MENTIONS.filters if isinstance(f, MentionDropSummary)]:
+        DROPPED_MENTIONS.removeFilter(old)
+    DROPPED_MENTIONS.addFilter(summary)
     return summary
 
 
@@ -280,7 +278,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     if trainer.is_world_process_zero():
         write_json(Path(training_args.output_dir) / "all_results.json", metrics, ensure_ascii=True)
     drops.flush("final evaluation")
-    logging.getLogger("envre_hf.features.featurize").removeFilter(drops)  # leave the caller's logging as it was
+    DROPPED_MENTIONS.removeFilter(drops)  # leave the caller's logging as it was
     return metrics
 
 
