@@ -21,13 +21,14 @@ class CheckpointCodeRefused(ValueError):
     def __init__(self, location: str, files: list[str]):
         self.location, self.files = location, files
         super().__init__(
-            f"{location}: loads only with code of its own ({' and '.join(files)} name it in auto_map), and "
-            "envre-hf never runs a checkpoint's code: use a model of a type transformers or envre-hf knows"
+            f"{location}: loads only by running code of its own (auto_map in {' and '.join(files)}), and envre-hf "
+            "never runs a checkpoint's code: use a model of a type transformers or envre-hf knows"
         )
 
 
 def code_files(location: str | os.PathLike) -> list[str]:
-    """The files of a checkpoint (a folder, or a Hub id as far as the Hub cache holds it) with an ``auto_map``."""
+    """The files of a checkpoint (a folder, or a Hub id as far as the Hub cache holds it) that name code of their
+    own (``auto_map``) for something transformers has no class of: a model type, a tokenizer class."""
     found = []
     for name in _CODE_FILES:
         path = Path(location) / name
@@ -37,11 +38,22 @@ def code_files(location: str | os.PathLike) -> list[str]:
             cached = try_to_load_from_cache(str(location), name) if not Path(location).exists() else None
             path = Path(cached) if isinstance(cached, str) else None
         try:
-            declared = path is not None and "auto_map" in json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, TypeError):  # unreadable: the load itself said what is wrong with it
-            declared = False
-        found += [name] if declared else []
+            data = json.loads(path.read_text(encoding="utf-8")) if path is not None else {}
+        except (OSError, ValueError):  # unreadable: the load itself said what is wrong with it
+            data = {}
+        found += [name] if isinstance(data, dict) and "auto_map" in data and not _known(name, data) else []
     return found
+
+
+def _known(name: str, data: dict) -> bool:
+    """Whether transformers (with envre-hf's registrations) has a class for what ``data`` describes."""
+    from transformers import CONFIG_MAPPING  # lazy: as every caller, only where a load failed
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    if name == "config.json":
+        return data.get("model_type") in CONFIG_MAPPING
+    known = data.get("tokenizer_class")
+    return isinstance(known, str) and tokenizer_class_from_name(known) is not None
 
 
 @contextmanager

@@ -71,7 +71,7 @@ def test_a_docre_model_whose_tokenizer_names_its_own_code_is_refused_not_replace
     model = save_docre_model(tmp_path / "model")
     (model / "evil.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
     (model / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ["evil.Tok", None]}}))
-    with pytest.raises(CheckpointCodeRefused, match="tokenizer_config.json name it") as err:
+    with pytest.raises(CheckpointCodeRefused, match=r"\(auto_map in tokenizer_config.json\)") as err:
         load_for_inference(str(model), "cpu")
     assert err.value.location == str(model) and not marker.exists()
 
