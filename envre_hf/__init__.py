@@ -45,12 +45,12 @@ def __dir__() -> list[str]:
 
 
 def _register_with_transformers(module: Any) -> None:
-    """Run by the import of transformers' auto models or pipelines (``module``): ``envre_hf.models`` registers the
-    model type when imported (mid-import, as when it is what imports transformers, it does so at its end), and
-    the pipeline's task once transformers' pipelines are loaded."""
-    models = importlib.import_module(".models", __name__)  # by name: import envre_hf stays free of torch
+    """Run by the import of transformers' auto models or pipelines (``module``): importing ``envre_hf.models``
+    registers the model type, importing its ``pipeline_docre`` the pipeline's task (a module already being imported,
+    as when it is what imports transformers, registers at its end)."""
+    importlib.import_module(".models", __name__)  # by name: import envre_hf stays free of torch
     if module.__name__ == "transformers.pipelines":
-        models.register_pipeline()
+        importlib.import_module(".models.pipeline_docre", __name__)
 
 
 for _loaded in ("transformers.models.auto.modeling_auto", "transformers.pipelines"):

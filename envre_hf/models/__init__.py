@@ -1,8 +1,8 @@
 """Stage 3: DocRE models as transformers ``PreTrainedModel``s; importing it registers the ``docre`` model type with
-transformers' auto classes (:mod:`envre_hf.models.auto`; the ``document-relation-extraction`` pipeline is registered
-when transformers loads its pipelines, see ``envre_hf/__init__.py``)."""
+transformers' auto classes (:mod:`envre_hf.models.auto`); importing :mod:`.pipeline_docre`, which ``import envre_hf``
+has transformers do when it loads its pipelines, registers the ``document-relation-extraction`` task."""
 
-from .auto import DocREModel, register, register_pipeline
+from .auto import DocREModel, register
 from .configuration_docre import DocREConfig, encoder_window, portable_name
 from .hub import model_card, prepare_upload, push_docre_model
 from .losses import adaptive_thresholding_loss, none_class_ranking_loss

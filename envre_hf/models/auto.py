@@ -1,6 +1,6 @@
-"""How transformers' ``AutoConfig`` / ``AutoModel`` / ``pipeline`` find DocRE models when envre-hf is installed,
-without remote code: ``import envre_hf.models`` calls :func:`register`, and ``import envre_hf`` has transformers
-call it, and :func:`register_pipeline`, when transformers loads its auto models and its pipelines."""
+"""How transformers' ``AutoConfig`` / ``AutoModel`` find DocRE models when envre-hf is installed, without remote
+code: ``import envre_hf.models`` calls :func:`register` (and ``import envre_hf`` has transformers import it when it
+loads its auto models; the pipeline's task: :mod:`.pipeline_docre`)."""
 
 from __future__ import annotations
 
@@ -44,23 +44,10 @@ class DocREModel:
         return head_class(head["head_type"]).from_encoder_pretrained(encoder_name_or_path, **head)
 
 
-def register(transformers_module: Any = None) -> None:
+def register() -> None:
     """``AutoConfig`` learns model type ``docre``, ``AutoModel`` builds :class:`DocREModel` (hence the saved family)
-    for a ``DocREConfig``, and a new ``DocREConfig`` has DocRED's relations. (``transformers_module``: the module
-    whose import called it.)"""
+    for a ``DocREConfig``, and a new ``DocREConfig`` has DocRED's relations."""
     schema = docred_schema()
     DocREConfig.default_relations = (dict(schema.index2rel), dict(schema.id2name))
     AutoConfig.register("docre", DocREConfig, exist_ok=True)
     AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
-
-
-def register_pipeline(transformers_module: Any = None) -> None:
-    """``pipeline("document-relation-extraction")`` builds ``DocREPipeline`` (called when transformers loads its
-    pipelines: ``transformers_module``)."""
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    from .pipeline_docre import TASK, DocREPipeline  # lazy: transformers' pipelines load only for a pipeline
-
-    known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
-    if known is None or known["impl"] is not DocREPipeline:
-        PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=AutoModel)

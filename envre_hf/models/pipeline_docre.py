@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Any
 
-from transformers import Pipeline
+from transformers import AutoModel, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
 
 from ..documents.aliases import cluster_by_aliases, cluster_by_exact_name
 from ..documents.errors import DocumentError
@@ -295,3 +296,13 @@ class DocREPipeline(Pipeline):
         self.model.save_pretrained(save_directory, **kwargs)
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(save_directory, **kwargs)
+
+
+def register_pipeline() -> None:
+    """``pipeline("document-relation-extraction")`` builds :class:`DocREPipeline`."""
+    known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
+    if known is None or known["impl"] is not DocREPipeline:
+        PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=AutoModel)
+
+
+register_pipeline()  # importing this module registers the task (``import envre_hf`` has transformers import it)
