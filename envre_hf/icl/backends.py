@@ -243,20 +243,18 @@ class LocalBackend:
         """Load model and tokenizer (safetensors only, no remote code); a base model is refused before its
         weights are loaded (given chat messages joined as text, it answers nothing useful)."""
         # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from ..models.loading import no_checkpoint_code  # lazy: as transformers, for the local backend only
 
         with no_checkpoint_code(name_or_path):
-            config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=False)  # first: refuses own code
             tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)
             if not getattr(tokenizer, "chat_template", None):
                 raise ValueError(
                     f"{name_or_path}: its tokenizer has no chat template; expected a chat (instruction-tuned) "
                     "model, e.g. Qwen/Qwen2.5-0.5B-Instruct"
                 )
-            model = AutoModelForCausalLM.from_pretrained(name_or_path, config=config, use_safetensors=True,
-                                                         trust_remote_code=False)
+            model = AutoModelForCausalLM.from_pretrained(name_or_path, use_safetensors=True, trust_remote_code=False)
         return cls(model, tokenizer, name=name_or_path, **kwargs)
 
     def prompt_ids(self, messages: Messages) -> list[int]:

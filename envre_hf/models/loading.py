@@ -58,8 +58,12 @@ def _known(name: str, data: dict) -> bool:
 
 @contextmanager
 def no_checkpoint_code(location: str | os.PathLike) -> Iterator[None]:
-    """Around loads with ``trust_remote_code=False``: transformers' refusal (a ValueError) of a checkpoint that
-    names code of its own becomes :class:`CheckpointCodeRefused`; other errors pass unchanged."""
+    """Around loads with ``trust_remote_code=False``: a checkpoint that names code of its own is refused with
+    :class:`CheckpointCodeRefused`, a local one before transformers reads it, a Hub one when transformers refuses
+    it (a ValueError, once its files are in the Hub cache); other errors pass unchanged."""
+    files = code_files(location)
+    if files:
+        raise CheckpointCodeRefused(os.fspath(location), files)
     try:
         yield
     except CheckpointCodeRefused:

@@ -216,11 +216,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     """The training run of :func:`main`, for callers that already hold the dataclasses."""
     drops = configure_logging(training_args)
     set_seed(training_args.seed)
-    model = build_model(model_args, training_args.evrt_preset)  # first: a checkpoint with code is refused by its config
     tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
     with no_checkpoint_code(tokenizer_source):
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, trust_remote_code=False)
-    check_max_seq_length(data_args.max_seq_length, tokenizer.num_special_tokens_to_add())  # before reading documents
+    check_max_seq_length(data_args.max_seq_length, tokenizer.num_special_tokens_to_add())  # before any work
+    model = build_model(model_args, training_args.evrt_preset)
 
     all_train = read_documents(data_args.train_file)
     train_docs = all_train[: data_args.max_train_docs]
