@@ -42,6 +42,23 @@ class _ScoredSet:
     dataset: DocumentFeaturesDataset
     index: dict[str, int]  # document key -> its position in the set
 
+    def scores(self, predictions: Any, positions: Any, train: Sequence[Document] | None) -> dict[str, float]:
+        """DocRED scores (Ign against ``train``) from the rows Trainer gathered: each document's decoded multi-hot
+        predictions and its position in the set."""
+        documents = self.dataset.documents
+        positions = positions.tolist()
+        if sorted(positions) != list(range(len(documents))):
+            raise RuntimeError(f"evaluation gathered {len(positions)} document rows for {len(documents)} documents")
+        rows = []
+        for i, multi_hot in zip(positions, predictions):
+            hts = self.dataset[i]["hts"]
+            rows += decode_predictions(documents[i], hts, torch.from_numpy(multi_hot[: len(hts)]))
+        scores = score_predictions(rows, documents, train=train)
+        metrics = {a: round(float(getattr(scores, a)), 6) for a in EVAL_SCORES if getattr(scores, a) is not None}
+        if scores.ign_f1 is not None:
+            metrics["f1_plus_ign_f1"] = round(float(scores.f1) + float(scores.ign_f1), 6)
+        return metrics
+
 
 class EVRTTrainer(Trainer):
     """Trainer with the EVRT objective, per-component loss logging and DocRED-F1 evaluation."""
@@ -280,25 +297,10 @@ class EVRTTrainer(Trainer):
         its own names), computed from the predictions Trainer gathered."""
         output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
         if self._scoring is not None:
-            for name, value in self._docred_scores(output.predictions, output.label_ids).items():
+            scores = self._scoring.scores(output.predictions, output.label_ids, self.train_documents_for_ign)
+            for name, value in scores.items():
                 output.metrics.setdefault(f"{metric_key_prefix}_{name}", value)
         return output
-
-    def _docred_scores(self, predictions: Any, positions: Any) -> dict[str, float]:
-        """DocRED scores of the scored set from its gathered rows (decoded multi-hot, the documents' positions)."""
-        scoring, documents = self._scoring, self._scoring.dataset.documents
-        positions = positions.tolist()
-        if sorted(positions) != list(range(len(documents))):
-            raise RuntimeError(f"evaluation gathered {len(positions)} document rows for {len(documents)} documents")
-        rows = []
-        for i, multi_hot in zip(positions, predictions):
-            hts = scoring.dataset[i]["hts"]
-            rows += decode_predictions(documents[i], hts, torch.from_numpy(multi_hot[: len(hts)]))
-        scores = score_predictions(rows, documents, train=self.train_documents_for_ign)
-        metrics = {a: round(float(getattr(scores, a)), 6) for a in EVAL_SCORES if getattr(scores, a) is not None}
-        if scores.ign_f1 is not None:
-            metrics["f1_plus_ign_f1"] = round(float(scores.f1) + float(scores.ign_f1), 6)
-        return metrics
 
     # ------------------------------------------------------------------ model card
 
