@@ -31,18 +31,26 @@ def code_files(location: str | os.PathLike) -> list[str]:
     own (``auto_map``) for something transformers has no class of: a model type, a tokenizer class."""
     found = []
     for name in _CODE_FILES:
-        path = Path(location) / name
-        if not path.is_file():
-            from huggingface_hub import try_to_load_from_cache  # lazy: only a Hub id needs the Hub cache
-
-            cached = try_to_load_from_cache(str(location), name) if not Path(location).exists() else None
-            path = Path(cached) if isinstance(cached, str) else None
+        path = _checkpoint_file(location, name)
         try:
             data = json.loads(path.read_text(encoding="utf-8")) if path is not None else {}
-        except (OSError, ValueError):  # unreadable: the load itself said what is wrong with it
+        except (OSError, ValueError):  # unreadable: the load itself says what is wrong with it
             data = {}
         found += [name] if isinstance(data, dict) and "auto_map" in data and not _known(name, data) else []
     return found
+
+
+def _checkpoint_file(location: str | os.PathLike, name: str) -> Path | None:
+    """``name`` of a checkpoint folder, or of a Hub id's copy in the Hub cache (None: not there)."""
+    if Path(location).exists():
+        return Path(location) / name if (Path(location) / name).is_file() else None
+    from huggingface_hub import try_to_load_from_cache  # lazy: only a Hub id needs the Hub cache
+
+    try:
+        cached = try_to_load_from_cache(os.fspath(location), name)
+    except ValueError:  # not a Hub id either: the load says what it is
+        return None
+    return Path(cached) if isinstance(cached, str) else None
 
 
 def _known(name: str, data: dict) -> bool:

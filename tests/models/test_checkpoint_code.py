@@ -77,7 +77,9 @@ def test_a_docre_model_whose_tokenizer_names_its_own_code_is_refused_not_replace
 
 
 def test_other_load_errors_stay_as_they_are(tmp_path):
-    from envre_hf.models.loading import no_checkpoint_code
+    from envre_hf.models.loading import code_files, no_checkpoint_code
+
+    assert code_files(tmp_path / "no" / "such" / "folder") == [] and code_files("../not/a/hub/id") == []
 
     folder = tmp_path / "plain"
     folder.mkdir()
