@@ -2,13 +2,18 @@
 
 Stages in the order data travels: ``documents`` -> ``kb`` -> ``renaming`` -> ``features`` -> ``models`` ->
 ``training`` -> ``metrics`` / ``analysis`` (and ``icl``). The public names below are imported on first use (PEP 562),
-so ``import envre_hf`` imports neither torch nor transformers; ``import envre_hf.models`` registers ``docre``.
+so ``import envre_hf`` imports neither torch nor transformers. It teaches transformers the DocRE models and the
+``document-relation-extraction`` task when transformers loads its auto models or its pipelines (post-import hooks),
+so ``pipeline("document-relation-extraction", model=folder)`` and ``AutoModel.from_pretrained(folder)`` run
+envre-hf's code, never a checkpoint's.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+import wrapt
 
 from .version import __version__
 
@@ -37,3 +42,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+def _register_with_transformers(module: Any) -> None:
+    """Run by the import of transformers' auto models or pipelines (``module``): importing ``envre_hf.models``
+    registers the model type, importing its ``pipeline_docre`` the pipeline's task (a module already being imported,
+    as when it is what imports transformers, registers at its end)."""
+    importlib.import_module(".models", __name__)  # by name: import envre_hf stays free of torch
+    if module.__name__ == "transformers.pipelines":
+        importlib.import_module(".models.pipeline_docre", __name__)
+
+
+for _loaded in ("transformers.models.auto.modeling_auto", "transformers.pipelines"):
+    wrapt.register_post_import_hook(_register_with_transformers, _loaded)  # now, if transformers loaded it already

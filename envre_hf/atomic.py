@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from .failures import Remedy
+
 PathLike = str | os.PathLike
 
 #: Suffix of every temporary file: upload and cleaning skip it.
@@ -185,7 +187,7 @@ class RecordLog:
 def refuse_used_records(path: Path, resume: bool, error: type[Exception]) -> None:
     """A run never appends to another run's records unless resuming (nor to a link: :func:`refuse_link`)."""
     if refuse_link(path).exists() and path.stat().st_size and not resume:
-        raise error(f"{path} already holds results: pass resume=True or use a new directory")
+        raise error(Remedy(f"{path} already holds results: pass ", "resume", after=" or use a new directory"))
 
 
 def open_run_log(

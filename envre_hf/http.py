@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from .atomic import refuse_link
+from .failures import Failure
 
 T = TypeVar("T")
 
@@ -63,7 +64,7 @@ class NetworkBounds:
 CACHE_FILE = "responses.sqlite"
 
 
-class HTTPRequestError(RuntimeError):
+class HTTPRequestError(Failure):
     """A request failed for good: retries exhausted, or a reply that retrying cannot fix (4xx, an error payload)."""
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 README = REPO / "README.md"
 PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 #: Pages whose links are checked too (they link into docs/ instead of repeating it).
@@ -195,16 +196,22 @@ def test_envre_examples_parse_as_written():
 #
 # Every example of README.md and docs/*.md runs here, in order, in a copy of the repository (a temporary folder
 # with ../shared/data beside it, as in a checkout), except those NOT_RUN lists with the reason; their options are
-# still checked above. A page's Python blocks share one namespace and its shell lines one set of variables, and
-# every page starts after the README's set-up command (SETUP, run once). What an example prints is compared with
-# its sample, with doctest's ELLIPSIS and NORMALIZE_WHITESPACE: `...` stands for what varies (timings, long
-# tails), and line breaks are free:
+# still checked above. Each Python block runs in a fresh interpreter of its own, after the page's Python blocks
+# before it (run again there, quietly: what a reader pasting the page has run), so a block needs nothing but what
+# the page imports (``import envre_hf`` registers the pipeline's task: nothing else may); ``python -c`` lines run
+# in their own process too. A page's shell lines share one set of variables, and every page starts after the
+# README's set-up command (SETUP, run once) with the README's trained model (runs/evrt-minilm) stood in for by a
+# tiny random one of the same kind (STAND_IN). What an example prints is compared with its sample, with doctest's
+# ELLIPSIS and NORMALIZE_WHITESPACE: `...` stands for what varies (timings, long tails), and line breaks are free:
 #
 # * Python: the comment on the last line of a statement that prints (else the comment lines right below it) is
 #   all it prints;
 # * shell: the untagged ``` block SAMPLES names for the command is a part of what it prints.
 
 SETUP = ("README.md", "envre build --input ../shared/data/redocred/test_revised.json --kb corpus")
+#: The model the README's ``envre train`` writes (over a minute), stood in for by a tiny random ATLOP model and its
+#: tokenizer: the examples that only need *a* saved model (the pipeline's) run on it.
+STAND_IN = "runs/evrt-minilm"
 
 _SLOW = "over a minute on a 2-core CPU"
 _TRAINED = "needs a trained model (runs/evrt-minilm: README's envre train, " + _SLOW + ")"
@@ -222,7 +229,6 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("README.md", "--env env_redocred --max-docs 50"): _TRAINED,
     ("README.md", "--submission runs/submit"): _TRAINED,
     ("README.md", 'AutoModel.from_pretrained("envre/atlop-minilm"'): _HUB,
-    ("README.md", 'pipeline("document-relation-extraction", model="runs/evrt-minilm")'): _TRAINED,
     ("README.md", "envre predict --model runs/evrt-minilm"): _TRAINED,
     ("README.md", "export OPENAI_API_KEY"): "a placeholder for your key",
     ("README.md", "--backend openai --model gpt-4o-mini"): "needs an OpenAI-compatible endpoint",
@@ -247,7 +253,6 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("evrt.md", "--evrt_preset redocred-bert"): _HUB + "; trains BERT-base on Re-DocRED train (hours)",
     ("hub.md", 'ds = load_dataset("envre/env_redocred")'): _HUB,
     ("hub.md", "trainer.push_to_hub("): _HUB + " (and a trainer)",
-    ("hub.md", "cp envre_hf/metrics/scoring.py"): "a maintainer's step after changing the scorer",
     ("hub.md", "envre push-metric"): _HUB,
     ("hub.md", 'evaluate.load("envre/docre_f1")'): _HUB,
     ("hub.md", "python3 -m venv"): _INSTALL + " (a fresh environment)",
@@ -269,10 +274,6 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("models.md", "--batch-size 8 --save-predictions"): _TRAINED,
     ("models.md", "prepare_upload(model"): "continues the ATLOP example above",
     ("models.md", "kd = KDDocREModel.from_encoder_pretrained"): _SLOW,
-    ("predict.md", "import envre_hf  # registers the task"): _TRAINED,
-    ("predict.md", "import json"): _TRAINED,
-    ("predict.md", 'text = "Marie Curie was born in Warsaw. Curie'): _TRAINED,
-    ("predict.md", 'extract({"text": text, "mentions"'): _TRAINED,
     ("predict.md", 'ner="dslim/bert-base-NER")'): _TRAINED + "; " + _HUB,
     ("predict.md", '{"head": {"name": "Marie Curie"'): "a sample of the pipeline's output",
     ("predict.md", "--input ../shared/data/redocred/test_revised.json --output runs/test-preds.jsonl"): _TRAINED,
@@ -400,12 +401,33 @@ def _statements(block: str) -> list[tuple[ast.stmt, str | None]]:
 
 
 def _run_python(block: str, namespace: dict, where: str) -> None:
+    """Runs a Python block statement by statement in ``namespace``, checking what each prints against its sample
+    (and passing it on to standard output)."""
     for statement, shown in _statements(block):
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             exec(compile(ast.Module([statement], []), where, "exec"), namespace)  # noqa: S102 - the docs' own code
         if shown is not None:
             _check_output(f"{where} line {statement.lineno}", shown, printed.getvalue())
+        sys.stdout.write(printed.getvalue())
+
+
+def _run_python_alone(block: str, where: str, before: tuple[str, ...] = ()) -> str:
+    """Runs ``block`` (checked by :func:`_run_python`) in a fresh interpreter in the working folder, after the
+    blocks ``before`` (run quietly); returns what it printed. Only the page's code is imported there."""
+    code = (
+        f"import contextlib, io, sys\nsys.path.insert(0, {str(TESTS)!r})\nfrom test_docs import _run_python\n"
+        "namespace = {'__name__': '__main__'}\n"
+        f"for block in {list(before)!r}:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        exec(compile(block, 'an example before', 'exec'), namespace)\n"
+        f"_run_python({block!r}, namespace, {where!r})\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(Path.cwd().parent / "datasets-cache")}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)  # a prompt ("run the custom code? [y/N]") fails, never waits
+    assert proc.returncode == 0, f"{where}: failed in a fresh interpreter:\n{proc.stderr[-4000:]}"
+    return proc.stdout
 
 
 def _expand(word: str, variables: dict[str, str]) -> str:
@@ -433,7 +455,7 @@ def _run_shell(command: str, variables: dict[str, str], where: str) -> str:
                 status = main(words[1:])
                 assert status == 0, f"{where}: exit status {status}:\n{err.getvalue()[-3000:]}"
             elif words[0] in ("python", "python3") and words[1] == "-c":
-                _run_python(words[2], {"__name__": "__main__"}, where)
+                printed.write(_run_python_alone(words[2], where))
             else:
                 pytest.fail(f"{where}: no way to run {words[0]!r} here: add it to NOT_RUN with the reason")
     return printed.getvalue()
@@ -457,6 +479,9 @@ def sandbox(tmp_path_factory, redocred_test_path):
             ".git", "runs", "env_redocred*", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "mutants"))
     (root / "shared").mkdir()
     (root / "shared" / "data").symlink_to(shared_data.resolve(), target_is_directory=True)
+    from _pipeline_helpers import save_docre_model
+
+    save_docre_model(root / "repo" / STAND_IN)
     with pytest.MonkeyPatch.context() as patch:
         import datasets
 
@@ -475,16 +500,10 @@ def test_the_set_up_prints_the_documented_statistics(sandbox):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_examples_run_as_written_and_print_their_samples(page, sandbox, monkeypatch, request):
+def test_examples_run_as_written_and_print_their_samples(page, sandbox, monkeypatch):
     folder, _, _ = sandbox
     monkeypatch.chdir(folder)
-    monkeypatch.setattr(sys, "path", list(sys.path))  # kb.md adds tests/
-    from envre_hf.models import registry
-
-    # models.md registers a family: restore the registry in place (HEAD_TYPES is a live view of it)
-    families = dict(registry._FAMILIES)
-    request.addfinalizer(lambda: (registry._FAMILIES.clear(), registry._FAMILIES.update(families)))
-    namespace: dict = {"__name__": "__main__"}
+    python: list[str] = []  # the page's Python blocks run so far
     variables: dict[str, str] = {}
     before = _files(folder)
     ran = 0
@@ -493,7 +512,8 @@ def test_examples_run_as_written_and_print_their_samples(page, sandbox, monkeypa
             continue
         started, cpu = time.perf_counter(), time.process_time()
         if example.kind == "python":
-            _run_python(example.text, namespace, str(example))
+            _run_python_alone(example.text, str(example), tuple(python))
+            python.append(example.text)
         else:
             _check_samples(example, _run_shell(example.text, variables, str(example)))
         ran += 1

@@ -25,7 +25,7 @@ STAGES: dict[str, int] = {
     "citations": 0,
     "version": 0,
     "atomic": 0,
-    "bundling": 0,
+    "failures": 0,
     "http": 0,
     "hub_client": 0,
     "documents": 1,
@@ -275,3 +275,29 @@ def test_no_module_name_repeats_across_the_package():
             seen.setdefault(path.name, []).append(str(path.relative_to(REPO)))
     repeated = {name: paths for name, paths in seen.items() if len(paths) > 1}
     assert repeated == {}
+
+
+def guarded_package_imports(root: Path, folders: tuple[str, ...] = (PACKAGE, "spaces")) -> list[str]:
+    """``try: <import of envre_hf> except ImportError`` in ``folders``: a module that is the package's or standalone
+    depending on what is installed (two identities)."""
+    out = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not (isinstance(node, ast.Try) and any(
+                        "ImportError" in ast.unparse(h.type or ast.Name("BaseException")) for h in node.handlers)):
+                    continue
+                imports = [n for block in node.body for n in ast.walk(block)
+                           if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == PACKAGE
+                           or isinstance(n, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in n.names)]
+                if imports:
+                    out.append(f"{path.relative_to(root)}:{node.lineno}")
+    return out
+
+
+def test_no_module_has_two_identities(tmp_path):
+    assert guarded_package_imports(REPO) == []
+    (tmp_path / "spaces").mkdir()
+    (tmp_path / PACKAGE).mkdir()
+    (tmp_path / "spaces" / "m.py").write_text("try:\n    from envre_hf.x import y\nexcept ImportError:\n    y = None\n")
+    assert guarded_package_imports(tmp_path) == ["spaces/m.py:1"]

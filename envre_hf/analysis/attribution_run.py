@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 
 from ..documents.schema import Document
 from ..atomic import open_run_log, write_json
+from ..failures import Failure
 from .attribution import AttributionConfig, DocumentAttributor
 from .rationale_map import MAPCurve, map_curve
 
@@ -21,7 +22,7 @@ RUN_CONFIG = "run_config.json"
 MAP_FILE = "map.json"
 
 
-class AttributionRunError(RuntimeError):
+class AttributionRunError(Failure):
     """The run cannot go ahead as asked (training overlap, existing results without resume, changed settings)."""
 
 

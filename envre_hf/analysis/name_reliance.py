@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from ..atomic import RecordLog, refuse_link, write_json, write_text
 from ..documents import Document, DocumentError, docred_schema
+from ..failures import Remedy
 from ..models.prediction import decode_predictions, iter_decoded
 from ..renaming import RenamingDriver, is_substituted
 from .robustness import RobustnessReport, robustness_report
@@ -461,9 +462,8 @@ def claim_output(output: Path, overwrite: bool) -> None:
         shutil.rmtree(output / WORK_DIR, ignore_errors=True)
         shutil.rmtree(output / PREDICTIONS_DIR, ignore_errors=True)
     elif not (output / WORK_DIR).is_dir() and (output / PROBE_FILE).exists():
-        raise ProbeError(
-            f"{output}: holds a finished probe ({PROBE_FILE}); pass overwrite=True to run it again or use another folder"
-        )
+        raise ProbeError(Remedy(f"{output}: holds a finished probe ({PROBE_FILE}); pass ", "overwrite",
+                                after=" to run it again or use another folder"))
 
 
 def _open_work(output: Path, manifest: dict[str, Any]) -> RecordLog:
@@ -475,10 +475,10 @@ def _open_work(output: Path, manifest: dict[str, Any]) -> RecordLog:
         except (OSError, ValueError):  # missing or damaged: it ties its records to nothing
             previous = {}
         if not isinstance(previous, dict) or previous.get("fingerprint") != manifest["fingerprint"]:
-            raise ProbeError(
+            raise ProbeError(Remedy(
                 f"{work}: holds an unfinished probe of other documents, model, knowledge base or settings; rerun with "
-                f"the options it was started with to continue it, or pass overwrite=True to start again"
-            )
+                "the options it was started with to continue it, or pass ", "overwrite", after=" to start again",
+            ))
     else:
         work.mkdir(parents=True)
         write_json(work / "manifest.json", manifest)

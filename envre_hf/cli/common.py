@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import re
+import sys
 from pathlib import Path
+
+from ..failures import Failure, remedy_of
 
 
 class UsageError(Exception):
@@ -129,22 +131,6 @@ def _hub_model_problem(repo_id: str) -> str | None:
 _HUB_TIMEOUT_S = 5.0
 
 
-def flags_for(message: str, parser: argparse.ArgumentParser | None) -> str:
-    """A library message as the CLI says it: the keyword arguments it names (``pass resume=True``,
-    ``gold_split=NAME``) become the flags of ``parser`` that set them (``--resume``, ``--gold-split NAME``)."""
-    if parser is None:
-        return message
-    options = parser._option_string_actions
-
-    def flag(match: re.Match) -> str:
-        name = "--" + match.group(1).replace("_", "-")
-        if name not in options:
-            return match.group(0)
-        return name if match.group(2) == "True" else f"{name} {match.group(2)}"
-
-    return re.sub(r"\b([a-z][a-z0-9_]*)=(True|[A-Z]+)\b", flag, message)
-
-
 def _one_line(text: str) -> str:
     return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
@@ -165,36 +151,44 @@ def _os_message(err: OSError) -> str:
     return f"{err.filename}: {reason}" if err.filename else reason
 
 
-#: Exceptions that are bad input or a bad environment (exit 2), by class name where importing the class
-#: would load a heavy or optional module (safetensors, the ICL backends, the Hub); a subclass of one (or of
-#: ValueError / OSError) needs no entry.
-_EXPECTED_NAMES = {
-    "SafetensorError",
-    "HeaderTooLarge",
-    "BackendError",
-    "ICLRunError",
-    "AttributionRunError",
-    "BuildError",
-    "KnowledgeBaseError",
-    "HTTPRequestError",
-    "EntryNotFoundError",
-    "HfHubHTTPError",
-}
+#: Other libraries' errors that are bad input or a bad environment (exit 2), as ``module.Class``: matched by type
+#: once their module is loaded (an error of a class never imported cannot have been raised, so none is imported
+#: here, which would cost the command's start-up time). Our own are :class:`~envre_hf.failures.Failure`s,
+#: ``ValueError``s or ``OSError``s.
+_LIBRARY_ERRORS = ("huggingface_hub.errors.EntryNotFoundError", "huggingface_hub.errors.HfHubHTTPError")
+#: Unreadable weights (a damaged ``model.safetensors``).
+_WEIGHTS_ERRORS = ("safetensors.SafetensorError",)
+#: Network failures that escaped a client's own wrapping (a Hub download inside transformers or datasets).
+_NETWORK_ERRORS = ("builtins.ConnectionError", "httpx.TransportError", "httpx2.TransportError",
+                   "requests.RequestException")
 
 
-def error_message(err: BaseException) -> str | None:
-    """The one-line message of an expected error (credentials redacted), or ``None`` for a bug."""
+def _loaded(names: tuple[str, ...]) -> tuple[type, ...]:
+    """The classes ``module.Class`` of ``names`` whose module is imported."""
+    classes = (getattr(sys.modules.get(name.rpartition(".")[0]), name.rpartition(".")[2], None) for name in names)
+    return tuple(cls for cls in classes if isinstance(cls, type) and issubclass(cls, BaseException))
+
+
+def error_message(err: BaseException, parser: argparse.ArgumentParser | None = None) -> str | None:
+    """The one-line message of an expected error (credentials redacted), or ``None`` for a bug; an error raised
+    with a :class:`~envre_hf.failures.Remedy` names the flag of ``parser`` that lifts it."""
     from ..http import redact  # lazy: start-up time
 
-    message = _message(err)
+    message = _message(err, parser)
     return None if message is None else redact(message)
 
 
-#: Network failures that escaped a client's own wrapping (a Hub download inside transformers or datasets).
-_NETWORK_NAMES = {"TransportError", "RequestException", "ConnectionError", "Timeout", "TimeoutException"}
+def _said(err: BaseException, parser: argparse.ArgumentParser | None) -> str:
+    """``str(err)``, with the keyword of the error's :class:`~envre_hf.failures.Remedy` spelt as the flag of
+    ``parser`` that sets it (``--overwrite``, ``--gold-split NAME``) when the command has one."""
+    remedy = remedy_of(err)
+    flag = None if remedy is None else "--" + remedy.keyword.replace("_", "-")
+    if flag is None or parser is None or flag not in parser._option_string_actions:
+        return str(err)
+    return remedy.said(flag if remedy.value == "True" else f"{flag} {remedy.value}")
 
 
-def _message(err: BaseException) -> str | None:
+def _message(err: BaseException, parser: argparse.ArgumentParser | None = None) -> str | None:
     if isinstance(err, UsageError):
         return _one_line(str(err))
     if isinstance(err, OSError) and err.filename is not None:
@@ -203,13 +197,13 @@ def _message(err: BaseException) -> str | None:
         return "input nested too deeply to process"
     if isinstance(err, UnicodeError):
         return f"text is not valid UTF-8 ({err})"
-    names = {cls.__name__ for cls in type(err).__mro__}
-    if names & _NETWORK_NAMES and not names & _EXPECTED_NAMES:
+    expected = (ValueError, OSError, Failure, *_loaded(_LIBRARY_ERRORS))
+    if isinstance(err, _loaded(_NETWORK_ERRORS)) and not isinstance(err, (Failure, *_loaded(_LIBRARY_ERRORS))):
         return f"network failure ({type(err).__name__}: {_one_line(str(err))[:300]}); check the connection and rerun"
-    if isinstance(err, (ValueError, OSError)) or names & _EXPECTED_NAMES:
-        if "SafetensorError" in names or "HeaderTooLarge" in names:
-            return f"unreadable model weights (model.safetensors damaged?): {_one_line(str(err))}"
-        return _one_line(str(err)) or type(err).__name__
+    if isinstance(err, _loaded(_WEIGHTS_ERRORS)):
+        return f"unreadable model weights (model.safetensors damaged?): {_one_line(str(err))}"
+    if isinstance(err, expected):
+        return _one_line(_said(err, parser)) or type(err).__name__
     return None
 
 

@@ -151,12 +151,17 @@ def run_predictions(args: argparse.Namespace) -> int:
     ``--train``); a score of 0 is explained on stderr when the counts tell why."""
     from ..metrics import score_files  # lazy: start-up time
     from ..metrics.predictions import zero_score_reason  # lazy: start-up time
+    from ..metrics.scoring import UnknownDocumentError  # lazy: start-up time
 
     gold, unknown = args.gold, args.allow_unknown_documents
     if args.max_docs is not None:
         raise UsageError("--max-docs limits what --model predicts; a --predictions file is scored whole")
     splits = {"gold_split": gold_split(args, args.predictions), "train_split": train_split(args)}
-    scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown, **splits)
+    try:
+        scores = score_files(args.predictions, gold, args.train, allow_unknown_documents=unknown, **splits)
+    except UnknownDocumentError as err:  # said with this command's switch
+        raise UnknownDocumentError(err.reason, option="--allow-unknown-documents", index=err.index, doc=err.doc,
+                                   field=err.field) from None
     emit(scores.to_dict(), args)
     reason = zero_score_reason(scores)
     if reason is not None:

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
     """Parse ``argv`` for subcommand ``name`` and run it inside the one error handler."""
-    from .common import ArgumentParser, error_message, flags_for  # lazy: start-up time
+    from .common import ArgumentParser, error_message  # lazy: start-up time
 
     prog = f"envre {name}"
     sub = None
@@ -84,14 +84,14 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
     except Exception as err:  # noqa: BLE001 - the one place where errors become messages
         if debug:
             raise
-        message = error_message(err)
+        message = error_message(err, sub)
         if message is None:
             from ..http import redact  # lazy: start-up time
 
             print(f"{prog}: internal error: {type(err).__name__}: {redact(' '.join(str(err).split()))} "
                   f"(a bug; rerun with envre --debug {name} ... for the traceback)", file=sys.stderr)
             return EXIT_BUG
-        print(f"{prog}: error: {flags_for(message, sub)}", file=sys.stderr)
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

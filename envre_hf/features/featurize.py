@@ -13,6 +13,9 @@ from ..documents.relations import RelationSchema, docred_schema
 from ..documents.schema import Document
 
 logger = logging.getLogger(__name__)
+#: The per-document warning that ``max_seq_length`` dropped mentions, on a logger of its own whose records carry
+#: ``max_seq_length`` and ``dropped_mentions``: a training run summarises them (``MentionDropSummary``).
+DROPPED_MENTIONS = logging.getLogger(f"{__name__}.dropped_mentions")
 
 #: The marker word placed before and after every mention (ATLOP uses "*").
 DEFAULT_MARKER = "*"
@@ -192,14 +195,11 @@ def _assemble(
     kept = [[p for p, ok in zip(span, ok_span) if ok] for span, ok_span in zip(entity_pos, fits)]
     dropped = sum(len(a) - len(b) for a, b in zip(entity_pos, kept))
     if dropped:
-        logger.warning(
+        DROPPED_MENTIONS.warning(
             "document %r: max_seq_length=%d dropped %d of %d mentions (%d entities lost all mentions)",
-            doc.key,
-            max_seq_length,
-            dropped,
-            sum(len(span) for span in entity_pos),
-            sum(1 for span in kept if not span),
-        )
+            doc.key, max_seq_length, dropped, sum(len(span) for span in entity_pos), sum(1 for span in kept if not span),
+            extra={"max_seq_length": max_seq_length, "dropped_mentions": dropped},
+        )  # fmt: skip
     return {
         "doc_key": doc.key,
         "input_ids": input_ids,

@@ -17,6 +17,7 @@ from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
 from huggingface_hub.utils import httpx  # httpx (huggingface_hub 1.x) or httpx2 (2.x): the transport's errors
 
 from ..hub_client import configure_hub
+from ..failures import Failure
 from ..http import (
     RETRY_STATUSES,
     NetworkBounds,
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 Messages = list[dict[str, str]]
 
 
-class BackendError(RuntimeError):
+class BackendError(Failure):
     """The backend could not produce a completion (after retries, or a non-retryable error)."""
 
 
@@ -246,13 +247,16 @@ class LocalBackend:
         # torch/transformers only for the local backend: an endpoint run (and `envre icl --help`) never loads them
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        if not getattr(tokenizer, "chat_template", None):
-            raise ValueError(
-                f"{name_or_path}: its tokenizer has no chat template; expected a chat (instruction-tuned) model, "
-                "e.g. Qwen/Qwen2.5-0.5B-Instruct"
-            )
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, use_safetensors=True)
+        from ..models.loading import no_checkpoint_code  # lazy: as transformers, for the local backend only
+
+        with no_checkpoint_code(name_or_path):
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False)
+            if not getattr(tokenizer, "chat_template", None):
+                raise ValueError(
+                    f"{name_or_path}: its tokenizer has no chat template; expected a chat (instruction-tuned) "
+                    "model, e.g. Qwen/Qwen2.5-0.5B-Instruct"
+                )
+            model = AutoModelForCausalLM.from_pretrained(name_or_path, use_safetensors=True, trust_remote_code=False)
         return cls(model, tokenizer, name=name_or_path, **kwargs)
 
     def prompt_ids(self, messages: Messages) -> list[int]:

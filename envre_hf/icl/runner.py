@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 
 from ..atomic import open_run_log, refuse_used_records, write_json
 from ..documents import Document, RelationSchema, docred_schema
+from ..failures import Failure
 from .backends import ChatBackend, backend_identity
 from .parser import TripleParser
 from .prompt import PromptBuilder, PromptConfig, Renamer
@@ -27,7 +28,7 @@ PARSE_REPORT = "parse_report.json"
 _REPORT_LISTS = ("unparsed_lines", "unknown_relations", "out_of_range", "self_pairs", "duplicates")
 
 
-class ICLRunError(RuntimeError):
+class ICLRunError(Failure):
     """The output directory cannot be used as asked (existing run without resume, changed settings)."""
 
 

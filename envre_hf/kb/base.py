@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..documents import Document
+from ..failures import Failure
 
 
-class KnowledgeBaseError(RuntimeError):
+class KnowledgeBaseError(Failure):
     """A knowledge base could not answer (network failure after retries, broken reply, corrupt index)."""
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from ..documents import Document, DocumentError, read_documents
 from ..documents.build_folder import build_splits
 from ..documents.io import iter_documents
+from ..failures import Remedy
 from .predictions import in_file, prediction_file, with_relation_ids
 from .scoring import DocREScores, DocumentFields, GoldError, GoldIndex, PredictionError, TrainFacts
 from .scoring import prediction_reference, score
@@ -89,7 +90,7 @@ def _documents(source: str | os.PathLike, split: str | None, keyword: str) -> It
         return iter_documents(source)
     splits = build_splits(source)
     if split is None and len(splits) > 1:
-        raise ValueError(f"{source}: a build folder holding splits {', '.join(splits)}; pass {keyword}=NAME")
+        raise ValueError(Remedy(f"{source}: a build folder holding splits {', '.join(splits)}; pass ", keyword, "NAME"))
     return read_documents(source, split=split)
 
 

@@ -46,7 +46,7 @@ def prediction_file(path: str | os.PathLike) -> list[Any]:
 
 def in_file(err: PredictionError, path: str | os.PathLike) -> PredictionError:
     """``err`` with the file it was found in."""
-    return PredictionError(f"{err.reason} (in {path})", index=err.index, doc=err.doc, field=err.field)
+    return type(err)(f"{err.reason} (in {path})", index=err.index, doc=err.doc, field=err.field)
 
 
 def is_predict_line(item: Any) -> bool:

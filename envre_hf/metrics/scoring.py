@@ -53,6 +53,16 @@ class PredictionError(ValueError):
         super().__init__(_located(message, where + ([] if doc is None else [f"(document {doc!r})"]), field))
 
 
+class UnknownDocumentError(PredictionError):
+    """A prediction naming no gold document; ``allow_unknown_documents=True`` counts it as wrong instead (``option``:
+    how the caller spells that switch, e.g. a command's flag)."""
+
+    def __init__(self, message: str = "no gold document has this key", *, option: str = "allow_unknown_documents=True",
+                 **where: Any):
+        super().__init__(f"{message} (pass {option} to count it as wrong)", **where)
+        self.reason = message
+
+
 class GoldError(ValueError):
     """A gold or training document that cannot be scored against. Its keywords (document index, title, entity,
     mention, label, field) and message are those of envre-hf's ``DocumentError``, which its adapter raises."""
@@ -403,10 +413,7 @@ def _tally(preds: list[Any], index: GoldIndex, facts: TrainFacts | None, allow_u
             raise PredictionError(f"expected a relation id string, got {r!r}", index=i, doc=name, field="r")
         if key is None:
             if not allow_unknown_documents:
-                raise PredictionError(
-                    "no gold document has this key (pass allow_unknown_documents=True to count it as wrong)",
-                    index=i, doc=name, field="doc_id" if doc_id is not None else "title",
-                )  # fmt: skip
+                raise UnknownDocumentError(index=i, doc=name, field="doc_id" if doc_id is not None else "title")
             unknown.add((name, h, t, r))
             continue
         n_ent = num_entities[key]

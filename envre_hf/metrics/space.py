@@ -1,7 +1,8 @@
 """Publishing the ``docre_f1`` metric as a Hugging Face Space that loads without envre-hf.
 
 ``evaluate.load`` downloads only ``docre_f1.py`` and its relative imports, so the upload carries the installed
-package's :mod:`envre_hf.metrics.scoring`: the published metric scores exactly as ``envre evaluate`` does.
+package's :mod:`envre_hf.metrics.scoring` (the repository's Space folder holds no copy of it): the published
+metric scores exactly as ``envre evaluate`` does. :func:`load_metric` loads the same, staged locally.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ def space_folder(folder: str | os.PathLike, destination: str | os.PathLike) -> P
         shutil.copyfile(folder / name, destination / name)
     shutil.copyfile(scoring.__file__, destination / "scoring.py")
     return destination
+
+
+def load_metric(folder: str | os.PathLike = "spaces/docre_f1", **kwargs: Any) -> Any:
+    """``evaluate.load`` of the Space as ``envre push-metric`` publishes it (:func:`space_folder`, staged in a
+    temporary folder: evaluate keeps its own copy), i.e. what ``evaluate.load("envre/docre_f1")`` gives."""
+    import evaluate  # lazy: only the evaluate module needs it
+
+    with tempfile.TemporaryDirectory(prefix="envre-metric-") as tmp:
+        return evaluate.load(str(space_folder(folder, Path(tmp) / "docre_f1")), **kwargs)
 
 
 def push_metric(

@@ -1,5 +1,6 @@
-"""Stage 3: DocRE models as transformers ``PreTrainedModel``s; importing it registers the ``docre`` model type and
-the ``document-relation-extraction`` pipeline with transformers (:mod:`envre_hf.models.auto`)."""
+"""Stage 3: DocRE models as transformers ``PreTrainedModel``s; importing it registers the ``docre`` model type with
+transformers' auto classes (:mod:`envre_hf.models.auto`); importing :mod:`.pipeline_docre`, which ``import envre_hf``
+has transformers do when it loads its pipelines, registers the ``document-relation-extraction`` task."""
 
 from .auto import DocREModel, register
 from .configuration_docre import DocREConfig, encoder_window, portable_name

@@ -1,5 +1,6 @@
-"""How transformers' ``AutoConfig`` / ``AutoModel`` / ``pipeline`` find DocRE models when envre-hf is installed
-(``import envre_hf.models`` calls :func:`register`), without remote code."""
+"""How transformers' ``AutoConfig`` / ``AutoModel`` find DocRE models when envre-hf is installed, without remote
+code: ``import envre_hf.models`` calls :func:`register` (and ``import envre_hf`` has transformers import it when it
+loads its auto models; the pipeline's task: :mod:`.pipeline_docre`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from transformers import AutoConfig, AutoModel
 
+from ..documents.relations import docred_schema
 from .configuration_docre import DocREConfig
 from .registry import head_class
 
@@ -24,7 +26,7 @@ class DocREModel:
     def from_pretrained(cls, pretrained_model_name_or_path: str, *model_args: Any, config: Any = None, **kwargs: Any):
         if config is None:
             hub = {k: kwargs[k] for k in ("revision", "cache_dir", "token", "local_files_only") if k in kwargs}
-            config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **hub)
+            config = AutoConfig.from_pretrained(pretrained_model_name_or_path, trust_remote_code=False, **hub)
         if type(config).__name__ != "DocREConfig" or not hasattr(config, "head_type"):
             raise ValueError(f"{pretrained_model_name_or_path} holds a {type(config).__name__}, not a DocREConfig")
         return head_class(config.head_type).from_pretrained(
@@ -44,14 +46,8 @@ class DocREModel:
 
 def register() -> None:
     """``AutoConfig`` learns model type ``docre``, ``AutoModel`` builds :class:`DocREModel` (hence the saved family)
-    for a ``DocREConfig``, and ``pipeline("document-relation-extraction")`` builds ``DocREPipeline``."""
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    from .pipeline_code import TASK  # lazy: as the pipeline module below
-    from .pipeline_docre import DocREPipeline  # lazy: it imports the modules of the models stage
-
+    for a ``DocREConfig``, and a new ``DocREConfig`` has DocRED's relations."""
+    schema = docred_schema()
+    DocREConfig.default_relations = (dict(schema.index2rel), dict(schema.id2name))
     AutoConfig.register("docre", DocREConfig, exist_ok=True)
     AutoModel.register(DocREConfig, DocREModel, exist_ok=True)
-    known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
-    if known is None or known["impl"] is not DocREPipeline:
-        PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=AutoModel)

@@ -13,13 +13,6 @@ from transformers.configuration_utils import SubConfigSpec
 
 from .registry import HeadSettings, get_family
 
-try:  # envre-hf installed: DocRED labels by default (a saved config.json always carries its own id2label), and
-    # the pipeline's code saved beside every config
-    from envre_hf.documents.relations import docred_schema
-    from envre_hf.models.pipeline_code import pipeline_saved
-except ImportError:  # loaded as remote code without envre-hf
-    docred_schema = pipeline_saved = None
-
 #: ``DocREConfig.head_initialization`` values: the layers' PyTorch defaults (released code), or HF-style N(0, std).
 HEAD_INITIALIZATIONS = ("pytorch", "normal")
 
@@ -81,13 +74,18 @@ class DocREConfig(PretrainedConfig):
     encoder_name_or_path: str | None = None
     relation_names: dict[str, str] | None = None
 
+    #: ``(id2label, relation id -> name)`` of a config built without labels: DocRED's, set when envre-hf registers
+    #: its models (:func:`envre_hf.models.auto.register`); None in a copy loaded as remote code, which only reads
+    #: saved configs (a saved config.json carries its own labels).
+    default_relations = None
+
     def __post_init__(self, **kwargs: Any):
-        if self.id2label is None and "num_labels" not in kwargs and docred_schema is not None:
-            self.id2label = dict(docred_schema().index2rel)
-        if docred_schema is not None:
-            # envre-hf installed: its registered pipeline serves the task, and transformers' pipeline() would
-            # insist on the saved remote code for any task that config.json lists (models save it again)
-            kwargs.pop("custom_pipelines", None)
+        defaults = type(self).default_relations
+        if self.id2label is None and "num_labels" not in kwargs and defaults is not None:
+            self.id2label = dict(defaults[0])
+        # configs saved by earlier envre-hf name the pipeline's generated code, on which transformers' pipeline()
+        # would then insist: the task is envre-hf's (registered), never a checkpoint's code
+        kwargs.pop("custom_pipelines", None)
         super().__post_init__(**kwargs)
         if self.encoder_name_or_path is not None:
             self.encoder_name_or_path = portable_name(self.encoder_name_or_path)
@@ -95,8 +93,8 @@ class DocREConfig(PretrainedConfig):
             self.encoder._name_or_path = portable_name(self.encoder._name_or_path)
         if self.label2id is None and self.id2label is not None:
             self.label2id = {name: int(i) for i, name in self.id2label.items()}
-        if self.relation_names is None and docred_schema is not None and self.id2label is not None:
-            names = docred_schema().id2name
+        if self.relation_names is None and defaults is not None and self.id2label is not None:
+            names = defaults[1]
             self.relation_names = {r: names[r] for r in self.id2label.values() if r in names} or None
         family = get_family(self.head_type)
         if self.emb_size is None:
@@ -110,15 +108,6 @@ class DocREConfig(PretrainedConfig):
             raise ValueError(f"emb_size ({self.emb_size}) must be a multiple of block_size ({self.block_size})")
         if self.window is None and isinstance(self.encoder, PretrainedConfig):
             self.window = encoder_window(self.encoder)
-
-    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs: Any) -> Any:
-        """transformers' save, with the pipeline's code beside config.json, which names it (``custom_pipelines``);
-        a remote copy of this file (no envre-hf) saves the config alone."""
-        if pipeline_saved is None:
-            self.__dict__.pop("custom_pipelines", None)  # its code would not be beside this copy
-            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
-        with pipeline_saved(self, save_directory):
-            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         output = super().to_dict()

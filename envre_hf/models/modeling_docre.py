@@ -267,7 +267,7 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
-        self.encoder = AutoModel.from_config(config.encoder, attn_implementation="eager")
+        self.encoder = AutoModel.from_config(config.encoder, attn_implementation="eager", trust_remote_code=False)
         #: The layer whose attention rows the fast path computes (None: the encoder runs eager).
         self.rows_layer = last_attention_layer(self.encoder)
         if self.rows_layer is not None:
@@ -335,7 +335,7 @@ class DocREPreTrainedModel(PreTrainedModel):
     ) -> DocREPreTrainedModel:
         """A new model (head randomly initialised) on the encoder ``encoder_name_or_path``; ``head``: :class:`DocREConfig`
         settings; ``encoder_kwargs``: for the encoder's ``from_pretrained`` (safetensors unless they say otherwise)."""
-        encoder_kwargs = {"use_safetensors": True, **(encoder_kwargs or {})}
+        encoder_kwargs = {"use_safetensors": True, **(encoder_kwargs or {}), "trust_remote_code": False}
         encoder = AutoModel.from_pretrained(encoder_name_or_path, attn_implementation="eager", **encoder_kwargs)
         if "head_type" not in head:
             head["head_type"] = cls.default_head_type()

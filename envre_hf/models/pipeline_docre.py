@@ -16,8 +16,8 @@ Per document the output is a list of ``{"head": {"name", "type", "mentions"}, "t
 "relation", "relation_name", "score", "evidence"}`` by decreasing score, then entity indices; mentions are
 ``[start, end]`` character spans for text and ``[sent_id, start, end]`` token positions for DocRED input.
 Prediction is :func:`~envre_hf.models.prediction.iter_decoded`, the path of ``envre evaluate --model``
-(windows for long documents, batches by length). This module is saved with every checkpoint as standalone
-remote code (:mod:`envre_hf.models.pipeline_code`).
+(windows for long documents, batches by length). ``import envre_hf`` registers the task (a checkpoint carries
+no pipeline code: the pipeline is envre-hf's).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Any
 
-from transformers import Pipeline
+from transformers import AutoModel, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
 
 from ..documents.aliases import cluster_by_aliases, cluster_by_exact_name
 from ..documents.errors import DocumentError
@@ -38,9 +39,12 @@ from ..documents.relations import RelationSchema, RelationType
 from ..documents.schema import ENTITY_TYPES, Document
 from ..documents.text import check_span, check_type, rule_mentions, segment, text_document
 from ..features.featurize import pair_index
+from .loading import no_checkpoint_code
 from .precision import fit_weights
 from .prediction import DecodedDocument, decode_predictions, iter_decoded
 
+#: The transformers task name of :class:`DocREPipeline`.
+TASK = "document-relation-extraction"
 #: NER labels (CoNLL-2003, OntoNotes, WNUT, B-/I- prefixes removed) -> DocRED entity types.
 NER_TYPES = {
     **dict.fromkeys(["PER", "PERSON"], "PER"),
@@ -73,7 +77,9 @@ class NERTagger:
         if isinstance(ner, str):
             from transformers import pipeline  # the NER model loads only when asked for
 
-            ner = pipeline("token-classification", model=ner, aggregation_strategy="simple", device=device)
+            with no_checkpoint_code(ner):
+                ner = pipeline("token-classification", model=ner, aggregation_strategy="simple", device=device,
+                               trust_remote_code=False)
         self.pipeline = ner
         mapping = {**NER_TYPES, **(ner_types or {})}
         labels = {_bare(label) for label in ner.model.config.id2label.values()} - {"O"}
@@ -285,8 +291,18 @@ class DocREPipeline(Pipeline):
         return out
 
     def save_pretrained(self, save_directory: Any, **kwargs: Any) -> None:
-        """The model and tokenizer; the model's save writes this pipeline's code (bundled) and ``custom_pipelines``
-        (transformers' own copy of this module would miss the package modules it imports)."""
+        """The model and tokenizer only: transformers' own save would copy this module, whose package imports do not
+        travel, beside them and name it in config.json (the task is registered by ``import envre_hf``)."""
         self.model.save_pretrained(save_directory, **kwargs)
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(save_directory, **kwargs)
+
+
+def register_pipeline() -> None:
+    """``pipeline("document-relation-extraction")`` builds :class:`DocREPipeline`."""
+    known = PIPELINE_REGISTRY.supported_tasks.get(TASK)
+    if known is None or known["impl"] is not DocREPipeline:
+        PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=DocREPipeline, pt_model=AutoModel)
+
+
+register_pipeline()  # importing this module registers the task (``import envre_hf`` has transformers import it)

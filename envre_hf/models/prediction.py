@@ -6,7 +6,7 @@ import contextlib
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -17,10 +17,9 @@ from ..documents.schema import Document
 from ..features.batching import budget_batches, length_sorted_batches
 from ..features.collator import DocRECollator
 from ..features.featurize import featurize_document
+from .loading import CheckpointCodeRefused, no_checkpoint_code
+from .modeling_docre import DocREPreTrainedModel
 from .precision import AUTOCAST_DTYPES, resolve_autocast
-
-if TYPE_CHECKING:  # annotations only: the pipeline's saved code bundles this module without the model's
-    from .modeling_docre import DocREPreTrainedModel
 
 #: Most entity pairs scored at once in prediction: a document with more is scored in chunks, so that memory stops
 #: growing with entities squared (a 300-entity document has 89,700 pairs; Re-DocRED's batches of four ~1,600).
@@ -172,24 +171,32 @@ def load_for_inference(
             raise ValueError(f"quantize={quantize!r} runs on CPU, not on {device}")
         device = "cpu"
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    config = AutoConfig.from_pretrained(model_dir)
+    with no_checkpoint_code(model_dir):
+        config = AutoConfig.from_pretrained(model_dir, trust_remote_code=False)
     if getattr(config, "head_type", None) is None:  # a plain encoder would load, then fail deep inside predict
         raise ValueError(
             f"{model_dir}: a {config.model_type!r} model, expected a DocRE model (config.json model_type 'docre' "
             "with a head_type, as envre train saves it); an encoder is trained into one with envre train"
         )
-    model = AutoModel.from_pretrained(model_dir, config=config, use_safetensors=True).to(device).eval()
+    model = AutoModel.from_pretrained(model_dir, config=config, use_safetensors=True, trust_remote_code=False)
+    model = model.to(device).eval()
     if quantize == "int8":
         quantize_int8(model)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        with no_checkpoint_code(model_dir):
+            tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False)
+    except CheckpointCodeRefused:
+        raise
     except (OSError, ValueError, TypeError):
         source = model.config.encoder_name_or_path
         if not source:
             raise ValueError(f"{model_dir} holds no tokenizer and its config names no encoder to take one from")
         logging.getLogger(__name__).warning("%s holds no tokenizer; using the encoder's (%s)", model_dir, source)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source)
+            with no_checkpoint_code(source):
+                tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        except CheckpointCodeRefused:
+            raise
         except (OSError, ValueError, TypeError) as err:
             # a local encoder folder is saved under its base name only (portable configs)
             raise ValueError(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import DocumentError
+from ..failures import Remedy
 from .driver import ON_ERROR, DocumentFailure, Renamer, RenamingDriver
 from .inputs import PathLike, SourceInfo, in_file, read_input_documents, source_info
 from .output_folder import BuildError, claim_output_folder, locked_output_folder, read_names, read_statistics
@@ -92,10 +93,10 @@ def _check_replacement(config: BuildConfig, source: SourceInfo) -> None:
     if not old or config.overwrite or old.get("fingerprint") == source.fingerprint(config.seeds):
         return
     changed = _difference(old, source, list(config.seeds))
-    raise BuildError(
-        f"{config.output_dir} already holds split {config.split!r} built differently ({changed}); "
-        f"pass overwrite=True to replace it, or build into another folder"
-    )
+    raise BuildError(Remedy(
+        f"{config.output_dir} already holds split {config.split!r} built differently ({changed}); pass ", "overwrite",
+        after=" to replace it, or build into another folder",
+    ))
 
 
 def build_split(

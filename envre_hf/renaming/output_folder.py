@@ -15,6 +15,7 @@ from ..atomic import PathLike, fsync_dir, refuse_link, refuse_links_below, write
 from ..documents import DocumentError
 from ..documents.build_folder import STATISTICS_FILE, WORK_DIR
 from ..documents.io import parse_json, read_text
+from ..failures import Failure
 from .isolation import NAMES_FILE, NAMES_FORMAT, names_file_problem
 
 #: The marker of a folder written by envre build (created once, never replaced: builds lock it).
@@ -22,7 +23,7 @@ MARKER_FILE = ".envre-build"
 MARKER_FORMAT = "envre-build/1"
 
 
-class BuildError(RuntimeError):
+class BuildError(Failure):
     """The build cannot start (output folder not ours, locked, a different build of the split, ...)."""
 
 

@@ -19,9 +19,10 @@ from ..atomic import write_json
 from ..documents import Document, read_documents
 from ..documents.io import parse_json, parse_yaml
 from ..features import DocRECollator, featurize_document
-from ..features.featurize import check_max_seq_length
+from ..features.featurize import DROPPED_MENTIONS, check_max_seq_length
 from ..kb.corpus import CorpusKB
 from ..models import DocREConfig, DocREModel
+from ..models.loading import no_checkpoint_code
 from ..models.registry import HEAD_TYPES
 from ..renaming import RenamingConfig, RenamingPipeline
 from ..renaming.driver import RenamingDriver
@@ -91,8 +92,13 @@ class DataArguments:
 
 def build_model(model_args: ModelArguments, preset: str | None = None) -> Any:
     """A saved DocRE model, or a new one on top of an encoder with the ``preset``'s head settings wherever
-    ``model_args`` leaves them unset."""
-    config = AutoConfig.from_pretrained(model_args.model_name_or_path)
+    ``model_args`` leaves them unset. A checkpoint's own code never runs (:mod:`envre_hf.models.loading`)."""
+    with no_checkpoint_code(model_args.model_name_or_path):
+        return _build_model(model_args, preset)
+
+
+def _build_model(model_args: ModelArguments, preset: str | None) -> Any:
+    config = AutoConfig.from_pretrained(model_args.model_name_or_path, trust_remote_code=False)
     if isinstance(config, DocREConfig):
         return DocREModel.from_pretrained(model_args.model_name_or_path, use_safetensors=True)
     head: dict[str, Any] = dict(get_preset(preset).model_settings()) if preset else {}
@@ -112,19 +118,18 @@ def build_corpus_pipeline(pool: list[Document], exclude_names: frozenset[str] = 
 
 
 class MentionDropSummary(logging.Filter, TrainerCallback):
-    """Collapses featurization's per-document "dropped N of M mentions" warnings into one line per dataset pass,
-    logged after each epoch and each evaluation."""
+    """Collapses featurization's per-document "dropped N of M mentions" warnings (the records of its logger
+    :data:`~envre_hf.features.featurize.DROPPED_MENTIONS`) into one line per dataset pass, logged after each epoch
+    and each evaluation."""
 
     def __init__(self) -> None:
         super().__init__()
         self.documents, self.dropped, self.limit = 0, 0, None
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str) and record.msg.startswith("document %r: max_seq_length") and record.args:
-            self.documents += 1
-            self.limit, self.dropped = record.args[1], self.dropped + int(record.args[2])
-            return False
-        return True
+        self.documents += 1
+        self.limit, self.dropped = record.max_seq_length, self.dropped + record.dropped_mentions
+        return False
 
     def flush(self, what: str) -> None:
         if self.documents:
@@ -157,10 +162,9 @@ def configure_logging(training_args: EVRTTrainingArguments) -> MentionDropSummar
         handler.setFormatter(logging.Formatter("[%(levelname)s|%(name)s] %(message)s"))
         package.addHandler(handler)
     summary = MentionDropSummary()
-    featurizer = logging.getLogger("envre_hf.features.featurize")
-    for old in [f for f in featurizer.filters if isinstance(f, MentionDropSummary)]:
-        featurizer.removeFilter(old)
-    featurizer.addFilter(summary)
+    for old in [f for f in DROPPED_MENTIONS.filters if isinstance(f, MentionDropSummary)]:
+        DROPPED_MENTIONS.removeFilter(old)
+    DROPPED_MENTIONS.addFilter(summary)
     return summary
 
 
@@ -217,7 +221,9 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
     """The training run of :func:`main`, for callers that already hold the dataclasses."""
     drops = configure_logging(training_args)
     set_seed(training_args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+    tokenizer_source = model_args.tokenizer_name or model_args.model_name_or_path
+    with no_checkpoint_code(tokenizer_source):
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, trust_remote_code=False)
     check_max_seq_length(data_args.max_seq_length, tokenizer.num_special_tokens_to_add())  # before any work
     model = build_model(model_args, training_args.evrt_preset)
 
@@ -278,7 +284,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: EVR
         if trainer.is_world_process_zero():
             write_json(Path(out) / "all_results.json", metrics, ensure_ascii=True)
     drops.flush("final evaluation")
-    logging.getLogger("envre_hf.features.featurize").removeFilter(drops)  # leave the caller's logging as it was
+    DROPPED_MENTIONS.removeFilter(drops)  # leave the caller's logging as it was
     return metrics
 
 

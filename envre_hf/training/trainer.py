@@ -8,12 +8,13 @@ import functools
 import inspect
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
-from transformers import EvalPrediction, Trainer
+from transformers import Trainer
 from transformers.trainer_pt_utils import LengthGroupedSampler
+from transformers.trainer_utils import EvalLoopOutput
 
 from ..atomic import write_text
 from ..documents import Document, check_unique_keys
@@ -41,7 +42,23 @@ class _ScoredSet:
 
     dataset: DocumentFeaturesDataset
     index: dict[str, int]  # document key -> its position in the set
-    user_metrics: Callable[[EvalPrediction], dict[str, float]] | None
+
+    def scores(self, predictions: Any, positions: Any, train: Sequence[Document] | None) -> dict[str, float]:
+        """DocRED scores (Ign against ``train``) from the rows Trainer gathered: each document's decoded multi-hot
+        predictions and its position in the set."""
+        documents = self.dataset.documents
+        positions = positions.tolist()
+        if sorted(positions) != list(range(len(documents))):
+            raise RuntimeError(f"evaluation gathered {len(positions)} document rows for {len(documents)} documents")
+        rows = []
+        for i, multi_hot in zip(positions, predictions):
+            hts = self.dataset[i]["hts"]
+            rows += decode_predictions(documents[i], hts, torch.from_numpy(multi_hot[: len(hts)]))
+        scores = score_predictions(rows, documents, train=train)
+        metrics = {a: round(float(getattr(scores, a)), 6) for a in EVAL_SCORES if getattr(scores, a) is not None}
+        if scores.ign_f1 is not None:
+            metrics["f1_plus_ign_f1"] = round(float(scores.f1) + float(scores.ign_f1), 6)
+        return metrics
 
 
 class EVRTTrainer(GuardedCheckpoints):
@@ -262,18 +279,19 @@ class EVRTTrainer(GuardedCheckpoints):
         target = self.eval_dataset[target] if isinstance(target, str) else target
         if not isinstance(target, DocumentFeaturesDataset) or isinstance(target, EVRTPairDataset):
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)  # a dict comes back here per set
+        if self.args.batch_eval_metrics:
+            raise ValueError("batch_eval_metrics scores batch by batch; the DocRED scores need whole evaluation sets")
         check_unique_keys(target.documents)  # predictions are matched to their documents by key
-        self._scoring = _ScoredSet(target, {doc.key: i for i, doc in enumerate(target.documents)}, self.compute_metrics)
-        self.compute_metrics = self._score_documents
+        self._scoring = _ScoredSet(target, {doc.key: i for i, doc in enumerate(target.documents)})
         try:
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
         finally:
-            self.compute_metrics, self._scoring = self._scoring.user_metrics, None
+            self._scoring = None
 
     def prediction_step(self, model, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys=None):
         """Trainer's step; while a set of documents is scored, it returns each document's decoded multi-hot
         predictions (int8, padded with -100) labelled by the document's position, so Trainer gathers whole documents
-        across processes for :meth:`_score_documents`."""
+        across processes for :meth:`evaluation_loop` (and a user's ``compute_metrics``)."""
         if self._scoring is None:
             return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
         hts, keys = inputs["hts"], inputs["doc_keys"]
@@ -284,23 +302,16 @@ class EVRTTrainer(GuardedCheckpoints):
         predictions = torch.nn.utils.rnn.pad_sequence(per_document, batch_first=True, padding_value=-100)
         return loss, predictions, torch.tensor([self._scoring.index[k] for k in keys], device=predictions.device)
 
-    def _score_documents(self, eval_pred: EvalPrediction) -> dict[str, float]:
-        """``compute_metrics`` of a scored set: DocRED scores, plus the user's own ``compute_metrics``."""
-        scoring, documents = self._scoring, self._scoring.dataset.documents
-        positions = eval_pred.label_ids.tolist()
-        if sorted(positions) != list(range(len(documents))):
-            raise RuntimeError(f"evaluation gathered {len(positions)} document rows for {len(documents)} documents")
-        predictions = []
-        for i, multi_hot in zip(positions, eval_pred.predictions):
-            hts = scoring.dataset[i]["hts"]
-            predictions += decode_predictions(documents[i], hts, torch.from_numpy(multi_hot[: len(hts)]))
-        scores = score_predictions(predictions, documents, train=self.train_documents_for_ign)
-        metrics = {a: round(float(getattr(scores, a)), 6) for a in EVAL_SCORES if getattr(scores, a) is not None}
-        if scores.ign_f1 is not None:
-            metrics["f1_plus_ign_f1"] = round(float(scores.f1) + float(scores.ign_f1), 6)
-        if scoring.user_metrics is not None:
-            metrics.update(scoring.user_metrics(eval_pred))
-        return metrics
+    def evaluation_loop(self, dataloader: Any, description: str, prediction_loss_only: bool | None = None,
+                        ignore_keys: list[str] | None = None, metric_key_prefix: str = "eval") -> EvalLoopOutput:
+        """Trainer's loop, whose metrics gain the DocRED scores of a scored set (a user's ``compute_metrics`` keeps
+        its own names), computed from the predictions Trainer gathered."""
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
+        if self._scoring is not None:
+            scores = self._scoring.scores(output.predictions, output.label_ids, self.train_documents_for_ign)
+            for name, value in scores.items():
+                output.metrics.setdefault(f"{metric_key_prefix}_{name}", value)
+        return output
 
     # ------------------------------------------------------------------ model card
 

@@ -1,9 +1,9 @@
 """docre_f1: document-level relation extraction scores with the official DocRED rules.
 
-A thin `evaluate` wrapper over ``scoring.py`` (see README.md, the metric card), a byte-identical copy of envre-hf's
-scorer ``envre_hf/metrics/scoring.py`` (a test compares the bytes; ``envre push-metric`` uploads it), so
-``evaluate.load("envre/docre_f1")`` needs only ``evaluate``. Where envre-hf is installed its module is used (the
-same code), so its ``TrainFacts`` and exceptions are this module's, and its ``Document`` objects are accepted.
+A thin `evaluate` wrapper over ``scoring.py`` (see README.md, the metric card): envre-hf's scorer
+``envre_hf/metrics/scoring.py`` (standard library only), which ``envre push-metric`` uploads beside this file, so
+``evaluate.load("envre/docre_f1")`` needs only ``evaluate``. Its classes are always this folder's scorer's; envre-hf
+``Document`` objects are taken as references and training documents when envre-hf is loaded.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,12 +19,6 @@ import datasets
 import evaluate
 
 from .scoring import GoldError, GoldIndex, PredictionError, TrainFacts, score
-
-try:  # envre-hf installed: the same module, but its classes (isinstance checks and except clauses agree)
-    from envre_hf.documents import Document, to_docred
-    from envre_hf.metrics.scoring import GoldError, GoldIndex, PredictionError, TrainFacts, score
-except ImportError:
-    Document = to_docred = None
 
 _CITATION = """\
 @inproceedings{yao-etal-2019-docred,
@@ -89,8 +84,9 @@ _PREDICTION = {
 def _docred(doc: Any) -> Any:
     """An envre-hf ``Document`` as its DocRED dict; a row of an envre-hf documents dataset as a DocRED dict
     (labels dropped when ``has_labels`` is false); anything else unchanged."""
-    if Document is not None and isinstance(doc, Document):
-        return to_docred(doc)
+    documents = sys.modules.get("envre_hf.documents")  # a Document exists only where envre-hf is loaded
+    if documents is not None and isinstance(doc, documents.Document):
+        return documents.to_docred(doc)
     if isinstance(doc, Mapping) and "has_labels" in doc:
         return {k: v for k, v in doc.items() if k != "has_labels" and (k != "labels" or doc["has_labels"])}
     return doc
@@ -150,6 +146,9 @@ def _read_documents(path: str | os.PathLike) -> list[Any]:
 def _train_facts(train: Any) -> TrainFacts | None:
     if train is None or isinstance(train, TrainFacts):
         return train
+    installed = getattr(sys.modules.get("envre_hf.metrics.scoring"), "TrainFacts", None)
+    if installed is not None and isinstance(train, installed):  # the same scorer's, as envre-hf loaded it
+        return TrainFacts(train.facts, train.num_documents, train.by_relation)
     if isinstance(train, (str, os.PathLike)):
         return TrainFacts.from_documents(_read_documents(train))
     return TrainFacts.from_documents(json.loads(doc) if isinstance(doc, str) else _docred(doc) for doc in train)

@@ -177,13 +177,39 @@ def test_max_docs_cuts_the_original_and_renamed_sets_alike(tmp_path, capsys):
     assert "--max-docs" in _one_line(capsys)
 
 
+def test_errors_are_classified_by_type_not_by_class_name():
+    import httpx
+    from safetensors import SafetensorError
+
+    from envre_hf.cli.common import error_message
+    from envre_hf.kb.base import KnowledgeBaseError
+
+    assert error_message(httpx.ConnectError("refused")).startswith("network failure (ConnectError: refused)")
+    assert error_message(KnowledgeBaseError("the KB is down")) == "the KB is down"
+    assert error_message(SafetensorError("header too large")).startswith("unreadable model weights")
+
+    class TransportError(Exception):  # a namesake of httpx's
+        pass
+
+    class BuildError(RuntimeError):  # a namesake of envre-hf's
+        pass
+
+    assert error_message(TransportError("x")) is None and error_message(BuildError("x")) is None  # bugs
+
+
 def test_keywords_become_flags_only_where_the_command_has_them():
     from envre_hf.cli import build
-    from envre_hf.cli.common import ArgumentParser, flags_for
+    from envre_hf.cli.common import ArgumentParser, error_message
+    from envre_hf.failures import Remedy
+    from envre_hf.icl.runner import ICLRunError
+    from envre_hf.renaming.builder import BuildError
 
     parser = ArgumentParser(prog="envre build")
     build.add_arguments(parser)
-    message = "out already holds split 'test' built differently (seeds); pass overwrite=True to replace it"
-    assert flags_for(message, parser).endswith("; pass --overwrite to replace it")
-    assert flags_for("pass resume=True", parser) == "pass resume=True"  # envre build has no --resume
-    assert flags_for("pass gold_split=NAME", None) == "pass gold_split=NAME"
+    refused = BuildError(Remedy("out already holds split 'test' built differently (seeds); pass ", "overwrite",
+                                after=" to replace it"))
+    assert str(refused).endswith("; pass overwrite=True to replace it")  # Python callers read the keyword
+    assert error_message(refused, parser).endswith("; pass --overwrite to replace it")
+    assert error_message(ICLRunError(Remedy("out: pass ", "resume")), parser) == "out: pass resume=True"  # no --resume
+    assert error_message(ValueError(Remedy("pass ", "gold_split", "NAME")), None) == "pass gold_split=NAME"
+    assert error_message(ValueError("pass overwrite=True"), parser) == "pass overwrite=True"  # text is never rewritten

@@ -316,17 +316,18 @@ def test_envre_evaluate_subprocess_on_the_sample():
 
 @pytest.fixture(scope="module")
 def docre_f1():
-    """Loaded as the README says: ``evaluate.load("spaces/docre_f1")`` from the repository root."""
-    import os
+    """The Space as ``envre push-metric`` publishes it (the package's scorer beside ``docre_f1.py``), loaded with
+    ``evaluate.load`` from a staged copy (``envre_hf.metrics.space.load_metric``, as docs/metric.md shows)."""
+    from envre_hf.metrics.space import load_metric
 
-    import evaluate
+    return load_metric(REPO / "spaces" / "docre_f1")
 
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        return evaluate.load("spaces/docre_f1")
-    finally:
-        os.chdir(cwd)
+
+def _space_scorer(metric):
+    """The scoring module the loaded Space imports (its own copy: its classes are not envre-hf's)."""
+    import sys
+
+    return sys.modules[type(metric).__module__.rpartition(".")[0] + ".scoring"]
 
 
 def _per_document(preds, docs, keep=("h_idx", "t_idx", "r", "evidence")):
@@ -352,11 +353,15 @@ def test_evaluate_module_reference_kinds_and_missing_evidence(docre_f1):
     for doc, doc_preds in zip(docs, _per_document(preds, docs)):  # incremental use
         docre_f1.add(prediction=doc_preds, reference=doc)
     assert docre_f1.compute(train_documents=read_documents(SAMPLE_TRAIN))["ign_f1"] == _sample_scores().ign_f1
+    for doc, doc_preds in zip(docs, _per_document(preds, docs)):  # envre-hf's TrainFacts (its scorer's class)
+        docre_f1.add(prediction=doc_preds, reference=doc)
+    assert docre_f1.compute(train_documents=train_facts(read_documents(SAMPLE_TRAIN)))["ign_f1"] == _sample_scores().ign_f1
 
 
 def test_evaluate_module_errors(docre_f1):
     docs = read_documents(SAMPLE_DOCS)
-    with pytest.raises(PredictionError, match="h_idx"):
+    assert _space_scorer(docre_f1).PredictionError is not PredictionError  # the Space's scorer, never envre-hf's
+    with pytest.raises(_space_scorer(docre_f1).PredictionError, match="h_idx"):
         docre_f1.compute(predictions=[[{"h_idx": 50, "t_idx": 0, "r": "P17"}], [], []], references=docs)
 
 
@@ -364,7 +369,7 @@ def test_evaluate_module_takes_official_dicts_and_checks_their_documents(docre_f
     docs, flat = read_documents(SAMPLE_DOCS), read_predictions(SAMPLE_PREDICTIONS)
     per_doc = [[p for p in flat if p["title"] == d.title] for d in docs]
     assert docre_f1.compute(predictions=per_doc, references=docs)["f1"] == _sample_scores().f1
-    with pytest.raises(PredictionError, match=r"predictions\[0\] names document 'Port Aldren'"):
+    with pytest.raises(_space_scorer(docre_f1).PredictionError, match=r"predictions\[0\] names document 'Port Aldren'"):
         docre_f1.compute(predictions=per_doc[::-1], references=docs)
 
 

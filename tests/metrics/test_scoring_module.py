@@ -1,10 +1,11 @@
-"""The scoring module on its own (``envre_hf/metrics/scoring.py``): standard library only, copied byte for byte into
-the docre_f1 Space, DocRED dicts scored as the typed documents they are, and gold documents it cannot score
+"""The scoring module on its own (``envre_hf/metrics/scoring.py``): standard library only, uploaded with the docre_f1
+Space (no copy of it in the repository), DocRED dicts scored as the typed documents they are, and gold documents it cannot score
 refused with errors naming the document, entity, mention, label and field."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -20,10 +21,21 @@ REPO = Path(__file__).resolve().parents[2]
 SPACE = REPO / "spaces" / "docre_f1"
 
 
-def test_the_space_carries_the_scoring_module_byte_for_byte():
-    assert (SPACE / "scoring.py").read_bytes() == Path(scoring.__file__).read_bytes()
-    long = {p.name: n for p in SPACE.iterdir() if p.is_file() and (n := len(p.read_text("utf-8").splitlines())) > 600}
+def test_the_pushed_space_carries_the_package_scorer_and_the_repository_no_copy(tmp_path):
+    from envre_hf.metrics.space import space_folder
+
+    staged = space_folder(SPACE, tmp_path / "docre_f1")
+    assert (staged / "scoring.py").read_bytes() == Path(scoring.__file__).read_bytes()
+    long = {p.name: n for p in staged.iterdir() if (n := len(p.read_text("utf-8").splitlines())) > 600}
     assert not long, f"files of the Space over 600 lines: {long}"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False)
+    if listed.returncode:
+        pytest.skip("not a git checkout: the repository's files are not known")
+    files = [REPO / name for name in filter(None, listed.stdout.decode().split("\0")) if (REPO / name).is_file()]
+    package = {p.read_bytes(): p for p in files if p.parts[len(REPO.parts)] == "envre_hf" and p.suffix == ".py"}
+    copies = [f"{p.relative_to(REPO)} = {package[p.read_bytes()].relative_to(REPO)}" for p in files
+              if p.parts[len(REPO.parts)] != "envre_hf" and p.stat().st_size and p.read_bytes() in package]
+    assert copies == [], "files kept twice: a package module copied elsewhere in the repository"
 
 
 def test_the_scoring_module_imports_only_the_standard_library():

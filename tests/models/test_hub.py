@@ -1,12 +1,14 @@
 """Hub-native use: what a Hugging Face user gets without envre-hf, against a local Hub stand-in.
 
 Each "user" runs in a fresh subprocess with a clean ``HF_HOME``, ``HF_ENDPOINT`` at the stand-in and an
-``envre_hf`` package on ``PYTHONPATH`` that raises ImportError: only transformers / datasets / evaluate.
-``trust_remote_code=True`` is passed only there, by the user; the library never passes it.
+``envre_hf`` package on ``PYTHONPATH`` that raises ImportError: only transformers / datasets / evaluate (the
+pipeline's user also with envre-hf: a checkpoint carries the model's code, not the pipeline's).
+``trust_remote_code=True`` is passed only there, by the user; the library passes ``trust_remote_code=False``.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -51,13 +53,15 @@ def _env(hub: LocalHub, home: Path, pythonpath: str, **extra: str) -> dict[str, 
     return env
 
 
-def _as_user(hub, no_envre, tmp_path, code: str, cwd: Path | None = None) -> dict:
-    """Run ``code`` as a user without envre-hf; it prints one JSON line last, which is returned."""
+def _as_user(hub, no_envre, tmp_path, code: str, cwd: Path | None = None, with_envre: bool = False) -> dict:
+    """Run ``code`` as a user without envre-hf (``with_envre``: with this worktree's); it prints one JSON line last,
+    which is returned."""
     home = tmp_path / "user_home"
     prelude = "import sys\ntry:\n    import envre_hf\nexcept ImportError:\n    pass\nelse:\n    sys.exit('envre_hf importable')\n"
     proc = subprocess.run(
-        [sys.executable, "-P", "-c", prelude + textwrap.dedent(code)],  # -P: the working directory is not on sys.path
-        env=_env(hub, home, str(no_envre)),
+        # -P: the working directory is not on sys.path
+        [sys.executable, "-P", "-c", ("" if with_envre else prelude) + textwrap.dedent(code)],
+        env=_env(hub, home, str(REPO if with_envre else no_envre)),
         cwd=str(cwd or tmp_path),
         capture_output=True,
         text=True,
@@ -132,14 +136,15 @@ def test_saved_config_holds_no_local_absolute_path_and_names_its_code(tmp_path):
     config = json.loads(text)
     assert config["encoder_name_or_path"] == "my-encoder"
     assert config["auto_map"] == {"AutoConfig": "configuration_docre.DocREConfig", "AutoModel": "modeling_atlop.ATLOPModel"}
-    assert config["custom_pipelines"] == {"document-relation-extraction": {
-        "impl": "pipeline_docre.DocREPipeline", "pt": ["AutoModel"], "type": "text"}}
+    assert "custom_pipelines" not in config  # the pipeline is envre-hf's (import envre_hf), not the checkpoint's
     shipped = {p.name for p in (tmp_path / "saved").glob("*.py")}
     assert shipped == {"configuration_docre.py", "registry.py", "modeling_atlop.py", "modeling_docre.py", "attention.py",
-                       "losses.py", "pipeline_docre.py"}
-    for name in shipped:  # what transformers' remote-code loader must be able to follow
-        source = (tmp_path / "saved" / name).read_text()
-        assert "from .." not in source and "import envre_hf" not in source.replace("from envre_hf", "")
+                       "losses.py"}
+    package = REPO / "envre_hf" / "models"
+    for name in shipped:  # transformers' copies of the package's modules, each as it is (nothing generated)
+        assert (tmp_path / "saved" / name).read_bytes() == (package / name).read_bytes(), name
+        imports = [n for n in ast.walk(ast.parse((tmp_path / "saved" / name).read_text())) if isinstance(n, ast.ImportFrom)]
+        assert all(n.level <= 1 and not (n.module or "").startswith("envre_hf") for n in imports), name  # siblings only
 
 
 def test_portable_name_keeps_hub_ids_and_cache_repo_ids():
@@ -233,8 +238,11 @@ def test_automodel_with_remote_code_after_a_push_gives_the_local_logits(hub, no_
     assert logits.abs().sum() > 0
 
 
-def test_pipeline_with_remote_code_after_a_push_gives_the_local_triples(hub, no_envre, tmp_path, redocred_test_path,
-                                                                        monkeypatch):
+def test_pipeline_after_a_push_is_envre_hfs_with_only_import_envre_hf(hub, no_envre, tmp_path, redocred_test_path,
+                                                                      monkeypatch):
+    """The checkpoint carries no pipeline code: ``import envre_hf`` (nothing else) makes the pulled repository a
+    ``document-relation-extraction`` pipeline of envre-hf's own code, giving the local triples; without envre-hf the
+    task is unknown to transformers, whatever ``trust_remote_code`` says."""
     import huggingface_hub.constants as hub_constants
     import transformers
     from _pipeline_helpers import docred_as_text
@@ -253,26 +261,22 @@ def test_pipeline_with_remote_code_after_a_push_gives_the_local_triples(hub, no_
     monkeypatch.setattr(transformers.utils.hub, "_hf_api", None)  # transformers keeps the HfApi of its first use
     local_dir = tmp_path / "local"
     tokenizer.save_pretrained(local_dir)
-    # transformers uploads what the save wrote after it started: the pipeline's code must be among it
     model.save_pretrained(local_dir, push_to_hub=True, repo_id=repo, token="hf_push_token")
     tokenizer.push_to_hub(repo, token="hf_push_token")
-    assert {"pipeline_docre.py", "config.json", "modeling_docre.py"} <= set(hub.files[("model", repo)])
+    pushed = hub.files[("model", repo)]
+    assert {"config.json", "modeling_docre.py"} <= set(pushed) and "pipeline_docre.py" not in pushed
+    assert "custom_pipelines" not in json.loads(pushed["config.json"])
     local = pipeline("document-relation-extraction", model=str(local_dir))(inputs, batch_size=2)
 
     user = _as_user(hub, no_envre, tmp_path, f"""
         import json
+        import envre_hf
         from transformers import pipeline
-        try:
-            pipeline("document-relation-extraction", model="{repo}")
-        except ValueError as err:
-            refused = "trust_remote_code" in str(err)
-        pipe = pipeline("document-relation-extraction", model="{repo}", trust_remote_code=True)
+        pipe = pipeline("document-relation-extraction", model="{repo}")
         out = pipe(json.load(open("inputs.json")), batch_size=2)
-        print(json.dumps({{"refused": refused, "module": type(pipe).__module__, "model": type(pipe.model).__module__,
-                          "out": out}}))
-    """)
-    assert user["refused"], "without trust_remote_code (and without envre-hf) the pipeline must be refused"
-    assert user["module"].startswith("transformers_modules") and user["model"].startswith("transformers_modules")
+        print(json.dumps({{"module": type(pipe).__module__, "model": type(pipe.model).__module__, "out": out}}))
+    """, with_envre=True)
+    assert user["module"] == "envre_hf.models.pipeline_docre" and user["model"].startswith("envre_hf.models.")
     triples = [[(r["h_idx"], r["t_idx"], r["relation"], r["head"]["mentions"]) for r in out] for out in user["out"]]
     assert triples == [[(r["h_idx"], r["t_idx"], r["relation"], r["head"]["mentions"]) for r in out] for out in local]
     assert all(out for out in local)
@@ -280,6 +284,16 @@ def test_pipeline_with_remote_code_after_a_push_gives_the_local_triples(hub, no_
         (r["h_idx"], r["t_idx"], r["relation"]) for r in user["out"][0]}  # text with spans = its DocRED document
     scores = [r["score"] for out in user["out"] for r in out]
     assert scores == pytest.approx([r["score"] for out in local for r in out], abs=1e-5)
+
+    without = _as_user(hub, no_envre, tmp_path, f"""
+        import json
+        from transformers import pipeline
+        try:
+            pipeline("document-relation-extraction", model="{repo}", trust_remote_code=True)
+        except KeyError as err:
+            print(json.dumps({{"unknown_task": "document-relation-extraction" in str(err)}}))
+    """)
+    assert without == {"unknown_task": True}
 
 
 def test_evaluate_load_after_push_metric_equals_envre_evaluate(hub, no_envre, tmp_path):

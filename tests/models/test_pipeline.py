@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 from _pipeline_helpers import NER_WORDS, docred_as_text, save_docre_model, save_tiny_ner
@@ -35,17 +36,35 @@ def _triples(outputs, titles):
     return {(title, r["h_idx"], r["t_idx"], r["relation"]) for title, out in zip(titles, outputs) for r in out}
 
 
-def test_a_folder_loads_the_registered_pipeline_and_names_its_saved_code(pipe, model_dir):
+def test_a_folder_loads_the_registered_pipeline_and_carries_no_pipeline_code(pipe, model_dir, tmp_path):
     from envre_hf.models.pipeline_docre import DocREPipeline
 
     assert type(pipe) is DocREPipeline  # the package's class: no remote code ran
     config = json.loads((model_dir / "config.json").read_text())
-    assert config["custom_pipelines"]["document-relation-extraction"]["impl"] == "pipeline_docre.DocREPipeline"
+    assert "custom_pipelines" not in config and not (model_dir / "pipeline_docre.py").exists()
     assert config["relation_names"]["P17"] == "country"
-    saved = (model_dir / "pipeline_docre.py").read_text()
-    assert "GENERATED" in saved and not re.search(r"^\s*from \.|^\s*import envre_hf|^\s*from envre_hf", saved, re.M)
-    compile(saved, "pipeline_docre.py", "exec")
-    assert not hasattr(pipe.model.config, "custom_pipelines")  # the installed config leaves the task to the registry
+    pipe.save_pretrained(tmp_path / "again")
+    assert "custom_pipelines" not in json.loads((tmp_path / "again" / "config.json").read_text())
+    assert not (tmp_path / "again" / "pipeline_docre.py").exists()  # transformers' own save would copy the module
+
+
+def test_a_checkpoint_naming_its_own_pipeline_code_gets_envre_hfs_and_runs_none(pipe, model_dir, tmp_path):
+    """Checkpoints of earlier releases name a ``pipeline_docre.py`` in ``custom_pipelines``: the registered task
+    serves them, and that file never runs (it would write a marker)."""
+    from transformers import pipeline
+
+    from envre_hf.models.pipeline_docre import DocREPipeline
+
+    old = tmp_path / "old"
+    shutil.copytree(model_dir, old)
+    config = json.loads((old / "config.json").read_text())
+    config["custom_pipelines"] = {"document-relation-extraction": {"impl": "pipeline_docre.DocREPipeline",
+                                                                    "pt": ["AutoModel"], "type": "text"}}
+    (old / "config.json").write_text(json.dumps(config))
+    marker = tmp_path / "ran"
+    (old / "pipeline_docre.py").write_text(f"open({str(marker)!r}, 'w').close()\nDocREPipeline = None\n")
+    loaded = pipeline("document-relation-extraction", model=str(old))
+    assert type(loaded) is DocREPipeline and not marker.exists()
 
 
 def test_docred_dicts_give_the_predictions_of_envre_evaluate_model(pipe, model_dir, raw_test, tmp_path, capsys):

@@ -50,6 +50,7 @@ def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir
     def compute_metrics(eval_pred):
         seen["shape"] = np.asarray(eval_pred.predictions).shape
         seen["positions"] = np.asarray(eval_pred.label_ids).tolist()
+        seen["unswapped"] = trainer.compute_metrics is compute_metrics  # set once, never replaced while evaluating
         return {"documents": float(seen["shape"][0])}
 
     args = {"train_sampling_strategy": sampling} if sampling != "sequential" else {}
@@ -59,6 +60,7 @@ def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir
     # the user's compute_metrics saw each document's decoded predictions and its position in the set
     assert seen["shape"] == (len(dev), max_pairs, trainer.model.config.num_labels)
     assert sorted(seen["positions"]) == list(range(len(dev)))
+    assert seen["unswapped"]
     assert (seen["positions"] == list(range(len(dev)))) == (sampling == "sequential")  # longest first otherwise
     assert metrics["eval_dev_documents"] == len(dev)
     assert metrics["eval_dev_loss"] > 0 and metrics["eval_dev_samples_per_second"] > 0 and "eval_dev_runtime" in metrics
@@ -71,7 +73,7 @@ def test_evaluate_on_documents_follows_trainer_conventions(tmp_path, encoder_dir
     assert trainer.model.config.keys_to_ignore_at_inference == ["pair_representations", "bilinear_factors"]
     logged = [e for e in trainer.state.log_history if "eval_dev_f1" in e]
     assert len(logged) == 1 and logged[0]["eval_dev_loss"] == metrics["eval_dev_loss"]
-    # a list of documents given to evaluate is scored too; Trainer's own compute_metrics is back afterwards
+    # a list of documents given to evaluate is scored too
     assert trainer.compute_metrics is compute_metrics
     again = trainer.evaluate(eval_dataset=dev[:2], metric_key_prefix="part")
     part = score_predictions(predict(trainer.model, dev[:2], tokenizer, max_seq_length=256, progress=False), dev[:2])

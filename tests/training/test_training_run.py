@@ -134,3 +134,21 @@ def test_the_twins_rates_show_at_the_default_log_level(tmp_path):
     assert trainer_log.isEnabledFor(logging.INFO)
     configure_logging(EVRTTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, log_level="warning"))
     assert not trainer_log.isEnabledFor(logging.INFO)
+
+
+def test_dropped_mention_warnings_become_one_line_per_pass(tmp_path, tokenizer, redocred_dev, caplog):
+    """Featurization's per-document warnings (their own logger, typed fields) are summed into one line per pass;
+    other warnings of the featurizer pass through."""
+    import logging
+
+    from envre_hf.features import featurize_document
+    from envre_hf.training.run import EVRTTrainingArguments, configure_logging
+
+    summary = configure_logging(EVRTTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True))
+    long = sorted(redocred_dev[:40], key=lambda d: -sum(len(s) for s in d.sents))[:3]
+    with caplog.at_level(logging.WARNING, logger="envre_hf"):
+        dropped = sum(featurize_document(doc, tokenizer, max_seq_length=128)["dropped_mentions"] for doc in long)
+        logging.getLogger("envre_hf.features.featurize").warning("another warning")
+        assert dropped > 0 and "dropped" not in caplog.text and "another warning" in caplog.text
+        summary.flush("evaluation")
+    assert f"max_seq_length=128 dropped {dropped} mentions in 3 documents (evaluation)" in caplog.text
