@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .common import existing_path, model_location, non_negative_int, positive_int
+from .common import existing_path, model_location, non_negative_int, positive_float, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="demonstration draw and renaming seed (default 0)")
     parser.add_argument("--max-docs", type=non_negative_int, default=None, help="evaluate only the first N test documents")
     parser.add_argument("--max-tokens", type=positive_int, default=512, help="completion length limit (default 512)")
+    parser.add_argument("--concurrency", type=positive_int, default=8,
+                        help="requests in flight at the endpoint (default 8; the local backend uses --batch-size)")
+    parser.add_argument("--batch-size", type=positive_int, default=8,
+                        help="prompts the local backend generates at once (default 8)")
+    parser.add_argument("--timeout", type=positive_float, default=None,
+                        help="seconds an endpoint may take for one completion (default ENVRE_ICL_TIMEOUT, else 120)")
     parser.add_argument("--cache", default=None, help="response cache (SQLite; default OUTPUT/responses.sqlite)")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
@@ -50,14 +56,15 @@ def run(args: argparse.Namespace) -> int:
 
         renamer = RenamingPipeline(CorpusKB(train)).rename
     if args.backend == "openai":
-        backend = OpenAIChatBackend(
-            args.model, base_url=args.base_url, api_key_env=args.api_key_env, max_tokens=args.max_tokens, cache_path=cache
-        )
+        backend = OpenAIChatBackend(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                                    max_tokens=args.max_tokens, timeout=args.timeout, cache_path=cache)
     else:
-        backend = LocalBackend.from_pretrained(model_location(args.model), max_new_tokens=args.max_tokens, cache_path=cache)
+        backend = LocalBackend.from_pretrained(model_location(args.model), max_new_tokens=args.max_tokens,
+                                               cache_path=cache, batch_size=args.batch_size)
     config = PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed)
     # ICLRunError / BackendError reach envre_hf.cli.main: one line on stderr, exit status 2
-    result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume)
+    result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume,
+                     concurrency=args.concurrency)
     totals = result.parse_summary["totals"]
     print(f"{result.documents} documents ({result.skipped} resumed), {len(result.predictions)} predictions")
     print("parse: " + ", ".join(f"{k}={v}" for k, v in totals.items()))

@@ -7,7 +7,8 @@ import time
 import pytest
 from _fault_server import FaultServer, chat_reply
 
-from envre_hf.http import REDACTED, HTTPRequestError, NetworkBounds, redact, redact_url
+from envre_hf.net.bounds import HTTPRequestError, NetworkBounds, ReplyTooSlow
+from envre_hf.redaction import REDACTED, redact, redact_url
 from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl.backends import BackendError, OpenAIChatBackend
 
@@ -174,11 +175,13 @@ def test_the_hub_client_bounds_trickling_headers_and_stays_usable(server):
 
 
 def test_cli_icl_with_trickling_headers_is_one_line_naming_the_endpoint(redocred_dev, tmp_path, monkeypatch, capsys):
+    """The endpoint's reply must arrive within the ICL timeout (ENVRE_ICL_TIMEOUT, 1 s here): headers trickled a byte
+    every 0.2 s end there, and the one retry too."""
     from envre_hf.cli.main import main
     from envre_hf.documents import write_documents
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    for key, value in {**FAST, "read_timeout": 1.5, "max_retries": 1}.items():
+    for key, value in {**FAST, "read_timeout": 1.5, "max_retries": 1, "icl_timeout": 1.0}.items():
         monkeypatch.setenv(f"ENVRE_{key.upper()}", str(value))
     docs = tmp_path / "docs.json"
     write_documents(redocred_dev[:1], docs)

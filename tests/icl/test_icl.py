@@ -12,7 +12,7 @@ import pytest
 from _chat_server import ChatServer
 
 from envre_hf.documents import Document, Entity, Mention, Relation, docred_schema, write_documents
-from envre_hf.http import CACHE_FILE, HTTPRequestError
+from envre_hf.replies import CACHE_FILE, ReplyCacheError
 from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl import (
     CONSISTENCY_GUIDANCE,
@@ -329,7 +329,7 @@ def test_a_cache_in_the_old_icl_layout_is_refused_clearly(chat_server, tmp_path)
     with sqlite3.connect(old) as conn:
         conn.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT, text TEXT, usage TEXT, created REAL)")
     backend = OpenAIChatBackend("m", base_url=chat_server.url, cache_path=old)
-    with pytest.raises(HTTPRequestError, match=r"responses\.sqlite: a reply cache in another layout.*delete it"):
+    with pytest.raises(ReplyCacheError, match=r"responses\.sqlite: a reply cache in another layout.*delete it"):
         backend.complete(MESSAGES)
     assert chat_server.requests == []
 
