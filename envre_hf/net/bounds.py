@@ -143,3 +143,6 @@ class RetryPolicy:
                 on_retry(n, problem)
             self.sleep(wait)
         raise RetriesExhausted(b.max_retries + 1, problem)
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.bounds, self.max_backoff, self.jitter, self.sleep)  # a copy elsewhere: no pause
