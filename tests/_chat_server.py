@@ -3,11 +3,18 @@ concurrency tests and by ``benchmarks/bench_icl_concurrency.py``."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def digest_reply(body: dict) -> str:
+    """Triples that depend on the prompt (documents get different predictions), the same for the same prompt."""
+    digest = hashlib.sha256(body["messages"][0]["content"].encode()).digest()
+    return "\n".join(f"<{1 + digest[i] % 3}; country; {2 + digest[i + 1] % 3}>" for i in range(digest[2] % 4))
 
 
 class _Server(ThreadingHTTPServer):

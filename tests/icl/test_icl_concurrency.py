@@ -3,7 +3,6 @@ back-off on ``Retry-After``, and a run killed midway resumed without sending a f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -13,18 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from _chat_server import ChatServer
+from _chat_server import ChatServer, digest_reply
 
 from envre_hf.documents import write_documents
 from envre_hf.icl import OpenAIChatBackend, PromptConfig, run_icl
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def answer(body: dict) -> str:
-    """A reply that depends on the prompt (so documents get different predictions), the same for the same prompt."""
-    digest = hashlib.sha256(body["messages"][0]["content"].encode()).digest()
-    return "\n".join(f"<{1 + digest[i] % 3}; country; {2 + digest[i + 1] % 3}>" for i in range(digest[2] % 4))
 
 
 @pytest.fixture
@@ -41,7 +34,7 @@ def run(server, tmp_path, name, docs, concurrency, **kwargs):
 
 def test_concurrent_runs_predict_as_a_sequential_run_in_document_order(docs, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-concurrency-1")
-    server = ChatServer(delay=0.15, reply=answer)
+    server = ChatServer(delay=0.15, reply=digest_reply)
     try:
         sequential = run(server, tmp_path, "one", docs, 1)
         assert server.most_in_flight == 1
@@ -59,7 +52,7 @@ def test_a_retry_after_pauses_every_worker(docs, tmp_path, monkeypatch):
     """The third request is answered 429 with Retry-After: 1 while three others are in flight: no request reaches the
     endpoint until the second is over (one pause shared by the four workers, not four retries)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-concurrency-2")
-    server = ChatServer(delay=0.3, reply=answer)
+    server = ChatServer(delay=0.3, reply=digest_reply)
     server.script = [None, None, (429, {"Retry-After": "1"}, '{"error": "rate limited"}')]
     try:
         run(server, tmp_path, "four", docs, 4)
@@ -75,7 +68,7 @@ def test_a_run_killed_midway_resumes_without_resending_finished_documents(docs, 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-concurrency-3")
     write_documents(test, tmp_path / "test.json")
     write_documents(train, tmp_path / "train.json")
-    server = ChatServer(delay=0.4, reply=answer)
+    server = ChatServer(delay=0.4, reply=digest_reply)
     argv = ["icl", "--test", str(tmp_path / "test.json"), "--train", str(tmp_path / "train.json"), "--backend",
             "openai", "--model", "m", "--base-url", server.url, "--k", "1", "--concurrency", "3",
             "--output", str(tmp_path / "run")]
