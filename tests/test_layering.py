@@ -20,8 +20,8 @@ PACKAGE = "envre_hf"
 #: Stage of every subpackage / top-level module of ``envre_hf``, lowest first. A module may import its own
 #: stage and lower ones. Shared plumbing sits at the bottom: ``citations`` (BibTeX for the cards), ``version``,
 #: ``atomic`` (file writes), ``redaction`` (no credential in a message or a file) and ``replies`` (the one reply cache).
-#: The network layer ``net`` (bounds, retries, the one httpx transport, the Hub's client) and ``publishing`` (the one
-#: confirmed push) come next, below ``documents``, whose reader takes a Hub dataset id as a source. ``metrics`` scores
+#: The network layer ``net`` (bounds, retries, the one httpx transport, the Hub's client) and ``hub_calls`` (Hub
+#: failures as one line, the one confirmed push) come next, below ``documents``, whose reader takes a Hub dataset id as a source. ``metrics`` scores
 #: documents and imports nothing else, and the trainer's evaluation and the robustness report score with it, so it
 #: sits below ``training``.
 STAGES: dict[str, int] = {
@@ -32,7 +32,7 @@ STAGES: dict[str, int] = {
     "redaction": 0,
     "replies": 0,
     "net": 1,
-    "publishing": 1,
+    "hub_calls": 1,
     "documents": 2,
     "kb": 3,
     "renaming": 4,

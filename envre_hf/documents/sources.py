@@ -36,7 +36,8 @@ def read_documents(
             return list(iter_documents(path, validate=validate, on_error=on_error))
         from datasets import load_dataset  # lazy: datasets only for a Hub id
 
-        from ..net.hub_calls import hub_errors, hub_read  # lazy: the Hub only for a Hub id
+        from ..hub_calls import hub_errors  # lazy: the Hub only for a Hub id
+        from ..net.client import hub_read  # lazy: the Hub only for a Hub id
 
         with hub_errors(f"download of dataset {name}"):
             dataset = hub_read(lambda: load_dataset(name, split=split))

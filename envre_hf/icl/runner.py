@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from ..atomic import open_run_log, refuse_used_records, write_json
 from ..documents import Document, RelationSchema, docred_schema
-from .backends import ChatBackend, Completion, Messages, backend_identity
+from .backends import ChatBackend, backend_identity
 from .parser import ParseReport, TripleParser
 from .prompt import PromptBuilder, PromptConfig, Renamer
 from ..metrics import score_predictions

@@ -19,9 +19,8 @@ RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 @dataclass(frozen=True)
 class NetworkBounds:
-    """How long any request of the package may wait (seconds; ``max_retries``: retries after the first attempt),
-    each settable by ``ENVRE_<NAME>`` (docs/reliability.md). The budget exceeds the longest stalled attempt
-    (``reply_deadline``, ``icl_timeout``), so a stall is retried at least once."""
+    """How long any request may wait (seconds; ``max_retries``: after the first attempt), each set by ``ENVRE_<NAME>``;
+    the budget exceeds the longest stalled attempt (``reply_deadline``, ``icl_timeout``): a stall is retried once."""
 
     connect_timeout: float = 10.0
     read_timeout: float = 30.0
@@ -84,12 +83,9 @@ class Transient(Exception):
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date); ``None`` if absent/invalid."""
     try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        pass
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
+        return max(0.0, float(value) if value.strip().replace(".", "", 1).isdigit() else
+                   email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (AttributeError, TypeError, ValueError):
         return None
 
 
@@ -101,10 +97,9 @@ def server_of(url: str) -> str:
 
 @dataclass
 class RetryPolicy:
-    """Attempts within ``bounds``: the wait after failed attempt ``n`` is ``bounds.backoff * 2**n`` s plus up to
-    ``jitter`` of it, at least the ``Retry-After``, at most ``max_backoff``, and no attempt starts past the budget.
-    A ``Retry-After`` pauses every thread using this policy (the workers of one ICL backend), so N workers make no
-    N-fold retry storm: none sends a request before the server's wait is over."""
+    """Attempts within ``bounds``: after failed attempt ``n`` a wait of ``bounds.backoff * 2**n`` s (+ up to ``jitter``),
+    at least the ``Retry-After``, at most ``max_backoff``; none starts past the budget. A ``Retry-After`` pauses every
+    thread using the policy (the workers of one ICL backend): no request before it is over, no N-fold retry storm."""
 
     bounds: NetworkBounds
     max_backoff: float = 120.0
@@ -116,8 +111,7 @@ class RetryPolicy:
 
     def run(self, attempt: Callable[[int], T], on_retry: Callable[[int, str], None] | None = None) -> T:
         """``attempt(n)`` for n = 0, 1, ... until it returns or raises other than :class:`Transient` (``on_retry(n,
-        problem)`` before each wait); :class:`RetriesExhausted` after the last attempt or past the budget,
-        :class:`RetryLater` when the server asks for a wait over the cap."""
+        problem)`` before each wait); :class:`RetriesExhausted` at the end, :class:`RetryLater` for a wait over the cap."""
         b, start, problem, mine = self.bounds, time.monotonic(), "no attempt made", 0.0
         for n in range(b.max_retries + 1):
             with self._lock:

@@ -1,6 +1,5 @@
-"""One ``httpx`` transport for every request of the package: our own clients (Wikidata, an ICL endpoint) are
-:func:`bounded_client` clients, and :func:`configure_hub` makes ``huggingface_hub``'s shared client one (its factory,
-``set_client_factory``; its default has no timeout at all). The Hub's own retries (``http_backoff``) stay its own."""
+"""One ``httpx`` transport for every request: each of our clients (Wikidata, an ICL endpoint) is a :func:`bounded_client`,
+and :func:`configure_hub` makes ``huggingface_hub``'s shared one so (``set_client_factory``; its default has no timeout)."""
 
 from __future__ import annotations
 
@@ -9,11 +8,16 @@ import importlib
 import math
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from huggingface_hub import get_session, set_client_factory
+from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils import httpx  # httpx (huggingface_hub 1.x) or httpx2 (2.x)
 
-from .bounds import NetworkBounds, ReplyTooSlow, RetryLater, parse_retry_after, server_of
+from ..redaction import redact
+from .bounds import (RETRY_STATUSES, NetworkBounds, ReplyTooSlow, RetryLater, RetryPolicy, Transient,
+                     parse_retry_after, server_of)
 
 httpcore = importlib.import_module("httpcore2" if httpx.__name__ == "httpx2" else "httpcore")  # httpx's own core
 _ERRORS = {getattr(httpcore, name): getattr(httpx, name) for name in (  # the errors both name alike
@@ -61,10 +65,9 @@ class _Backend(httpcore.SyncBackend):
 
 
 class BoundedTransport(httpx.BaseTransport):
-    """``httpcore``'s connection pool on bounded connections: a request without a timeout gets the bounds', its
-    headers and then its body each arrive within the reply deadline (or the request's own ``reply_deadline``
-    extension: an LLM endpoint sends nothing before the completion is done), and a 429/503 asking for a wait over
-    the cap ends at once."""
+    """``httpcore``'s pool on bounded connections: a request gets the bounds' timeouts where it has none, its headers
+    then its body each within the reply deadline (or its ``reply_deadline`` extension: an LLM answers only once done),
+    and a 429/503 asking for a wait over the cap ends at once."""
 
     def __init__(self, bounds: NetworkBounds):
         self.bounds = bounds
@@ -130,14 +133,12 @@ def bounded_client(bounds: NetworkBounds, **kwargs) -> httpx.Client:
     return httpx.Client(follow_redirects=True, timeout=timeout, transport=BoundedTransport(bounds), **kwargs)
 
 
-_LOCK = threading.Lock()
-_INSTALLED: dict = {}  # the "bounds" installed, and "hooks": huggingface_hub's own request hooks
+_LOCK, _INSTALLED = threading.Lock(), {}  # the "bounds" installed, and "hooks": huggingface_hub's own request hooks
 
 
 def configure_hub(bounds: NetworkBounds | None = None) -> NetworkBounds:
-    """Make ``huggingface_hub``'s shared client keep ``bounds`` (default: :meth:`NetworkBounds.from_env`), with the
-    library's own request hooks (offline mode, request ids); called before every Hub call, it builds a new client only
-    when the bounds change."""
+    """Make ``huggingface_hub``'s shared client a :func:`bounded_client` (default bounds: from the environment) with the
+    library's own request hooks (offline mode, request ids); called before every Hub call, a no-op once installed."""
     bounds = bounds or NetworkBounds.from_env()
     with _LOCK:
         hooks = _INSTALLED.get("hooks") or list(get_session().event_hooks["request"])
@@ -145,3 +146,28 @@ def configure_hub(bounds: NetworkBounds | None = None) -> NetworkBounds:
             set_client_factory(lambda: bounded_client(bounds, event_hooks={"request": hooks}))
             _INSTALLED.update(bounds=bounds, hooks=hooks)
     return bounds
+
+
+def cause_of(err: BaseException, kinds) -> BaseException | None:
+    """The first of ``err`` and the errors it was raised from (a library may wrap a Hub error) that is of ``kinds``."""
+    while err is not None and not isinstance(err, kinds):
+        err = err.__cause__ or err.__context__
+    return err
+
+
+def hub_read(read: Callable[[], Any]) -> Any:
+    """``read()`` (a download through ``huggingface_hub`` or ``datasets``) under the Hub's bounds, run again under
+    the retry policy when it failed transiently: a 5xx, 408 or 429, a dropped connection, a timeout, a reply too
+    slow (``huggingface_hub`` retries some requests itself, not every download)."""
+
+    def attempt(n: int) -> Any:
+        try:
+            return read()
+        except Exception as raised:  # noqa: BLE001 - retried when transient, else raised as it was
+            err = cause_of(raised, (HfHubHTTPError, httpx.TransportError, ReplyTooSlow, RetryLater))
+            if isinstance(err, (httpx.TransportError, ReplyTooSlow)) or (
+                    isinstance(err, HfHubHTTPError) and getattr(err.response, "status_code", None) in RETRY_STATUSES):
+                raise Transient(f"{type(err).__name__}: {redact(' '.join(str(err).split()))[:200]}") from None
+            raise
+
+    return RetryPolicy(configure_hub()).run(attempt)

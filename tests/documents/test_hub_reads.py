@@ -33,7 +33,7 @@ def test_hub_reads_survive_two_500s_and_two_dropped_connections_and_a_dead_hub_i
         code = """
             import json
             from envre_hf.documents import read_documents
-            from envre_hf.net.hub_calls import HubError
+            from envre_hf.hub_calls import HubError
             out = {repo: [d.key for d in read_documents(f"envre/{repo}")] for repo in ("five", "drops")}
             try:
                 read_documents("envre/dead")

@@ -211,8 +211,7 @@ def test_the_hub_client_bounds_trickling_headers_and_stays_usable(server):
     1.5 s read timeout) end at the 1 s reply deadline, naming the request; the next request works."""
     from huggingface_hub.utils import get_session
 
-    from envre_hf.hub_client import configure_hub
-    from envre_hf.http import ReplyTooSlow
+    from envre_hf.net.client import configure_hub
 
     configure_hub(NetworkBounds(**{**FAST, "read_timeout": 1.5}))
     try:

@@ -9,7 +9,7 @@ import pytest
 from hub_standin import LocalHub
 
 from envre_hf.cli.main import main
-from envre_hf.net.hub_calls import HubError
+from envre_hf.hub_calls import HubError
 from envre_hf.renaming.hub_upload import push_to_hub
 
 TOKEN = "hf_PushSecret0123456789abcd"
@@ -81,7 +81,7 @@ def test_cli_push_failure_is_one_line_exit_2_without_the_token(hub, folder, tmp_
 def test_a_push_whose_commit_is_not_the_repo_head_fails(folder):
     from types import SimpleNamespace
 
-    from envre_hf.publishing import push_folder
+    from envre_hf.hub_calls import push_folder
 
     class Api:  # upload_folder "succeeds", but the Hub's head is another commit (or none came back)
         endpoint = "http://127.0.0.1:9"

@@ -1,13 +1,66 @@
-"""The one push of the package (a benchmark, a model, the metric's Space): a folder uploaded and confirmed on the Hub."""
+"""The package's Hub calls: their failures as one line each (:func:`hub_errors`), and the one push (a benchmark, a model,
+the metric's Space), a folder uploaded and confirmed (:func:`push_folder`)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
+from huggingface_hub import constants
+from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
-from .net.client import configure_hub
-from .net.hub_calls import HubError, hub_errors
+from .net.bounds import HTTPRequestError, ReplyTooSlow, RetriesExhausted, server_of
+from .net.client import cause_of, configure_hub, httpx
+from .redaction import redact
+
+_ADVICE = {401: "check the token (HF_TOKEN, the token option, or `hf auth login`)",
+           403: "check that the token may write to this repository", 404: "check the repository id and HF_ENDPOINT"}
+
+
+class HubError(HTTPRequestError):
+    """A Hub request failed for good: one line naming the Hub, the action and what to do."""
+
+
+@contextlib.contextmanager
+def hub_errors(action: str, endpoint: str | None = None) -> Iterator[None]:
+    """Run Hub calls for ``action`` (e.g. ``"push of env to owner/name"``; ``endpoint`` default ``HF_ENDPOINT``): what
+    they raise becomes :class:`HubError`, one line naming the Hub, the action and what to do (usually: rerun)."""
+    try:
+        yield
+    except HubError:
+        raise
+    except Exception as raised:  # noqa: BLE001 - a Hub failure becomes one line, anything else stays as it was
+        err = cause_of(raised, (HTTPRequestError, OfflineModeIsEnabled, HfHubHTTPError, httpx.TransportError,
+                              json.JSONDecodeError))
+        if err is None:
+            raise
+        raise HubError(_message(err, action, f"the Hub at {server_of(endpoint or constants.ENDPOINT)}")) from None
+
+
+def _message(err: Exception, action: str, where: str) -> str:
+    text, rerun = redact(" ".join(str(err).split())), "rerun later (nothing local was changed)"
+    if isinstance(err, RetriesExhausted):
+        return f"{where} failed the {action}: {text}; {rerun}"
+    if isinstance(err, HTTPRequestError):  # RetryLater, ReplyTooSlow
+        return f"{action}: {text}" + "; rerun when the Hub is faster" * isinstance(err, ReplyTooSlow)
+    if isinstance(err, OfflineModeIsEnabled):
+        return f"{action} needs {where}, and HF_HUB_OFFLINE is set; unset it to reach the Hub"
+    if isinstance(err, HfHubHTTPError):
+        status = getattr(err.response, "status_code", None)
+        advice = _ADVICE.get(status, f"the Hub may be down or busy: {rerun}")
+        return f"{where} refused the {action} (HTTP {status}): {text[:300]}; {advice}"
+    if isinstance(err, httpx.TimeoutException):
+        return (f"{where} did not answer the {action} in time ({type(err).__name__}; ENVRE_READ_TIMEOUT / "
+                f"ENVRE_CONNECT_TIMEOUT); {rerun}")
+    if isinstance(err, httpx.TransportError):
+        return (f"{where}: the connection failed during the {action} ({type(err).__name__}: {text[:200]}); check "
+                "HF_ENDPOINT and the network, then rerun")
+    return (f"{where} answered the {action} with something that is not JSON ({err.msg}; an HTML error page or a "
+            "proxy?); check HF_ENDPOINT, then rerun")
+
 
 def folder_files(folder: str, *, allow_patterns=None, ignore_patterns=None, path_in_repo: str | None = None) -> list[str]:
     """The repository paths ``upload_folder`` sends from ``folder``: its own filter (``filter_repo_objects``) with
