@@ -20,9 +20,14 @@ from .bounds import (RETRY_STATUSES, NetworkBounds, ReplyTooSlow, RetryLater, Re
                      parse_retry_after, server_of)
 
 httpcore = importlib.import_module("httpcore2" if httpx.__name__ == "httpx2" else "httpcore")  # httpx's own core
-_ERRORS = {getattr(httpcore, name): getattr(httpx, name) for name in (  # the errors both name alike
-    "ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout", "ConnectError", "ReadError", "WriteError",
-    "RemoteProtocolError", "LocalProtocolError", "ProxyError", "UnsupportedProtocol")}
+#: ``httpcore``'s errors as ``httpx`` raises them (what ``huggingface_hub`` retries and our clients catch)
+_ERRORS = {
+    httpcore.ConnectTimeout: httpx.ConnectTimeout, httpcore.ReadTimeout: httpx.ReadTimeout,
+    httpcore.WriteTimeout: httpx.WriteTimeout, httpcore.PoolTimeout: httpx.PoolTimeout,
+    httpcore.ConnectError: httpx.ConnectError, httpcore.ReadError: httpx.ReadError, httpcore.WriteError: httpx.WriteError,
+    httpcore.RemoteProtocolError: httpx.RemoteProtocolError, httpcore.LocalProtocolError: httpx.LocalProtocolError,
+    httpcore.ProxyError: httpx.ProxyError, httpcore.UnsupportedProtocol: httpx.UnsupportedProtocol,
+}
 
 
 class _Clock:
