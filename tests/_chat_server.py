@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,10 @@ def digest_reply(body: dict) -> str:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # many clients connect at once (the default backlog of 5 delays the others by 1 s)
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away (killed) is no error here
+            super().handle_error(request, client_address)
 
 
 class ChatServer:
