@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from .common import existing_path, model_location, non_negative_int, positive_float, positive_int
 
@@ -15,8 +16,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--split", default="test", help="split to read from an envre build folder (default test)")
     parser.add_argument("--train", required=True, type=existing_path, help="training documents: demonstrations, Ign F1, DA's corpus KB")
-    parser.add_argument("--backend", choices=("openai", "local"), required=True)
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local model path/name")
+    add_llm_arguments(parser)
+    parser.add_argument("--max-docs", type=non_negative_int, default=None, help="evaluate only the first N test documents")
+    parser.add_argument("--output", required=True, help="output directory")
+    parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The options of a chat LLM answering the study's ICL prompts, shared by every command that runs one (the caller
+    adds ``--model``, ``--train`` and ``--output``): where it answers, how prompts are built, requests at once."""
+    parser.add_argument("--backend", choices=("openai", "local"), required=required,
+                        help="an OpenAI-compatible endpoint (--base-url) or a local transformers model")
     parser.add_argument(
         "--base-url", default="https://api.openai.com/v1",
         help="OpenAI-compatible API root (vLLM/TGI: http://HOST:PORT/v1; HF: https://router.huggingface.co/v1)",
@@ -26,7 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--da", action="store_true", help="demonstration augmentation: add each demo's renamed copy")
     parser.add_argument("--cg", action="store_true", help="consistency guidance in the instruction")
     parser.add_argument("--seed", type=int, default=0, help="demonstration draw and renaming seed (default 0)")
-    parser.add_argument("--max-docs", type=non_negative_int, default=None, help="evaluate only the first N test documents")
     parser.add_argument("--max-tokens", type=positive_int, default=512, help="completion length limit (default 512)")
     parser.add_argument("--concurrency", type=positive_int, default=8,
                         help="requests in flight at the endpoint (default 8; the local backend uses --batch-size)")
@@ -35,20 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=positive_float, default=None,
                         help="seconds an endpoint may take for one completion (default ENVRE_ICL_TIMEOUT, else 120)")
     parser.add_argument("--cache", default=None, help="response cache (SQLite; default OUTPUT/responses.sqlite)")
-    parser.add_argument("--output", required=True, help="output directory")
-    parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..documents import read_documents  # lazy: start-up time
-    from ..documents.build_folder import read_benchmark  # lazy: start-up time
-    from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig, run_icl  # lazy: start-up time
-    from ..icl.runner import check_output_dir  # lazy: start-up time
+def llm_from_args(args: argparse.Namespace, train: list, cache: str) -> tuple[Any, Any, Any]:
+    """``(backend, prompt config, DA renamer or None)`` as the options of :func:`add_llm_arguments` and ``--model``
+    ask; ``train``: the demonstrations (and DA's corpus KB), ``cache``: the reply cache's file."""
+    from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig  # lazy: start-up time
 
-    out = Path(args.output)
-    check_output_dir(out, args.resume)  # before documents and model are loaded
-    cache = args.cache or str(out / "responses.sqlite")
-    test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
     renamer = None
     if args.da:
         from ..kb.corpus import CorpusKB  # lazy: start-up time
@@ -61,7 +64,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         backend = LocalBackend.from_pretrained(model_location(args.model), max_new_tokens=args.max_tokens,
                                                cache_path=cache, batch_size=args.batch_size)
-    config = PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed)
+    return backend, PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed), renamer
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..documents import read_documents  # lazy: start-up time
+    from ..documents.build_folder import read_benchmark  # lazy: start-up time
+    from ..icl import run_icl  # lazy: start-up time
+    from ..icl.runner import check_output_dir  # lazy: start-up time
+
+    out = Path(args.output)
+    check_output_dir(out, args.resume)  # before documents and model are loaded
+    test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
+    backend, config, renamer = llm_from_args(args, train, args.cache or str(out / "responses.sqlite"))
     # ICLRunError / BackendError reach envre_hf.cli.main: one line on stderr, exit status 2
     result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume,
                      concurrency=args.concurrency)
