@@ -41,11 +41,14 @@ def hub_errors(action: str, endpoint: str | None = None) -> Iterator[None]:
 
 
 def _message(err: Exception, action: str, where: str) -> str:
+    """The one line of a failed Hub call (``where``: the Hub), credentials redacted."""
     text, rerun = redact(" ".join(str(err).split())), "rerun later (nothing local was changed)"
     if isinstance(err, RetriesExhausted):
         return f"{where} failed the {action}: {text}; {rerun}"
-    if isinstance(err, HTTPRequestError):  # RetryLater, ReplyTooSlow
-        return f"{action}: {text}" + "; rerun when the Hub is faster" * isinstance(err, ReplyTooSlow)
+    if isinstance(err, ReplyTooSlow):
+        return f"{action}: {text}; rerun when the Hub is faster"
+    if isinstance(err, HTTPRequestError):  # RetryLater: its text says when to retry
+        return f"{action}: {text}"
     if isinstance(err, OfflineModeIsEnabled):
         return f"{action} needs {where}, and HF_HUB_OFFLINE is set; unset it to reach the Hub"
     if isinstance(err, HfHubHTTPError):
