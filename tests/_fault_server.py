@@ -2,7 +2,7 @@
 
 Faults: ``("trickle", seconds)`` (headers, then one body byte every ``seconds``), ``("trickle_headers", seconds)``
 (the status line and headers one byte every ``seconds``), ``("hang", seconds)`` (no answer
-for that long), ``("drop",)`` (connection closed without a reply), ``("cut",)`` (half the announced body),
+for that long), ``("late", seconds)`` (the ``ok`` reply after that long), ``("drop",)`` (connection closed without a reply), ``("cut",)`` (half the announced body),
 ``("html",)`` (an HTML page with HTTP 200), ``("status", code, headers, body)``.
 """
 
@@ -33,9 +33,9 @@ class FaultServer:
                                         "auth": self.headers.get("Authorization"), "body": body})
                 fault = server.script.pop(0) if server.script else ("ok",)
                 kind = fault[0]
-                if kind == "hang":
-                    server.stop.wait(fault[1])
-                    return
+                if kind in ("hang", "late"):
+                    if server.stop.wait(fault[1]) or kind == "hang":
+                        return
                 if kind == "drop":
                     self.close_connection = True
                     return

@@ -36,8 +36,10 @@ class LocalHub:
         self.shas: dict[tuple[str, str], str] = {}
         self.unhandled: list[str] = []
         #: faults to play on write requests whose path contains the key ("create", "preupload", "commit"):
-        #: ("status", code, headers, body), ("html",), ("hang", seconds) or ("trickle_headers", seconds)
+        #: ("status", code, headers, body), ("html",), ("hang", seconds), ("trickle_headers", seconds) or ("drop",)
         self.faults: dict[str, list[tuple]] = {}
+        #: the same, played on downloads (GET, not HEAD) whose path contains the key
+        self.read_faults: dict[str, list[tuple]] = {}
         #: seconds the replies to requests whose path contains the key wait after the request was handled (a slow
         #: Hub: the work is done, the answer comes late); the key "" delays every reply
         self.late: dict[str, float] = {}
@@ -91,6 +93,8 @@ class LocalHub:
                 self.do_GET()
 
             def do_GET(self):
+                if self.command == "GET" and self._fault(hub.read_faults):
+                    return
                 url = urlsplit(self.path)
                 parts = [unquote(p) for p in url.path.strip("/").split("/")]
                 if parts[0] == "api" and len(parts) > 1 and parts[1] in _TYPES:
@@ -190,11 +194,13 @@ class LocalHub:
 
             # ---------------------------------------------------------------- writes
 
-            def _fault(self):
-                for key, queue in hub.faults.items():
+            def _fault(self, faults=None):
+                for key, queue in (hub.faults if faults is None else faults).items():
                     if key in self.path and queue:
                         fault = queue.pop(0)
-                        if fault[0] == "hang":
+                        if fault[0] == "drop":  # the connection closed without a reply
+                            self.close_connection = True
+                        elif fault[0] == "hang":
                             hub._stop.wait(fault[1])
                             self.close_connection = True
                         elif fault[0] == "html":

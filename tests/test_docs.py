@@ -265,6 +265,7 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("icl.md", "export OPENAI_API_KEY"): "a placeholder for your key",
     ("icl.md", "--output runs/icl_orig"): "needs an OpenAI-compatible endpoint",
     ("icl.md", "--output runs/icl_env"): "needs an OpenAI-compatible endpoint",
+    ("icl.md", "results = predict_documents(backend"): "needs an OpenAI-compatible endpoint",
     ("kb.md", "latest-all.json.gz"): "needs a Wikidata dump (100+ GB)",
     ("kb.md", "from envre_hf.kb import WikidataHTTPKB"): "needs the internet (Wikidata)",
     ("kb.md", 'api_url="http://localhost:8181/w/api.php"'): "a local Wikibase (and continues the block above)",

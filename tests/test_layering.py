@@ -18,26 +18,31 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "envre_hf"
 
 #: Stage of every subpackage / top-level module of ``envre_hf``, lowest first. A module may import its own
-#: stage and lower ones. Shared plumbing sits below ``documents``: ``citations`` (BibTeX for the cards), ``version``,
-#: ``atomic`` (file writes) and ``http`` (retry, reply cache). ``metrics`` scores documents and imports nothing else,
-#: and the trainer's evaluation and the robustness report score with it, so it sits below ``training``.
+#: stage and lower ones. Shared plumbing sits at the bottom: ``citations`` (BibTeX for the cards), ``version``,
+#: ``atomic`` (file writes), ``redaction`` (no credential in a message or a file) and ``replies`` (the one reply cache).
+#: The network layer ``net`` (bounds, retries, the one httpx transport, the Hub's client) and ``hub_calls`` (Hub
+#: failures as one line, the one confirmed push) come next, below ``documents``, whose reader takes a Hub dataset id as a source. ``metrics`` scores
+#: documents and imports nothing else, and the trainer's evaluation and the robustness report score with it, so it
+#: sits below ``training``.
 STAGES: dict[str, int] = {
     "citations": 0,
     "version": 0,
     "atomic": 0,
     "failures": 0,
-    "http": 0,
-    "hub_client": 0,
-    "documents": 1,
-    "kb": 2,
-    "renaming": 3,
-    "features": 4,
-    "models": 5,
-    "metrics": 6,
-    "training": 7,
-    "analysis": 8,
-    "icl": 9,
-    "cli": 10,
+    "redaction": 0,
+    "replies": 0,
+    "net": 1,
+    "hub_calls": 1,
+    "documents": 2,
+    "kb": 3,
+    "renaming": 4,
+    "features": 5,
+    "models": 6,
+    "metrics": 7,
+    "training": 8,
+    "analysis": 9,
+    "icl": 10,
+    "cli": 11,
 }
 #: The package root (``envre_hf/__init__.py``) is a facade over the stages: no stage imports it (the version lives
 #: in ``envre_hf/version.py``).
@@ -195,10 +200,10 @@ def test_the_checks_find_upward_imports_cycles_and_facade_imports(toy_package):
     edges = package_edges(toy_package)
     problems = stage_violations(edges)
     assert problems == [
-        f"{PACKAGE}/analysis/a.py:1: analysis (stage 8) imports the later stage icl (stage 9)",
+        f"{PACKAGE}/analysis/a.py:1: analysis (stage 9) imports the later stage icl (stage 10)",
         f"{PACKAGE}/icl/__init__.py:2: icl imports the package facade {PACKAGE}/__init__.py",
         f"{PACKAGE}/kb/corpus.py:1: kb imports the package facade {PACKAGE}/__init__.py",
-        f"{PACKAGE}/kb/corpus.py:5: kb (stage 2) imports the later stage renaming (stage 3)",
+        f"{PACKAGE}/kb/corpus.py:5: kb (stage 3) imports the later stage renaming (stage 4)",
     ]
     assert sorted(cycles(edges)) == [["analysis", "icl"], ["kb", "renaming"]]
 

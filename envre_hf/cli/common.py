@@ -38,6 +38,17 @@ def non_negative_int(text: str) -> int:
     return _int(text, 0)
 
 
+def positive_float(text: str) -> float:
+    """An argparse type: a number > 0 (``--timeout``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
+
+
 def _int(text: str, minimum: int) -> int:
     try:
         value = int(text)
@@ -88,7 +99,7 @@ def model_location(value: str | os.PathLike, what: str = "model") -> str:
         if snapshot is None:
             raise UsageError(f"{what} {text}: no such local folder, and HF_HUB_OFFLINE is set (no Hub download)")
         return snapshot
-    from ..hub_client import configure_hub  # lazy: only a Hub model needs the Hub client
+    from ..net.client import configure_hub  # lazy: only a Hub model needs the Hub client
 
     configure_hub()  # the request below and the download that follows keep the network bounds
     problem = _hub_model_problem(text)
@@ -172,7 +183,7 @@ def _loaded(names: tuple[str, ...]) -> tuple[type, ...]:
 def error_message(err: BaseException, parser: argparse.ArgumentParser | None = None) -> str | None:
     """The one-line message of an expected error (credentials redacted), or ``None`` for a bug; an error raised
     with a :class:`~envre_hf.failures.Remedy` names the flag of ``parser`` that lifts it."""
-    from ..http import redact  # lazy: start-up time
+    from ..redaction import redact  # lazy: start-up time
 
     message = _message(err, parser)
     return None if message is None else redact(message)

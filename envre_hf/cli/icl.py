@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import existing_path, model_location, non_negative_int, positive_int
+from .common import existing_path, model_location, non_negative_int, positive_float, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--split", default="test", help="split to read from an envre build folder (default test)")
     parser.add_argument("--train", required=True, type=existing_path, help="training documents: demonstrations, Ign F1, DA's corpus KB")
-    parser.add_argument("--backend", choices=("openai", "local"), required=True)
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local model path/name")
     add_llm_arguments(parser)
     parser.add_argument("--max-docs", type=non_negative_int, default=None, help="evaluate only the first N test documents")
@@ -24,8 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
 
 
-def add_llm_arguments(parser: argparse._ActionsContainer) -> None:
-    """The endpoint and prompt options (``--backend`` and ``--model`` aside), shared with ``envre probe``."""
+def add_llm_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The options of a chat LLM answering the study's ICL prompts, shared by every command that runs one (the caller
+    adds ``--model``, ``--train`` and ``--output``): where it answers, how prompts are built, requests at once."""
+    parser.add_argument("--backend", choices=("openai", "local"), required=required,
+                        help="an OpenAI-compatible endpoint (--base-url) or a local transformers model")
     parser.add_argument(
         "--base-url", default="https://api.openai.com/v1",
         help="OpenAI-compatible API root (vLLM/TGI: http://HOST:PORT/v1; HF: https://router.huggingface.co/v1)",
@@ -36,45 +38,49 @@ def add_llm_arguments(parser: argparse._ActionsContainer) -> None:
     parser.add_argument("--cg", action="store_true", help="consistency guidance in the instruction")
     parser.add_argument("--seed", type=int, default=0, help="demonstration draw and renaming seed (default 0)")
     parser.add_argument("--max-tokens", type=positive_int, default=512, help="completion length limit (default 512)")
+    parser.add_argument("--concurrency", type=positive_int, default=None,
+                        help="requests in flight at the endpoint (default 8; the local backend uses --batch-size; "
+                        "envre probe --extractor: calls of the function at once, default 1)")
+    parser.add_argument("--batch-size", type=positive_int, default=8,
+                        help="prompts the local backend generates at once (default 8)")
+    parser.add_argument("--timeout", type=positive_float, default=None,
+                        help="seconds an endpoint may take for one completion (default ENVRE_ICL_TIMEOUT, else 120)")
     parser.add_argument("--cache", default=None, help="response cache (SQLite; default OUTPUT/responses.sqlite)")
 
 
-def make_backend(args: argparse.Namespace, cache: str) -> Any:
-    """The chat backend ``--backend`` / ``--model`` name, its replies kept in ``cache``."""
-    from ..icl import LocalBackend, OpenAIChatBackend  # lazy: start-up time
+def llm_from_args(args: argparse.Namespace, train: list, cache: str) -> tuple[Any, Any, Any]:
+    """``(backend, prompt config, DA renamer or None)`` as the options of :func:`add_llm_arguments` and ``--model``
+    ask; ``train``: the demonstrations (and DA's corpus KB), ``cache``: the reply cache's file."""
+    from ..icl import LocalBackend, OpenAIChatBackend, PromptConfig  # lazy: start-up time
 
+    renamer = None
+    if args.da:
+        from ..kb.corpus import CorpusKB  # lazy: start-up time
+        from ..renaming import RenamingPipeline  # lazy: start-up time
+
+        renamer = RenamingPipeline(CorpusKB(train)).rename
     if args.backend == "openai":
-        return OpenAIChatBackend(
-            args.model, base_url=args.base_url, api_key_env=args.api_key_env, max_tokens=args.max_tokens, cache_path=cache
-        )
-    return LocalBackend.from_pretrained(model_location(args.model), max_new_tokens=args.max_tokens, cache_path=cache)
-
-
-def demonstration_renamer(args: argparse.Namespace, train: list) -> Any:
-    """With ``--da``, the renamer of the demonstrations (a corpus KB over the training documents), else None."""
-    if not args.da:
-        return None
-    from ..kb.corpus import CorpusKB  # lazy: start-up time
-    from ..renaming import RenamingPipeline  # lazy: start-up time
-
-    return RenamingPipeline(CorpusKB(train)).rename
+        backend = OpenAIChatBackend(args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                                    max_tokens=args.max_tokens, timeout=args.timeout, cache_path=cache)
+    else:
+        backend = LocalBackend.from_pretrained(model_location(args.model), max_new_tokens=args.max_tokens,
+                                               cache_path=cache, batch_size=args.batch_size)
+    return backend, PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed), renamer
 
 
 def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents  # lazy: start-up time
     from ..documents.build_folder import read_benchmark  # lazy: start-up time
-    from ..icl import PromptConfig, run_icl  # lazy: start-up time
+    from ..icl import run_icl  # lazy: start-up time
     from ..icl.runner import check_output_dir  # lazy: start-up time
 
     out = Path(args.output)
     check_output_dir(out, args.resume)  # before documents and model are loaded
-    cache = args.cache or str(out / "responses.sqlite")
     test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
-    renamer = demonstration_renamer(args, train)
-    backend = make_backend(args, cache)
-    config = PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed)
+    backend, config, renamer = llm_from_args(args, train, args.cache or str(out / "responses.sqlite"))
     # ICLRunError / BackendError reach envre_hf.cli.main: one line on stderr, exit status 2
-    result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume)
+    result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume,
+                     concurrency=args.concurrency or 8)
     totals = result.parse_summary["totals"]
     print(f"{result.documents} documents ({result.skipped} resumed), {len(result.predictions)} predictions")
     print("parse: " + ", ".join(f"{k}={v}" for k, v in totals.items()))

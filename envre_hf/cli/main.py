@@ -86,7 +86,7 @@ def run_subcommand(name: str, argv: list[str], *, debug: bool = False) -> int:
             raise
         message = error_message(err, sub)
         if message is None:
-            from ..http import redact  # lazy: start-up time
+            from ..redaction import redact  # lazy: start-up time
 
             print(f"{prog}: internal error: {type(err).__name__}: {redact(' '.join(str(err).split()))} "
                   f"(a bug; rerun with envre --debug {name} ... for the traceback)", file=sys.stderr)

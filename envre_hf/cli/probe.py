@@ -23,7 +23,7 @@ from ..documents import DocumentError
 from ..documents.io import read_raw_documents
 from .common import UsageError, existing_path, non_negative_int, positive_int
 from .evaluate import add_inference_arguments, load_model
-from .icl import add_llm_arguments, demonstration_renamer, make_backend
+from .icl import add_llm_arguments, llm_from_args
 from .predict import add_text_arguments, document_key, is_plain_text
 from .predict import read_inputs as read_text_inputs
 
@@ -77,16 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_inference_arguments(parser.add_argument_group("prediction"))
     llm = parser.add_argument_group("an LLM as the probed system (the prompts of envre icl)")
-    llm.add_argument(
-        "--backend", choices=("openai", "local"),
-        help="probe an LLM: openai = an OpenAI-compatible endpoint (--model: its model name), local = a transformers "
-        "chat model (--model: its path or Hub id)",
-    )  # fmt: skip
-    add_llm_arguments(llm)
-    llm.add_argument(
-        "--concurrency", type=positive_int,
-        help="documents in flight at once with --backend openai (default 8) or --extractor (default 1)",
-    )  # fmt: skip
+    add_llm_arguments(llm, required=False)
 
 
 def read_inputs(args: argparse.Namespace) -> list:
@@ -170,13 +161,11 @@ def make_system(args: argparse.Namespace, kind: str, train: list | None) -> Any:
     if kind == "extractor":
         return ExtractorSystem.from_callable(load_extractor(args.extractor), args.extractor, args.concurrency or 1)
     if kind == "llm":
-        from ..icl import PromptConfig  # lazy: start-up time
         from ..icl.probing import llm_system  # lazy: start-up time
 
-        backend = make_backend(args, args.cache or str(args.output / "responses.sqlite"))
-        config = PromptConfig(k=args.k, da=args.da, cg=args.cg, seed=args.seed)
+        backend, config, renamer = llm_from_args(args, train or [], args.cache or str(args.output / "responses.sqlite"))
         concurrency = (args.concurrency or 8) if args.backend == "openai" else 1
-        return llm_system(backend, train or [], config, demonstration_renamer(args, train or []), concurrency)
+        return llm_system(backend, train or [], config, renamer, concurrency)
     model, tokenizer, options = load_model(args)
     return ModelSystem(model, tokenizer, **options)
 

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..http import remember_secret  # lazy: start-up time
+    from ..redaction import remember_secret  # lazy: start-up time
     from ..metrics.space import push_metric  # lazy: start-up time
 
     remember_secret(args.token)  # a server echoing it, or any error, never prints it

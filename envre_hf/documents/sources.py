@@ -36,11 +36,11 @@ def read_documents(
             return list(iter_documents(path, validate=validate, on_error=on_error))
         from datasets import load_dataset  # lazy: datasets only for a Hub id
 
-        from ..hub_client import configure_hub, hub_errors  # lazy: the Hub only for a Hub id
+        from ..hub_calls import hub_errors  # lazy: the Hub only for a Hub id
+        from ..net.client import hub_read  # lazy: the Hub only for a Hub id
 
-        configure_hub()
         with hub_errors(f"download of dataset {name}"):
-            dataset = load_dataset(name, split=split)
+            dataset = hub_read(lambda: load_dataset(name, split=split))
         return _from_dataset(dataset, split)
     if hasattr(source, "column_names"):  # a datasets Dataset or DatasetDict
         return _from_dataset(source, split)

@@ -14,13 +14,14 @@ from .prompt import (
     format_triples,
     mark_mentions,
 )
-from .runner import ICLResult, ICLRunError, run_icl, summarize_parse_reports
+from .runner import DocumentResult, ICLResult, ICLRunError, predict_documents, run_icl, summarize_parse_reports
 
 __all__ = [
     "CONSISTENCY_GUIDANCE",
     "BackendError",
     "ChatBackend",
     "Completion",
+    "DocumentResult",
     "ICLResult",
     "ICLRunError",
     "LocalBackend",
@@ -37,6 +38,7 @@ __all__ = [
     "format_triples",
     "mark_mentions",
     "parse_triples",
+    "predict_documents",
     "run_icl",
     "summarize_parse_reports",
 ]

@@ -1,5 +1,5 @@
 """Chat backends (an OpenAI-compatible endpoint, a local ``transformers`` model): messages in, a :class:`Completion`
-out, replies kept in the package's one reply cache (:class:`envre_hf.http.ResponseCache`); docs/icl.md."""
+out, replies kept in the package's one reply cache (:class:`envre_hf.replies.ResponseCache`); docs/icl.md."""
 
 from __future__ import annotations
 
@@ -8,30 +8,16 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from huggingface_hub import InferenceClient
-from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
-from huggingface_hub.utils import httpx  # httpx (huggingface_hub 1.x) or httpx2 (2.x): the transport's errors
-
-from ..hub_client import configure_hub
+from ..net.bounds import (RETRY_STATUSES, NetworkBounds, ReplyTooSlow, RetriesExhausted, RetryLater, RetryPolicy,
+                          Transient, parse_retry_after)
+from ..net.client import bounded_client, httpx
 from ..failures import Failure
-from ..http import (
-    RETRY_STATUSES,
-    NetworkBounds,
-    ReplyTooSlow,
-    RetryLater,
-    RetriesExhausted,
-    ResponseCache,
-    RetryPolicy,
-    Transient,
-    parse_retry_after,
-    redact,
-    redact_url,
-    request_secrets,
-)
+from ..redaction import redact, redact_url, request_secrets
+from ..replies import ResponseCache
 
 logger = logging.getLogger(__name__)
 
@@ -81,27 +67,36 @@ def open_cache(cache: ResponseCache | str | os.PathLike | None) -> ResponseCache
     return ResponseCache(cache)
 
 
-def cached_complete(
-    cache: ResponseCache | None, identity: dict[str, Any], where: str, messages: Messages,
-    answer: Callable[[Messages], Completion],
-) -> Completion:
-    """The cached completion of ``messages`` (marked ``cached``), or ``answer(messages)``, then stored."""
-    key = chat_cache_key(identity, messages)
-    body = cache.get(key) if cache is not None else None
-    if body is not None:
-        data = json.loads(body)
-        return Completion(text=data["text"], usage=dict(data.get("usage") or {}), cached=True)
-    completion = answer(messages)
-    if cache is not None:
-        body = json.dumps({"text": completion.text, "usage": completion.usage}, ensure_ascii=False)
-        cache.put(key, "CHAT", where, identity["params"], body)
-    return completion
+def cached_completions(
+    cache: ResponseCache | None, identity: dict[str, Any], where: str, batch: Sequence[Messages],
+    answer: Callable[[list[Messages]], list[Completion]],
+) -> list[Completion]:
+    """The completion of each messages of ``batch``: from the cache (marked ``cached``), else from one
+    ``answer(the missing ones)`` call, then stored."""
+    keys = [chat_cache_key(identity, messages) for messages in batch]
+    bodies = [cache.get(key) if cache is not None else None for key in keys]
+    missing = [i for i, body in enumerate(bodies) if body is None]
+    fresh = dict(zip(missing, answer([batch[i] for i in missing]) if missing else []))
+    out = []
+    for i, (key, body) in enumerate(zip(keys, bodies)):
+        if body is not None:
+            data = json.loads(body)
+            out.append(Completion(text=data["text"], usage=dict(data.get("usage") or {}), cached=True))
+            continue
+        if cache is not None:
+            reply = json.dumps({"text": fresh[i].text, "usage": fresh[i].usage}, ensure_ascii=False)
+            cache.put(key, "CHAT", where, identity["params"], reply)
+        out.append(fresh[i])
+    return out
 
 
 class OpenAIChatBackend:
-    """Chat completions at ``{base_url}/chat/completions`` through ``huggingface_hub.InferenceClient``; transient
-    failures are retried under :class:`~envre_hf.http.NetworkBounds` (honouring ``Retry-After``), other HTTP errors
-    fail at once. The key comes from ``$api_key_env``; without it no ``Authorization`` header is sent."""
+    """Chat completions at ``{base_url}/chat/completions``, the OpenAI-compatible JSON API (OpenAI, vLLM, TGI,
+    Inference Providers), sent through the package's bounded client: a completion may take ``timeout`` seconds
+    (default ``ENVRE_ICL_TIMEOUT``, 120 s). Transient failures are retried under one
+    :class:`~envre_hf.net.bounds.RetryPolicy` that every thread using this backend shares (a ``Retry-After`` pauses
+    them all); other HTTP errors fail at once. The key comes from ``$api_key_env``; without it no ``Authorization``
+    header is sent."""
 
     def __init__(
         self,
@@ -111,9 +106,9 @@ class OpenAIChatBackend:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         seed: int | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         max_retries: int | None = None,
-        backoff: float = 1.0,
+        backoff: float | None = None,
         cache_path: ResponseCache | str | os.PathLike | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
@@ -123,10 +118,12 @@ class OpenAIChatBackend:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
-        self.timeout = timeout
-        # no jitter: one client asks one question at a time, and the waits stay predictable
-        self.retry = RetryPolicy(NetworkBounds.from_env(max_retries=max_retries), backoff_factor=backoff,
-                                 max_backoff=60.0, jitter=0.0, sleep=sleep)
+        bounds = NetworkBounds.from_env(max_retries=max_retries, backoff=backoff)
+        self.timeout = timeout or bounds.icl_timeout
+        self.limits = httpx.Timeout(self.timeout, connect=bounds.connect_timeout)  # the endpoint's bounded waits
+        # no jitter: the waits stay predictable (a Retry-After already pauses every worker at once)
+        self.retry = RetryPolicy(bounds, max_backoff=60.0, jitter=0.0, sleep=sleep)
+        self.client = bounded_client(bounds)
         self.cache = open_cache(cache_path)
         if not os.environ.get(api_key_env):
             logger.warning("environment variable %s is not set: requests are sent without an API key", api_key_env)
@@ -148,47 +145,39 @@ class OpenAIChatBackend:
         return {"endpoint": redact_url(self.url), "model": self.model, "params": self.params}
 
     def complete(self, messages: Messages) -> Completion:
-        return cached_complete(self.cache, self.identity, self.url, messages, self._request)
+        """The completion of ``messages``; safe to call from many threads at once."""
+        return cached_completions(self.cache, self.identity, self.url, [messages], lambda b: [self._request(b[0])])[0]
 
     def _request(self, messages: Messages) -> Completion:
         token = os.environ.get(self.api_key_env) or None
-        # a server may echo the key: it never reaches an error or a log line
-        secrets = request_secrets({"Authorization": f"Bearer {token}"}) if token else []
-        # Without a key, huggingface_hub would send the machine's Hugging Face token to whatever server base_url
-        # names; a header set to None overrides it and is dropped, so no Authorization header goes out.
-        headers = None if token else {"authorization": None}
-        configure_hub()  # bounded waits; HF_HUB_OFFLINE does not block a non-Hub endpoint
-        client = InferenceClient(base_url=self.base_url, api_key=token, timeout=self.timeout, headers=headers)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        secrets = request_secrets(headers)  # a server may echo the key: it never reaches an error or a log line
+        body = {"model": self.model, "messages": messages, **self.params, "stream": False}
 
         def attempt(n: int) -> Completion:
             try:
-                out = client.chat_completion(messages=messages, model=self.model, **self.params)
-            except HfHubHTTPError as err:
-                response = getattr(err, "response", None)
-                status = getattr(response, "status_code", None)
-                try:
-                    body = redact(response.text if response is not None else "", secrets)
-                except Exception:  # a streamed body that was never read
-                    body = ""
-                if status is None or status in RETRY_STATUSES:
-                    retry_after = parse_retry_after(response.headers.get("Retry-After")) if response is not None else None
-                    raise Transient(f"HTTP {status}: {body[:200]}", retry_after) from None
-                raise BackendError(f"{self.url} answered HTTP {status}: {body[:500]}") from None
+                response = self.client.post(self.url, json=body, headers=headers, timeout=self.limits,
+                                            extensions={"reply_deadline": self.timeout})
             except ReplyTooSlow as err:
                 raise Transient(str(err)) from None
-            except (InferenceTimeoutError, httpx.TimeoutException) as err:
+            except httpx.TimeoutException as err:
                 raise Transient(f"timeout after {self.timeout:g} s ({type(err).__name__})") from None
             except httpx.TransportError as err:
                 raise Transient(f"connection error: {type(err).__name__}") from None
-            except ValueError as err:  # the reply is not JSON, or not a chat completion
-                raise Transient(f"malformed reply ({type(err).__name__}: {redact(str(err), secrets)[:200]})") from None
+            text = redact(response.text, secrets)
+            if response.status_code in RETRY_STATUSES:
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                raise Transient(f"HTTP {response.status_code}: {text[:200]}", retry_after)
+            if response.status_code >= 400:
+                raise BackendError(f"{self.url} answered HTTP {response.status_code}: {text[:500]}")
             try:
-                text = out.choices[0].message.content
-            except (AttributeError, IndexError, TypeError) as err:
-                raise Transient(f"malformed reply ({type(err).__name__}: no choices[0].message)") from None
-            if not isinstance(text, str):
+                reply = response.json()
+                content, usage = reply["choices"][0]["message"]["content"], dict(reply.get("usage") or {})
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+                raise Transient(f"malformed reply ({type(err).__name__}: not a chat completion)") from None
+            if not isinstance(content, str):
                 raise Transient("malformed reply (content is not a string)")
-            return Completion(text=text, usage=dict(out.usage or {}))
+            return Completion(text=content, usage=usage)
 
         def on_retry(n: int, problem: str) -> None:
             logger.info("chat completion attempt %d failed (%s); retrying", n + 1, problem)
@@ -203,8 +192,9 @@ class OpenAIChatBackend:
 
 class LocalBackend:
     """A local causal LM through ``transformers``: greedy decoding, the chat template when the tokenizer has one;
-    prompts longer than the context keep their end (the test document and ``Triples:``). Replies are cached
-    under ``name`` (default: where it was loaded from): a model retrained in place needs a new one."""
+    prompts longer than the context keep their end (the test document and ``Triples:``). ``batch_size`` prompts are
+    generated at once (left-padded: the same tokens as one at a time). Replies are cached under ``name`` (default:
+    where it was loaded from): a model retrained in place needs a new one."""
 
     def __init__(
         self,
@@ -213,10 +203,12 @@ class LocalBackend:
         max_new_tokens: int = 256,
         name: str | None = None,
         cache_path: ResponseCache | str | os.PathLike | None = None,
+        batch_size: int = 8,
     ):
         self.hf_model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
         known = name or getattr(model.config, "_name_or_path", "")
         self.model = known or type(model).__name__
         if cache_path is not None and not known:
@@ -282,26 +274,30 @@ class LocalBackend:
                 "params": {"max_new_tokens": self.max_new_tokens, "do_sample": False}}
 
     def complete(self, messages: Messages) -> Completion:
-        return cached_complete(self.cache, self.identity, f"transformers:{self.model}", messages, self._generate)
+        return self.complete_batch([messages])[0]
 
-    def _generate(self, messages: Messages) -> Completion:
+    def complete_batch(self, batch: Sequence[Messages]) -> list[Completion]:
+        """The completions of ``batch`` (at most ``batch_size`` prompts), those not cached generated together."""
+        return cached_completions(self.cache, self.identity, f"transformers:{self.model}", batch, self._generate)
+
+    def _generate(self, batch: list[Messages]) -> list[Completion]:
         import torch  # see from_pretrained: loaded only when a local model runs
 
-        ids = self.prompt_ids(messages)
+        prompts = [self.prompt_ids(messages) for messages in batch]
+        width, tok = max(map(len, prompts)), self.tokenizer
+        pad = next((t for t in (tok.pad_token_id, tok.eos_token_id) if t is not None), 0)
         device = next(self.hf_model.parameters()).device
-        input_ids = torch.tensor([ids], device=device)
-        tok = self.tokenizer
-        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        # left padding, masked: each row's positions and greedy choices are those of the prompt alone
+        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=device)
         with torch.no_grad():
-            out = self.hf_model.generate(
-                input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                max_new_tokens=self.max_new_tokens,
-                do_sample=False,
-                pad_token_id=pad,
-            )
-        new = out[0, len(ids) :].tolist()
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return Completion(
-            text=text, usage={"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)}
-        )
+            out = self.hf_model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=self.max_new_tokens,
+                                         do_sample=False, pad_token_id=pad)
+        stops = self.hf_model.generation_config.eos_token_id
+        stops = set(stops if isinstance(stops, list) else [] if stops is None else [stops])
+        completions = []
+        for ids, row in zip(prompts, out[:, width:].tolist()):
+            new = row[: next((i + 1 for i, t in enumerate(row) if t in stops), len(row))]  # the pads after the end go
+            usage = {"prompt_tokens": len(ids), "completion_tokens": len(new), "total_tokens": len(ids) + len(new)}
+            completions.append(Completion(text=tok.decode(new, skip_special_tokens=True), usage=usage))
+        return completions

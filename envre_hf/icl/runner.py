@@ -1,10 +1,14 @@
-"""A whole in-context-learning evaluation: prompt, query, parse and score each test document, resumable from the
-output folder's ``results.jsonl`` (docs/icl.md)."""
+"""A whole in-context-learning evaluation: prompt, query, parse and score each test document, up to N requests in
+flight, resumable from the output folder's ``results.jsonl`` (docs/icl.md)."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +19,7 @@ from ..atomic import open_run_log, refuse_used_records, write_json
 from ..documents import Document, RelationSchema, docred_schema
 from ..failures import Failure
 from .backends import ChatBackend, backend_identity
-from .parser import TripleParser
+from .parser import ParseReport, TripleParser
 from .prompt import PromptBuilder, PromptConfig, Renamer
 from ..metrics import score_predictions
 
@@ -41,6 +45,76 @@ class ICLResult:
     parse_summary: dict[str, Any]
     documents: int
     skipped: int = 0
+
+
+@dataclass
+class DocumentResult:
+    """What the model answered for one document: the reply, the predictions parsed from it (official format:
+    ``title`` / ``doc_id``, ``h_idx``, ``t_idx``, ``r``) and the parse report; one line of ``results.jsonl``."""
+
+    doc: str
+    title: str
+    demonstrations: list[str]
+    response: str
+    predictions: list[dict[str, Any]]
+    parse: ParseReport
+    usage: dict[str, Any]
+    cached: bool
+
+
+def predict_documents(
+    backend: ChatBackend,
+    documents: Sequence[Document],
+    train: Sequence[Document],
+    config: PromptConfig | None = None,
+    *,
+    renamer: Renamer | None = None,
+    schema: RelationSchema | None = None,
+    concurrency: int = 1,
+    progress: bool = True,
+    on_result: Callable[[DocumentResult], None] | None = None,
+) -> list[DocumentResult]:
+    """The ICL predictions of ``backend`` for ``documents``, in document order: each document's prompt (``k``
+    demonstrations from ``train``, DA with ``renamer``, CG), the reply, the parsed triples.
+
+    Up to ``concurrency`` requests are in flight (threads; a backend with ``complete_batch``, the local model,
+    generates ``backend.batch_size`` prompts at once instead); the results are those of a sequential run. Each result
+    goes to ``on_result`` in document order as soon as it and those before it are in (the runner writes it then); a
+    failure raises after the results before it were given. A progress bar shows documents/s."""
+    builder = PromptBuilder(train, config or PromptConfig(), renamer=renamer, schema=schema or docred_schema())
+    parser, results = TripleParser(schema or docred_schema()), []
+    prompts = ((doc, builder.build(doc)) for doc in documents)  # built in order, in this thread, as requests go
+    with contextlib.closing(_complete(backend, prompts, concurrency)) as pairs:
+        for doc, prompt, completion in tqdm(pairs, total=len(documents), desc=f"ICL {backend.model}", unit="doc",
+                                            disable=not progress):
+            preds, report = parser.parse(completion.text, doc, prompt.numbering)
+            results.append(DocumentResult(doc.key, doc.title, prompt.demonstrations, completion.text, preds, report,
+                                          completion.usage, completion.cached))
+            if on_result is not None:
+                on_result(results[-1])
+    return results
+
+
+def _complete(backend: ChatBackend, prompts: Iterable[tuple[Document, Any]], concurrency: int) -> Iterator[tuple]:
+    """``(document, prompt, completion)`` in the order of ``prompts``, up to ``concurrency`` requests in flight (and as
+    many queued, so a slow reply at the head does not idle the other workers), or in the backend's batches."""
+    if hasattr(backend, "complete_batch"):
+        while chunk := list(itertools.islice(prompts, backend.batch_size)):
+            yield from ((doc, prompt, c) for (doc, prompt), c in zip(chunk, backend.complete_batch(
+                [prompt.messages for _, prompt in chunk])))
+        return
+    pool, window = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="envre-icl"), deque()
+    try:
+        for doc, prompt in prompts:
+            window.append((doc, prompt, pool.submit(backend.complete, prompt.messages)))
+            if len(window) >= 2 * concurrency:
+                doc, prompt, future = window.popleft()
+                yield doc, prompt, future.result()
+        while window:
+            doc, prompt, future = window.popleft()
+            yield doc, prompt, future.result()
+    finally:  # a failure (or a caller that stops): queued requests are dropped, those in flight finish and are cached
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def summarize_parse_reports(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -72,9 +146,11 @@ def run_icl(
     resume: bool = False,
     schema: RelationSchema | None = None,
     progress: bool = True,
+    concurrency: int = 1,
 ) -> ICLResult:
-    """Evaluate ``backend`` on the first ``max_docs`` test documents and write the run's files; scores use
-    ``train`` for Ign F1 and are ``None`` when the test documents have no labels."""
+    """Evaluate ``backend`` on the first ``max_docs`` test documents (``concurrency`` requests in flight, see
+    :func:`predict_documents`) and write the run's files, each document's result as soon as those before it are in;
+    scores use ``train`` for Ign F1 and are ``None`` when the test documents have no labels."""
     config = config or PromptConfig()
     schema = schema or docred_schema()
     out = Path(output_dir)
@@ -89,24 +165,10 @@ def run_icl(
     keys = [d.key for d in docs]
     if len(set(keys)) != len(keys):
         raise ICLRunError("test documents must have distinct keys (doc_id or title)")
-    builder = PromptBuilder(train, config, renamer=renamer, schema=schema)
-    parser = TripleParser(schema)
     todo = [d for d in docs if d.key not in records]
     try:
-        for doc in tqdm(todo, desc=f"ICL {backend.model}", unit="doc", disable=not progress):
-            prompt = builder.build(doc)
-            completion = backend.complete(prompt.messages)
-            preds, report = parser.parse(completion.text, doc, prompt.numbering)
-            log.append({
-                "doc": doc.key,
-                "title": doc.title,
-                "demonstrations": prompt.demonstrations,
-                "response": completion.text,
-                "predictions": preds,
-                "parse": asdict(report),
-                "usage": completion.usage,
-                "cached": completion.cached,
-            })
+        predict_documents(backend, todo, train, config, renamer=renamer, schema=schema, concurrency=concurrency,
+                          progress=progress, on_result=lambda result: log.append(asdict(result)))
     finally:
         log.close()
 

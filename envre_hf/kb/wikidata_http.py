@@ -11,27 +11,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlencode
 
 from ..documents import Document
-from ..http import (
-    RETRY_STATUSES,
-    HTTPRequestError,
-    NetworkBounds,
-    ReplyTooSlow,
-    ResponseCache,
-    RetriesExhausted,
-    RetryLater,
-    RetryPolicy,
-    Transient,
-    cache_key,
-    describe_request,
-    parse_retry_after,
-    redact,
-    redact_url,
-    request_secrets,
-    server_of,
-)
-from ..hub_client import bounded_client
+from ..net.bounds import (RETRY_STATUSES, HTTPRequestError, NetworkBounds, ReplyTooSlow, RetriesExhausted, RetryLater,
+                          RetryPolicy, Transient, parse_retry_after, server_of)
+from ..redaction import redact, redact_url, request_secrets
+from ..replies import ResponseCache, cache_key
 from ..version import __version__
 from .base import Candidate, KnowledgeBase, KnowledgeBaseError
 from .linked import link_by_name, normalize_item_id
@@ -81,6 +67,12 @@ class RequestStats:
         return sum(self.sent.values())
 
 
+def describe_request(method: str, url: str, params: Mapping[str, Any], limit: int = 300) -> str:
+    """A readable ``METHOD url?params`` for error messages (long queries shortened)."""
+    text = f"{method.upper()} {redact_url(url)}?{urlencode(sorted((str(k), str(v)) for k, v in params.items()))}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _failure_kind(exc: Exception, httpx: Any) -> str:
     """What a transport error means, in words."""
     if isinstance(exc, httpx.ConnectTimeout):
@@ -94,10 +86,11 @@ def _failure_kind(exc: Exception, httpx: Any) -> str:
 
 
 class CachedJSONClient:
-    """GET/POST JSON requests with retries (:class:`~envre_hf.http.RetryPolicy`) and the on-disk reply cache
-    (``cache_dir/responses.sqlite``, or an open ``cache``), sent through the bounded transport of the Hub
-    (:func:`~envre_hf.hub_client.bounded_client`). ``timeout`` and ``max_retries`` override ``bounds``
-    (default :meth:`~envre_hf.http.NetworkBounds.from_env`); ``user_agent`` defaults to ``$ENVRE_USER_AGENT``.
+    """GET/POST JSON requests with retries (:class:`~envre_hf.net.bounds.RetryPolicy`) and the on-disk reply cache
+    (``cache_dir/responses.sqlite``, or an open ``cache``), sent through the package's bounded transport
+    (:func:`~envre_hf.net.client.bounded_client`). ``timeout``, ``max_retries`` and ``backoff_factor`` override
+    ``bounds`` (default :meth:`~envre_hf.net.bounds.NetworkBounds.from_env`); ``user_agent`` defaults to
+    ``$ENVRE_USER_AGENT``.
     """
 
     def __init__(
@@ -107,15 +100,16 @@ class CachedJSONClient:
         user_agent: str | None = None,
         timeout: float | None = None,
         max_retries: int | None = None,
-        backoff_factor: float = 1.0,
+        backoff_factor: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         cache: ResponseCache | None = None,
         bounds: NetworkBounds | None = None,
     ):
         self.user_agent = user_agent or os.environ.get("ENVRE_USER_AGENT") or DEFAULT_USER_AGENT
-        overrides = {"connect_timeout": timeout, "read_timeout": timeout, "max_retries": max_retries}
+        overrides = {"connect_timeout": timeout, "read_timeout": timeout, "max_retries": max_retries,
+                     "backoff": backoff_factor}
         self.bounds = replace(bounds or NetworkBounds.from_env(), **{k: v for k, v in overrides.items() if v is not None})
-        self.retry = RetryPolicy(self.bounds, backoff_factor=backoff_factor, max_backoff=120.0, sleep=sleep)
+        self.retry = RetryPolicy(self.bounds, sleep=sleep)
         if cache is None and cache_dir is not None:
             cache = ResponseCache.in_folder(cache_dir)
         self.cache = cache
@@ -126,6 +120,8 @@ class CachedJSONClient:
     def session(self) -> Any:
         """The ``httpx`` client, opened at the first request."""
         if self._session is None:
+            from ..net.client import bounded_client  # lazy: httpx on the first request (start-up time)
+
             self._session = bounded_client(self.bounds, headers={"User-Agent": self.user_agent})
         return self._session
 
@@ -314,7 +310,7 @@ class WikidataHTTPKB(KnowledgeBase):
         timeout: float | None = None,
         max_retries: int | None = None,
         *,
-        backoff_factor: float = 1.0,
+        backoff_factor: float | None = None,
         maxlag: int | None = 5,
         language: str = "en",
         sparql_page_size: int = 1000,

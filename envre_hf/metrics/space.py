@@ -52,7 +52,7 @@ def push_metric(
     """Create the Space ``repo_id`` (gradio, as evaluate's metrics) and upload the metric in one commit."""
     from huggingface_hub import HfApi
 
-    from ..hub_client import push_folder  # lazy: the Hub only for a push
+    from ..hub_calls import push_folder  # lazy: the Hub only for a push
 
     api = api if api is not None else HfApi(token=token)
     with tempfile.TemporaryDirectory(prefix="envre-metric-") as tmp:

@@ -16,7 +16,7 @@ from .modeling_docre import DocREPreTrainedModel
 from .registry import get_family
 from ..atomic import write_text
 from ..documents.sources import _HUB_ID
-from ..hub_client import push_folder
+from ..hub_calls import push_folder
 
 _SCORE_ORDER = ("f1", "ign_f1", "precision", "recall", "intra_f1", "inter_f1")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..atomic import PathLike
 from ..documents.build_folder import WORK_DIR, unfinished_splits
-from ..hub_client import folder_files, push_folder
+from ..hub_calls import folder_files, push_folder
 from .output_folder import MARKER_FILE, BuildError, read_statistics
 
 
@@ -56,7 +56,7 @@ def push_to_hub(
     replaces (:func:`stale_patterns`).
 
     ``endpoint`` defaults to ``HF_ENDPOINT`` (else the Hub) and ``token`` to ``HF_TOKEN`` / the saved login.
-    Returns the commit info once the Hub's head is that commit (:func:`~envre_hf.hub_client.push_folder`).
+    Returns the commit info once the Hub's head is that commit (:func:`~envre_hf.hub_calls.push_folder`).
     """
     from huggingface_hub import HfApi
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from ..http import remember_secret
+from ..redaction import remember_secret
 from .consistency import PCR_FORMS, RCR_REDUCTIONS
 from .presets import get_preset
 

@@ -168,7 +168,7 @@ def _answer_by_names(body: dict) -> str:
 @pytest.fixture
 def chat_server():
     server = ChatServer()
-    server.answer = _answer_by_names
+    server.reply = _answer_by_names
     yield server
     server.close()
 
@@ -216,7 +216,7 @@ def test_a_local_chat_model_is_probed(files, tmp_path):
     import torch
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
-    from envre_hf.http import ResponseCache
+    from envre_hf.replies import ResponseCache
 
     tokenizer = AutoTokenizer.from_pretrained(Path(gt.__file__).parent / "model")
     tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}Triples:"

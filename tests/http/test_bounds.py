@@ -7,7 +7,8 @@ import time
 import pytest
 from _fault_server import FaultServer, chat_reply
 
-from envre_hf.http import REDACTED, HTTPRequestError, NetworkBounds, redact, redact_url
+from envre_hf.net.bounds import HTTPRequestError, NetworkBounds, ReplyTooSlow
+from envre_hf.redaction import REDACTED, redact, redact_url
 from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl.backends import BackendError, OpenAIChatBackend
 
@@ -80,6 +81,58 @@ def test_broken_replies_name_the_server_and_the_request(server, fault, words):
         client().get_json(server.url + "/w/api.php", {"action": "x"})
     text = str(info.value)
     assert words in text and server.url in text and "action=x" in text and "\n" not in text
+
+
+def test_the_default_bounds_fit_the_servers_and_are_those_the_docs_give():
+    """An ICL completion may take 120 s (CPU vLLM / TGI, 512 tokens); the retry budget exceeds the longest stalled
+    attempt, so a stall is retried at least once; docs/reliability.md's table gives the code's defaults."""
+    import re
+    from dataclasses import fields
+    from pathlib import Path
+
+    bounds = NetworkBounds()
+    assert bounds.icl_timeout >= 120 and bounds.retry_budget > max(bounds.reply_deadline, bounds.icl_timeout)
+    assert bounds.reply_deadline > bounds.read_timeout  # a trickle, not a silence, is what the deadline ends
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text()
+    table = {name: value for value, name in re.findall(r"^\| [^|]+ \| ([\d.]+) s? ?\| `ENVRE_(\w+)` \|", doc, re.M)}
+    assert {f"ENVRE_{k}" for k in table} == {f"ENVRE_{f.name.upper()}" for f in fields(NetworkBounds)}
+    assert all(float(table[f.name.upper()]) == getattr(bounds, f.name) for f in fields(NetworkBounds))
+
+
+def test_a_completion_slower_than_the_kb_deadline_but_within_the_icl_timeout_succeeds(server, monkeypatch):
+    """Scaled down: a reply 1 s late is past the KB's 0.5 s read timeout and deadline but within the 2 s ICL timeout:
+    the endpoint's completion arrives in one request; the KB request with the same delay does not."""
+    bounds = {**FAST, "read_timeout": 0.3, "reply_deadline": 0.5, "icl_timeout": 2.0, "max_retries": 0}
+    for key, value in bounds.items():
+        monkeypatch.setenv(f"ENVRE_{key.upper()}", str(value))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    s = FaultServer(ok_body=chat_reply())
+    try:
+        s.script = [("late", 1.0)]
+        assert OpenAIChatBackend("m", base_url=s.url + "/v1").complete([{"role": "user", "content": "x"}]).text == (
+            "<1; country; 3>") and len(s.requests) == 1
+        s.script = [("late", 1.0)]
+        with pytest.raises(HTTPRequestError, match="read timeout"):
+            client(**bounds).get_json(s.url + "/q", {})
+    finally:
+        s.close()
+
+
+def test_a_stalled_reply_is_retried_within_the_budget(server, monkeypatch):
+    """A first attempt that stalls (headers trickled past the deadline, or no answer within the ICL timeout) is
+    retried, and the retry is answered: the budget exceeds one stalled attempt."""
+    c = client(reply_deadline=0.5, read_timeout=0.4, retry_budget=1.5)
+    server.script = [("trickle_headers", 0.1)]
+    assert c.get_json(server.url + "/q", {}) == {"ok": True} and len(server.requests) == 2
+    for key, value in {**FAST, "icl_timeout": 0.5, "retry_budget": 1.5}.items():
+        monkeypatch.setenv(f"ENVRE_{key.upper()}", str(value))
+    s = FaultServer(ok_body=chat_reply())
+    try:
+        s.script = [("hang", 3)]
+        backend = OpenAIChatBackend("m", base_url=s.url + "/v1", backoff=0.01)
+        assert backend.complete([{"role": "user", "content": "x"}]).text == "<1; country; 3>" and len(s.requests) == 2
+    finally:
+        s.close()
 
 
 def test_env_variables_set_the_bounds(monkeypatch):
@@ -158,8 +211,7 @@ def test_the_hub_client_bounds_trickling_headers_and_stays_usable(server):
     1.5 s read timeout) end at the 1 s reply deadline, naming the request; the next request works."""
     from huggingface_hub.utils import get_session
 
-    from envre_hf.hub_client import configure_hub
-    from envre_hf.http import ReplyTooSlow
+    from envre_hf.net.client import configure_hub
 
     configure_hub(NetworkBounds(**{**FAST, "read_timeout": 1.5}))
     try:
@@ -174,11 +226,13 @@ def test_the_hub_client_bounds_trickling_headers_and_stays_usable(server):
 
 
 def test_cli_icl_with_trickling_headers_is_one_line_naming_the_endpoint(redocred_dev, tmp_path, monkeypatch, capsys):
+    """The endpoint's reply must arrive within the ICL timeout (ENVRE_ICL_TIMEOUT, 1 s here): headers trickled a byte
+    every 0.2 s end there, and the one retry too."""
     from envre_hf.cli.main import main
     from envre_hf.documents import write_documents
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    for key, value in {**FAST, "read_timeout": 1.5, "max_retries": 1}.items():
+    for key, value in {**FAST, "read_timeout": 1.5, "max_retries": 1, "icl_timeout": 1.0}.items():
         monkeypatch.setenv(f"ENVRE_{key.upper()}", str(value))
     docs = tmp_path / "docs.json"
     write_documents(redocred_dev[:1], docs)

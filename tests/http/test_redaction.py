@@ -7,7 +7,8 @@ import json
 import pytest
 from _chat_server import ChatServer
 
-from envre_hf.http import REDACTED, HTTPRequestError, redact, request_secrets
+from envre_hf.net.bounds import HTTPRequestError
+from envre_hf.redaction import REDACTED, redact, request_secrets
 from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl.backends import BackendError, OpenAIChatBackend
 

@@ -12,7 +12,7 @@ import pytest
 from _chat_server import ChatServer
 
 from envre_hf.documents import Document, Entity, Mention, Relation, docred_schema, write_documents
-from envre_hf.http import CACHE_FILE, HTTPRequestError
+from envre_hf.replies import CACHE_FILE, ReplyCacheError
 from envre_hf.kb.wikidata_http import CachedJSONClient
 from envre_hf.icl import (
     CONSISTENCY_GUIDANCE,
@@ -329,7 +329,7 @@ def test_a_cache_in_the_old_icl_layout_is_refused_clearly(chat_server, tmp_path)
     with sqlite3.connect(old) as conn:
         conn.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT, text TEXT, usage TEXT, created REAL)")
     backend = OpenAIChatBackend("m", base_url=chat_server.url, cache_path=old)
-    with pytest.raises(HTTPRequestError, match=r"responses\.sqlite: a reply cache in another layout.*delete it"):
+    with pytest.raises(ReplyCacheError, match=r"responses\.sqlite: a reply cache in another layout.*delete it"):
         backend.complete(MESSAGES)
     assert chat_server.requests == []
 
@@ -379,6 +379,29 @@ def test_local_backend_chat_template_and_cache(tiny_local_backend, tmp_path):
     assert "assistant" in backend.tokenizer.decode(templated)
     first = backend.complete(MESSAGES)
     assert backend.complete(MESSAGES).cached and not first.cached
+
+
+def test_local_backend_batches_generate_what_one_at_a_time_does(tiny_local_backend, redocred_dev, tmp_path):
+    """Left-padded batches of prompts of different lengths give the tokens of one-at-a-time greedy generation, also
+    when a row ends early (an end-of-sequence token the model emits at its third step: the pads after it go)."""
+    model = copy.deepcopy(tiny_local_backend.hf_model)
+    batch = [[{"role": "user", "content": "Extract. " * n + "Triples:"}] for n in (1, 9, 4, 30)]
+    import torch
+
+    ids = tiny_local_backend.prompt_ids(batch[1])
+    out = model.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                         max_new_tokens=8, do_sample=False, pad_token_id=tiny_local_backend.tokenizer.pad_token_id)
+    model.generation_config.eos_token_id = out[0, len(ids) + 2].item()
+    backend = LocalBackend(model, tiny_local_backend.tokenizer, max_new_tokens=8, name="t", batch_size=4)
+    one_at_a_time = [backend.complete(messages) for messages in batch]
+    assert backend.complete_batch(batch) == one_at_a_time
+    assert one_at_a_time[1].usage["completion_tokens"] <= 3 < max(c.usage["completion_tokens"] for c in one_at_a_time)
+    # the runner sends the local backend's prompts in batches: the same predictions as batches of one
+    test, train = redocred_dev[:5], redocred_dev[100:110]
+    for size in (1, 3):
+        backend.batch_size = size
+        run_icl(test, train, backend, tmp_path / str(size), PromptConfig(k=1), progress=False)
+    assert (tmp_path / "1" / "results.jsonl").read_text() == (tmp_path / "3" / "results.jsonl").read_text()
 
 
 # --------------------------------------------------------------------------- runner and CLI

@@ -10,7 +10,8 @@ from email.utils import formatdate
 import pytest
 
 from envre_hf.documents import Document, Entity, Mention
-from envre_hf.http import cache_key, parse_retry_after
+from envre_hf.net.bounds import parse_retry_after
+from envre_hf.replies import cache_key
 from envre_hf.kb import KnowledgeBaseError, PrecomputedLinks, WikidataHTTPKB
 from envre_hf.kb.base import clean_names
 from kb_fixtures.synthetic import synthetic_entities

@@ -9,7 +9,7 @@ import pytest
 from hub_standin import LocalHub
 
 from envre_hf.cli.main import main
-from envre_hf.hub_client import HubError
+from envre_hf.hub_calls import HubError
 from envre_hf.renaming.hub_upload import push_to_hub
 
 TOKEN = "hf_PushSecret0123456789abcd"
@@ -81,7 +81,7 @@ def test_cli_push_failure_is_one_line_exit_2_without_the_token(hub, folder, tmp_
 def test_a_push_whose_commit_is_not_the_repo_head_fails(folder):
     from types import SimpleNamespace
 
-    from envre_hf.hub_client import push_folder
+    from envre_hf.hub_calls import push_folder
 
     class Api:  # upload_folder "succeeds", but the Hub's head is another commit (or none came back)
         endpoint = "http://127.0.0.1:9"
@@ -181,15 +181,3 @@ def test_a_rebuild_with_fewer_shards_leaves_no_stale_shard_on_the_hub(hub, folde
                                                          "data/test-00000-of-00001.parquet",
                                                          "data/validation-00000-of-00001.parquet", "statistics.json"]
     assert info.oid == hub.shas[("dataset", "envre/t")] and len(hub.commits) == 2
-
-
-def test_the_hubs_own_retries_of_a_commit_that_never_answers_stop_at_the_retry_budget(hub, folder, monkeypatch):
-    """huggingface_hub retries a commit that times out five times whatever each attempt takes (204 s with the
-    default bounds); the retry budget ends them: 1 s read timeout, 2.5 s budget: two attempts, one line."""
-    monkeypatch.setenv("ENVRE_RETRY_BUDGET", "2.5")
-    hub.faults["commit"] = [("hang", 30)] * 6
-    start = time.monotonic()
-    with pytest.raises(HubError, match=r"the Hub at .* failed the push of .* giving up after 2 attempts: last problem: "
-                                       r"POST .*/commit/main: ReadTimeout.*ENVRE_RETRY_BUDGET") as info:
-        push_to_hub(folder, "envre/t", token=TOKEN)
-    assert time.monotonic() - start < 8 and len(hub.faults["commit"]) == 4 and "\n" not in str(info.value)
