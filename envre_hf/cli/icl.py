@@ -23,9 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
 
 
-def add_llm_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+def add_llm_arguments(parser: argparse.ArgumentParser, required: bool = True, batch_size: bool = True) -> None:
     """The options of a chat LLM answering the study's ICL prompts, shared by every command that runs one (the caller
-    adds ``--model``, ``--train`` and ``--output``): where it answers, how prompts are built, requests at once."""
+    adds ``--model``, ``--train`` and ``--output``; ``batch_size=False``: and its own ``--batch-size``): where it
+    answers, how prompts are built, requests at once."""
     parser.add_argument("--backend", choices=("openai", "local"), required=required,
                         help="an OpenAI-compatible endpoint (--base-url) or a local transformers model")
     parser.add_argument(
@@ -41,8 +42,9 @@ def add_llm_arguments(parser: argparse.ArgumentParser, required: bool = True) ->
     parser.add_argument("--concurrency", type=positive_int, default=None,
                         help="requests in flight at the endpoint (default 8; the local backend uses --batch-size; "
                         "envre probe --extractor: calls of the function at once, default 1)")
-    parser.add_argument("--batch-size", type=positive_int, default=8,
-                        help="prompts the local backend generates at once (default 8)")
+    if batch_size:
+        parser.add_argument("--batch-size", type=positive_int, default=8,
+                            help="prompts the local backend generates at once (default 8)")
     parser.add_argument("--timeout", type=positive_float, default=None,
                         help="seconds an endpoint may take for one completion (default ENVRE_ICL_TIMEOUT, else 120)")
     parser.add_argument("--cache", default=None, help="response cache (SQLite; default OUTPUT/responses.sqlite)")

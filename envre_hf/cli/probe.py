@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_inference_arguments(parser.add_argument_group("prediction"))
     llm = parser.add_argument_group("an LLM as the probed system (the prompts of envre icl)")
-    add_llm_arguments(llm, required=False)
+    add_llm_arguments(llm, required=False, batch_size=False)  # --batch-size: the prediction group's
 
 
 def read_inputs(args: argparse.Namespace) -> list:
