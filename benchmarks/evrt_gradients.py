@@ -104,18 +104,10 @@ def main() -> None:
 
 
 def _term(trainer, model, batch, term):
-    """The unweighted loss term ``term`` of ``batch`` with its autograd graph."""
-    from envre_hf.training.consistency import prediction_consistency_loss
+    """The unweighted loss term ``term`` of ``batch`` with its autograd graph (the trainer's objective)."""
+    from envre_hf.training.objective import evrt_loss
 
-    outputs = trainer._forward_with_loss(model, batch)
-    twin_out = trainer._forward_with_loss(model, batch["twin"])
-    if term == "clo":
-        return outputs.loss.float()
-    if term == "clp":
-        return twin_out.loss.float()
-    if term == "rcr":
-        return trainer._rcr(model, outputs, twin_out)
-    return prediction_consistency_loss(outputs.logits, twin_out.logits, form=trainer.args.evrt_pcr_form)
+    return evrt_loss(model, model, batch, trainer.args).terms[term]
 
 
 if __name__ == "__main__":

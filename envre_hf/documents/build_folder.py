@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from .hf import document_from_row
 from .io import check_unique_keys, iter_documents
 from .schema import Document
 
@@ -81,6 +80,8 @@ def read_benchmark(path: str | os.PathLike, split: str = "test") -> list[Documen
             else f"{path}: a folder, but not one written by envre build (no data/*.parquet); give a document file"
         )
     import pyarrow.parquet as pq  # only build folders need pyarrow here
+
+    from .hf import document_from_row  # lazy: the datasets bridge only for build folders (docs/speed.md)
 
     docs = [document_from_row(row) for f in files for row in pq.read_table(f).to_pylist()]
     if not every:  # one split: one key per document (splits may share source documents)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,8 @@ from envre_hf.documents import DocumentError, read_documents, to_docred, write_d
 from envre_hf.metrics import PredictionError, read_predictions, score_files, score_predictions
 
 from _metric_helpers import perturbed
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_files_score_as_the_documents_they_hold(redocred_test_path, redocred_dev_path, tmp_path):
@@ -81,6 +87,25 @@ def test_envre_evaluate_writes_the_scores_of_score_predictions(redocred_test, tm
     capsys.readouterr()
     written = json.loads((tmp_path / "s.json").read_text())
     assert written == json.loads(json.dumps(score_predictions(preds, gold, gold).to_dict()))
+
+
+def test_envre_evaluate_on_json_files_imports_neither_datasets_nor_torch(redocred_test, tmp_path):
+    """Scoring JSON files stays a light job: ``datasets`` (pandas, pyarrow), torch and transformers, most of a
+    second to import, are not loaded (docs/speed.md; a build folder's reader once pulled ``datasets`` in)."""
+    gold = redocred_test[:5]
+    write_documents(gold, tmp_path / "gold.json")
+    (tmp_path / "p.json").write_text(json.dumps(perturbed(gold, seed=3)), encoding="utf-8")
+    code = (
+        "import sys\nfrom envre_hf.cli.main import main\nassert main(sys.argv[1:]) == 0\n"
+        "print([m for m in ('datasets', 'pyarrow', 'pandas', 'torch', 'transformers') if m in sys.modules])"
+    )
+    argv = ["evaluate", "--predictions", str(tmp_path / "p.json"), "--gold", str(tmp_path / "gold.json"), "--train",
+            str(tmp_path / "gold.json"), "--output", str(tmp_path / "s.json")]  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code, *argv], env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+    assert json.loads((tmp_path / "s.json").read_text())["num_predictions"] > 0
 
 
 def test_gold_and_training_folders_are_sources_like_files(redocred_test, tmp_path, capsys):

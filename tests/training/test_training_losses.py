@@ -291,7 +291,8 @@ def test_objective_is_the_weighted_sum_of_the_switched_on_terms(tmp_path, losses
         parts["pcr"] = pcr.item()
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
     assert rcr.item() > 0 and pcr.item() > 0  # the twins really differ
-    recorded = {name: (trainer._loss_sums[name] / trainer._loss_counts[name]).item() for name in trainer._loss_sums}
+    tally = trainer.loss_tally
+    recorded = {name: (tally.sums[name] / tally.counts[name]).item() for name in tally.sums}
     assert recorded == pytest.approx(parts, rel=1e-5)
     logs = {"loss": loss.item()}
     trainer.log(logs)
@@ -304,7 +305,7 @@ def test_without_evrt_only_the_originals_are_trained_on(tmp_path):
     keep = ("input_ids", "attention_mask", "entity_pos", "hts", "labels")
     expected = trainer.model(**{k: batch[k] for k in keep}).loss
     assert trainer.compute_loss(trainer.model, dict(batch)).item() == pytest.approx(expected.item(), rel=1e-6)
-    assert set(trainer._loss_sums) == {"clo"}
+    assert set(trainer.loss_tally.sums) == {"clo"}
 
 
 def test_group_by_length_batches_pairs_of_similar_length(tmp_path):
