@@ -192,13 +192,17 @@ def refuse_used_records(path: Path, resume: bool, error: type[Exception]) -> Non
 
 def open_run_log(
     folder: Path, records: str, config_file: str, run_config: dict[str, Any], resume: bool, error: type[Exception],
-    **json_kwargs: Any,
+    overwrite: bool = False, derived: tuple[str, ...] = (), **json_kwargs: Any,
 ) -> RecordLog:
     """The record log (one record per ``"doc"``) of a resumable run folder, whose settings are written to
-    ``config_file``: a folder holding records is refused unless ``resume``, and a resume with other settings."""
+    ``config_file``: a folder holding records is refused unless ``resume``, and a resume with other settings;
+    ``overwrite`` starts afresh (the records, the settings and the files ``derived`` from them go first)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in (records, config_file):
         refuse_link(folder / name)  # before anything is read or written
+    if overwrite:  # unlink removes a link itself, never what it points to
+        for name in (records, config_file, *derived):
+            (folder / name).unlink(missing_ok=True)
     log = RecordLog(folder / records, key=lambda record: record["doc"])
     refuse_used_records(log.path, resume, error)
     config_path = folder / config_file
@@ -206,7 +210,8 @@ def open_run_log(
         old = json.loads(config_path.read_text("utf-8"))
         for key, value in run_config.items():
             if old.get(key) != value:
-                raise error(f"cannot resume {folder}: {key} was {old.get(key)!r}, now {value!r}")
+                raise error(Remedy(f"cannot resume {folder}: {key} was {old.get(key)!r}, now {value!r}; pass ",
+                                   "overwrite", after=" to start over, or use a new directory"))
     write_json(config_path, run_config, **json_kwargs)
     if resume:
         log.read()

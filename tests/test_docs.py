@@ -169,6 +169,17 @@ def test_envre_examples_use_options_the_command_accepts():
     assert unknown == []
 
 
+def test_envre_examples_use_no_old_spelling():
+    """The documented commands speak the one vocabulary (reliability.md#one-vocabulary): no old spelling, which
+    still works for a release but warns (``envre train`` keeps the Trainer's ``--bf16``)."""
+    from envre_hf.cli.common import VOCABULARY
+
+    old = {spelling.flag for idea in VOCABULARY.values() for spelling in idea.old}
+    assert "--bf16" in old and "--seeds" in old, "the vocabulary lost its old spellings: the check is blind"
+    assert [f"{page}: envre {sub} {option}" for page, sub, option in _envre_options()
+            if sub != "train" and option in old] == []
+
+
 def test_envre_examples_parse_as_written():
     """Every documented command line (but train's, checked above) parses: values, arity, choices, no
     abbreviation. Paths are not looked up (the examples continue one another, so later inputs do not exist yet)."""
@@ -235,7 +246,7 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("README.md", "envre probe --model runs/evrt-minilm"): _TRAINED,
     ("README.md", "envre probe --compare runs/probe_evrt"): _TRAINED,
     ("README.md", "envre attribute --model runs/evrt-minilm"): _TRAINED,
-    ("analysis.md", "--seeds 1 --output runs/env_redocred_seed0"): "time: one more benchmark build (its options and "
+    ("analysis.md", "--copies 1 --output runs/env_redocred_seed0"): "time: one more benchmark build (its options and "
         "the analysis are the README's, which run)",
     ("analysis.md", "--renamed runs/env_redocred_seed0"): "analyses the build above",
     ("analysis.md", "--pred-original runs/icl_orig/predictions.json"): "needs the two envre icl runs (an endpoint)",
@@ -244,9 +255,9 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("attribution.md", "envre attribute --model runs/ncrl+evrt"): "needs trained NCRL models",
     ("attribution.md", "--map-curves"): "needs the two envre attribute runs",
     ("attribution.md", "DocumentAttributor(model, tokenizer"): "a fragment: model, tokenizer and doc are yours",
-    ("benchmarks.md", "--kb-pool ../shared/data/redocred/dev_revised.json --seeds 5 --output env_redocred"):
+    ("benchmarks.md", "--kb-pool ../shared/data/redocred/dev_revised.json --copies 5 --output env_redocred"):
         "the set-up command again (SETUP; its output is the sample below)",
-    ("benchmarks.md", "--kb-pool ../shared/data/redocred/test_revised.json --seeds 5"): _SLOW + " on a loaded CPU",
+    ("benchmarks.md", "--kb-pool ../shared/data/redocred/test_revised.json --copies 5"): _SLOW + " on a loaded CPU",
     ("benchmarks.md", "runs/env_redocred_py"): "renames 2,500 documents again, as SETUP (20-30 s)",
     ("benchmarks.md", "check_build_identical.py --rev 486812d --json"): _BENCH,
     ("benchmarks.md", "check_build_identical.py --rev 486812d --docs 500"): _BENCH,
@@ -302,7 +313,7 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("testing.md", "mutation.py --list"): _BENCH,
     ("testing.md", "mutation.py tokenize"): _BENCH,
     ("training.md", "--output_dir runs/evrt-minilm --report_to none"): _SLOW + " (trains)",
-    ("training.md", "--exclude-names-from env_redocred --seeds 3"): "renames 1,500 documents (20-30 s): the "
+    ("training.md", "--exclude-names-from env_redocred --copies 3"): "renames 1,500 documents (20-30 s): the "
         "twins of the next line; tests/training checks their rates",
     ("training.md", "--output_dir runs/evrt-prebuilt"): _SLOW + " (trains)",
     ("training.md", "accelerate launch"): _SLOW + " (trains in two processes)",

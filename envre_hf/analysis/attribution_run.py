@@ -63,8 +63,10 @@ def run_attribution(
     train_titles: Iterable[str] | None = None,
     allow_train_overlap: bool = False,
     progress: bool = True,
+    overwrite: bool = False,
 ) -> AttributionRunResult:
-    """Attribute the gold facts of the first ``max_docs`` documents and write the run's files (see module doc)."""
+    """Attribute the gold facts of the first ``max_docs`` documents and write the run's files (see module doc);
+    ``resume`` continues the run in ``output_dir`` (same settings), ``overwrite`` drops it."""
     config = config or AttributionConfig()
     docs = list(docs)[:max_docs]
     keys = [d.key for d in docs]
@@ -82,7 +84,8 @@ def run_attribution(
             )
     out = Path(output_dir)
     run_config = {"model": model_name, "attribution": config.to_dict()}
-    log = open_run_log(out, RECORDS, RUN_CONFIG, run_config, resume, AttributionRunError)
+    log = open_run_log(out, RECORDS, RUN_CONFIG, run_config, resume, AttributionRunError, overwrite=overwrite,
+                       derived=(MAP_FILE,))
     records = log.records
     todo = [d for d in docs if d.key not in records]
     attributor = DocumentAttributor(model, tokenizer, config)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..documents.build_folder import read_benchmark  # the one reader of build folders (envre icl/evaluate too)
 from .build import add_kb_arguments, make_kb  # one way to open a KB from options
-from .common import UsageError, existing_path, non_negative_int, positive_int
+from .common import UsageError, add_option, chosen_split, existing_path, non_negative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--original", type=existing_path, help="original documents (DocRED JSON / JSONL)")
     parser.add_argument("--renamed", type=existing_path, help="renamed documents: a file, or a folder written by envre build")
-    parser.add_argument("--split", default="test", help="split to read from a renamed dataset folder (default test)")
+    add_option(parser, "split", "split of a --renamed build folder (default: its only split)")
     parser.add_argument("--pred-original", type=existing_path, help="a model's predictions on the original set (official format)")
     parser.add_argument("--pred-renamed", type=existing_path, help="the same model's predictions on the renamed set")
     parser.add_argument("--train", type=existing_path, help="training split: Ign F1 and the name-overlap table")
@@ -28,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=existing_path,
         help="map.json files of envre attribute runs: plot their MAP(K) curves side by side (OUTPUT/map_curves.png)",
     )
-    parser.add_argument("--output", required=True, type=Path, help="output directory")
+    add_option(parser, "output", "output directory", required=True)
 
 
 def plot_saved_map_curves(paths: list[Path], output: Path) -> Path:
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output.exists() and not args.output.is_dir():
         raise UsageError(f"--output {args.output}: a file, expected a folder")
     original = read_documents(args.original)
-    renamed = read_benchmark(args.renamed, args.split)
+    renamed = read_documents(args.renamed, split=chosen_split(args.renamed, args.split, owner="--renamed"))
     if args.max_docs is not None:
         original, renamed = original[: args.max_docs], renamed[: args.max_docs]
     train = read_documents(args.train) if args.train else None

@@ -7,11 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import UsageError, existing_path, non_negative_int, positive_int
+from .common import UsageError, add_option, add_precision_argument, existing_path, non_negative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..analysis.attribution import BASELINES, DTYPES, METHODS  # lazy: start-up time
+    from ..analysis.attribution import BASELINES, METHODS  # lazy: start-up time
     from ..analysis.rationale_map import EXCLUDE, RANK_BY  # lazy: start-up time
 
     parser.add_argument("--model", required=True, type=Path, help="a saved DocRE model folder (save_pretrained)")
@@ -26,15 +26,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=positive_int, default=10, help="IG interpolation points (default 10)")
     parser.add_argument("--baseline", choices=BASELINES, default="zero", help="IG baseline embedding (default zero)")
     parser.add_argument("--step-batch", type=positive_int, help="interpolation points per forward pass (default: all)")
-    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="bfloat16: autocast, faster on AMX CPUs / GPUs")
+    add_precision_argument(parser, old=("--dtype",))
     parser.add_argument("--k-max", type=positive_int, default=30, help="MAP(K) for K = 1..k-max (default 30)")
     parser.add_argument("--exclude", choices=EXCLUDE, default="pair", help="mentions not ranked: head/tail (pair) or all")
     parser.add_argument("--rank-by", choices=RANK_BY, default="signed", help="rank words by attribution or its magnitude")
     parser.add_argument("--label", help="curve label (default: the model folder's name)")
     parser.add_argument("--device", help="cpu / cuda (default: cuda when available)")
     parser.add_argument("--threads", type=positive_int, help="torch CPU threads")
-    parser.add_argument("--output", required=True, type=Path, help="output directory")
-    parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
+    add_option(parser, "output", "output directory (a rerun continues the run there: finished documents are kept)",
+               required=True)  # fmt: skip
+    add_option(parser, "overwrite", "start the run in --output over", old=("--resume",))
+    add_option(parser, "progress", "no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,13 +47,6 @@ def run(args: argparse.Namespace) -> int:
 
     if not (args.model / "config.json").is_file():
         raise UsageError(f"{args.model}: no config.json (expected a folder written by save_pretrained)")
-    config = AttributionConfig(
-        method=args.method,
-        steps=args.steps,
-        baseline=args.baseline,
-        step_batch=args.step_batch,
-        dtype=args.dtype,
-    )
     gold = read_documents(args.gold)
     if args.titles_from:
         keep = {d.title for d in read_documents(args.titles_from)}
@@ -79,12 +74,16 @@ def run(args: argparse.Namespace) -> int:
         )
     import torch
 
+    from ..models.precision import resolve_autocast  # lazy: start-up time
     from ..models.prediction import load_for_inference  # lazy: start-up time
 
     if args.threads:
         torch.set_num_threads(args.threads)
     # a wrong kind of model or unreadable weights: one line through envre_hf.cli.main, as every command's errors
     model, tokenizer = load_for_inference(str(args.model), args.device)
+    autocast = resolve_autocast(args.precision, model.device)  # --precision means here what it means in predict
+    config = AttributionConfig(method=args.method, steps=args.steps, baseline=args.baseline,
+                               step_batch=args.step_batch, dtype="bfloat16" if autocast == "bf16" else "float32")
     label = args.label or args.model.resolve().name
     try:
         result = run_attribution(
@@ -98,7 +97,9 @@ def run(args: argparse.Namespace) -> int:
             k_max=args.k_max,
             exclude=args.exclude,
             rank_by=args.rank_by,
-            resume=args.resume,
+            resume=True,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
             train_titles=train_titles,
             allow_train_overlap=args.allow_train_overlap,
         )

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from .common import UsageError, existing_path, positive_int
+from .common import UsageError, add_option, existing_path, positive_int
 
 DEFAULT_WIKIDATA_CACHE = Path(os.environ.get("ENVRE_CACHE", Path.home() / ".cache" / "envre")) / "wikidata"
 #: File-name parts that name a split, and the split they give (DocRED's "dev" is the Hub's "validation").
@@ -27,18 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="never use these names: another build's names_used.json (or its folder) or a DocRED file "
         "(e.g. the training split)",
     )
-    parser.add_argument("--seeds", type=positive_int, default=5, help="renamed copies per document, seeds 0..N-1 (default 5)")
-    parser.add_argument("--output", required=True, type=Path, help="dataset folder to write (one split per run)")
-    parser.add_argument(
-        "--split",
-        help="split name in the dataset (default: from the input file name: test_revised.json -> test, "
-        "dev_revised.json -> validation)",
-    )
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the split even if it was built from another input / seeds / KB / config",
-    )
+    add_option(parser, "copies", "renamed copies per document, seeds 0..N-1 (default 5)", old=("--seeds",))
+    add_option(parser, "output", "dataset folder to write (one split per run)", required=True)
+    add_option(parser, "split", "split name in the dataset (default: from the input file name: test_revised.json -> "
+               "test, dev_revised.json -> validation)")  # fmt: skip
+    add_option(parser, "overwrite", "replace the split even if it was built from another input / copies / KB / "
+               "config (a rerun of the same build finishes or repeats it)")  # fmt: skip
     parser.add_argument(
         "--on-error",
         choices=("fail", "skip"),
@@ -56,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="publish the folder as this dataset repo (e.g. envre/env_redocred); HF_ENDPOINT and HF_TOKEN apply",
     )
     parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_option(parser, "progress", "no progress bar")
 
 
 def add_kb_arguments(
@@ -136,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     config = BuildConfig(
         output_dir=args.output,
         split=split,
-        seeds=tuple(range(args.seeds)),
+        seeds=tuple(range(args.copies)),
         on_error=args.on_error,
         overwrite=args.overwrite,
         export_json=args.export_json,

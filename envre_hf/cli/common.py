@@ -7,7 +7,10 @@ import argparse
 import errno
 import os
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..failures import Failure, remedy_of
 
@@ -26,6 +29,18 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        """argparse's, then one warning line on stderr per earlier spelling used (:func:`add_option`), or one error
+        line when a later option contradicts it."""
+        namespace, rest = super().parse_known_args(args, namespace)
+        seen = vars(namespace).pop(_OLD_SPELLINGS_SEEN, [])
+        for option, value, action in seen:
+            if getattr(namespace, action.dest) != value:
+                self.error(action.disagreement(option, getattr(namespace, action.dest)))
+        for line in dict.fromkeys(action.advice(option, value) for option, value, action in seen):
+            print(f"{self.prog}: warning: {line}", file=sys.stderr)
+        return namespace, rest
 
 
 def positive_int(text: str) -> int:
@@ -191,10 +206,14 @@ def error_message(err: BaseException, parser: argparse.ArgumentParser | None = N
 
 def _said(err: BaseException, parser: argparse.ArgumentParser | None) -> str:
     """``str(err)``, with the keyword of the error's :class:`~envre_hf.failures.Remedy` spelt as the flag of
-    ``parser`` that sets it (``--overwrite``, ``--gold-split NAME``) when the command has one."""
+    ``parser`` that sets it (``--overwrite``, ``--split NAME``) when the command has one, never a deprecated one."""
     remedy = remedy_of(err)
     flag = None if remedy is None else "--" + remedy.keyword.replace("_", "-")
-    if flag is None or parser is None or flag not in parser._option_string_actions:
+    action = None if flag is None or parser is None else parser._option_string_actions.get(flag)
+    if isinstance(action, _OldSpellingAction):  # the new spelling, when it takes the same value
+        flag = action.new.option_strings[0]
+        action = None if action.spelling.values is not None or action.spelling.said is not None else action
+    if action is None:
         return str(err)
     return remedy.said(flag if remedy.value == "True" else f"{flag} {remedy.value}")
 
@@ -218,24 +237,153 @@ def _message(err: BaseException, parser: argparse.ArgumentParser | None = None) 
     return None
 
 
-def add_precision_arguments(group: argparse._ActionsContainer) -> None:
-    """``--precision`` and ``--bf16 [force]``: the float precision a model predicts in (:func:`precision_of`)."""
-    group.add_argument(
-        "--precision", choices=["auto", "fp32", "bf16"], default=None,
-        help="auto: bf16 only where the hardware runs it natively (AVX512-BF16/AMX CPU, bf16 GPU), else fp32 "
-        "(fast everywhere); bf16 = --bf16 (default fp32)",
-    )
-    group.add_argument(
-        "--bf16", nargs="?", const="on", choices=("on", "force"), default=None, metavar="force",
-        help="bf16 autocast; on hardware without native bf16 it warns and runs fp32, unless '--bf16 force'",
-    )
+# --------------------------------------------------------------------------- one vocabulary across subcommands
 
 
-def precision_of(args: argparse.Namespace) -> str | None:
-    """The ``autocast`` of ``--precision`` / ``--bf16`` (see :func:`envre_hf.models.precision.resolve_autocast`)."""
-    bf16, precision = getattr(args, "bf16", None), getattr(args, "precision", None)
-    if bf16 is not None and precision not in (None, "bf16"):
-        raise UsageError(f"--bf16 and --precision {precision} disagree: give one of them")
-    if bf16 == "force":
-        return "bf16-force"
-    return "bf16" if bf16 is not None else precision
+@dataclass(frozen=True)
+class OldSpelling:
+    """A spelling an idea had in an earlier release: still accepted for one more, hidden from ``--help``, and said
+    once on stderr with the new spelling. ``values``: its value -> the new option's (None: the same value);
+    ``nargs``/``const``: as argparse's (``nargs=0``: a switch setting ``const``); ``said``: the advice, when the new
+    spelling is no option at all (``--resume``: continuing is the default)."""
+
+    flag: str
+    values: Mapping[str, Any] | None = None
+    nargs: int | str | None = None
+    const: Any = None
+    said: str | None = None
+
+
+@dataclass(frozen=True)
+class Idea:
+    """One idea several subcommands have: spelt ``flag`` in every one of them (argparse keywords ``kwargs``; each
+    command says in its help what it means there), with its ``old`` spellings accepted for a release. ``train``:
+    how ``envre train`` spells it (its options are ``TrainingArguments`` fields and keep their names);
+    ``synonyms``: other spellings no command may give it (tests/cli/test_vocabulary.py reads them all)."""
+
+    flag: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    old: tuple[OldSpelling, ...] = ()
+    train: tuple[str, ...] = ()
+    synonyms: tuple[str, ...] = ()
+
+    def spellings(self) -> set[str]:
+        """Every spelling this idea is known by."""
+        return {self.flag, *(o.flag for o in self.old), *self.train, *self.synonyms}
+
+
+#: ``--precision`` values, the ``autocast`` of :func:`envre_hf.models.precision.resolve_autocast` (not imported
+#: here: torch would cost every command's start-up).
+PRECISION_CHOICES = ("auto", "fp32", "bf16", "bf16-force")
+_RESUME_SAID = ("drop it: a rerun continues what --output holds by default, and refuses what it cannot continue "
+                "(--overwrite starts over)")
+
+#: The ideas the subcommands share, each with its one spelling (:func:`add_option` adds it).
+VOCABULARY: dict[str, Idea] = {
+    "output": Idea("--output", {"type": Path}, train=("--output_dir",),
+                   synonyms=("--output-dir", "--out", "--outdir", "--out-dir", "--output-folder")),
+    "precision": Idea(
+        "--precision", {"choices": PRECISION_CHOICES, "default": None},
+        old=(OldSpelling("--bf16", {"on": "bf16", "force": "bf16-force"}, nargs="?", const="on"),
+             OldSpelling("--dtype", {"float32": "fp32", "bfloat16": "bf16-force"})),
+        train=("--bf16", "--fp16"), synonyms=("--half", "--amp", "--autocast", "--fp32"),
+    ),
+    "progress": Idea("--no-progress", {"action": "store_true"}, train=("--disable_tqdm",),
+                     synonyms=("--progress", "--quiet", "--no-tqdm", "--disable-tqdm", "--no-progress-bar")),
+    "overwrite": Idea("--overwrite", {"action": "store_true"},
+                      old=(OldSpelling("--resume", nargs=0, const=False, said=_RESUME_SAID),),
+                      train=("--resume_from_checkpoint",),
+                      synonyms=("--force", "--restart", "--fresh", "--overwrite-output", "--overwrite_output_dir")),
+    "split": Idea("--split", {"metavar": "NAME"}, old=(OldSpelling("--gold-split"), OldSpelling("--env-split")),
+                  synonyms=("--test-split", "--eval-split", "--dataset-split")),
+    "copies": Idea("--copies", {"type": positive_int, "default": 5}, old=(OldSpelling("--seeds"),),
+                   synonyms=("--num-copies", "--n-copies", "--num-seeds")),
+}
+#: The attribute :func:`add_option` gives an option: the idea it spells.
+IDEA_ATTRIBUTE = "envre_idea"
+_OLD_SPELLINGS_SEEN = "_envre_old_spellings"
+
+
+def add_option(parser: argparse._ActionsContainer, idea: str, help: str, old: tuple[str, ...] = (),
+               **kwargs: Any) -> argparse.Action:
+    """The option of ``idea`` (:data:`VOCABULARY`) spelt its one way, with ``help`` (what it means for this
+    command) and ``kwargs`` over the idea's own (``required=True``, another ``default``); ``old``: the earlier
+    spellings this command had, hidden aliases for a release."""
+    spec = VOCABULARY[idea]
+    action = parser.add_argument(spec.flag, help=help, **{**spec.kwargs, **kwargs})
+    setattr(action, IDEA_ATTRIBUTE, idea)
+    spellings = {o.flag: o for o in spec.old}
+    for flag in old:
+        parser.add_argument(flag, action=_OldSpellingAction, dest=action.dest, new=action, spelling=spellings[flag])
+    return action
+
+
+class _OldSpellingAction(argparse.Action):
+    """An earlier spelling of an idea's option: sets that option's value, and notes the line that says the new
+    spelling (printed by :meth:`ArgumentParser.parse_known_args` once the whole command line parsed)."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: argparse.Action, spelling: OldSpelling,
+                 **kwargs: Any):
+        if spelling.values is not None:
+            kwargs["choices"] = list(spelling.values)
+        elif spelling.nargs != 0:
+            kwargs.update(type=new.type, choices=new.choices)
+        super().__init__(option_strings, dest, nargs=spelling.nargs, const=spelling.const, default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS, **kwargs)
+        self.new, self.spelling = new, spelling
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        raw = self.const if self.nargs == 0 else values
+        value = raw if self.spelling.values is None else self.spelling.values[raw]
+        current = getattr(namespace, self.dest, self.new.default)
+        if current != self.new.default and current != value:
+            raise argparse.ArgumentError(None, self.disagreement(option_string, current))
+        setattr(namespace, self.dest, value)
+        seen = getattr(namespace, _OLD_SPELLINGS_SEEN, [])
+        seen.append((option_string, value, self))
+        setattr(namespace, _OLD_SPELLINGS_SEEN, seen)
+
+    def new_spelling(self, value: Any) -> str:
+        """The new option giving ``value``."""
+        return self.new.option_strings[0] + ("" if self.new.nargs == 0 else f" {value}")
+
+    def advice(self, option: str, value: Any) -> str:
+        """The warning line: the spelling to use instead."""
+        instead = self.spelling.said or f"use {self.new_spelling(value)}"
+        return f"{option} is deprecated and will be removed in a later release; {instead}"
+
+    def disagreement(self, option: str, value: Any) -> str:
+        """The error line of ``option`` given with the new option set to another ``value``."""
+        return f"{option} and {self.new_spelling(value)} disagree: give one of them"
+
+
+def add_precision_argument(parser: argparse._ActionsContainer, old: tuple[str, ...] = ("--bf16",)) -> None:
+    """``--precision``: the float precision a model predicts in (``autocast`` of
+    :func:`envre_hf.models.precision.resolve_autocast`)."""
+    add_option(
+        parser, "precision", old=old,
+        help="fp32 (default); auto: bf16 only where the hardware runs it natively (AVX512-BF16/AMX CPU, bf16 GPU), "
+        "else fp32; bf16: bf16 autocast, but fp32 with a warning where bf16 would be emulated (slower); "
+        "bf16-force: bf16 even there",
+    )  # fmt: skip
+
+
+def chosen_split(path: Path | None, split: str | None, flag: str = "--split", owner: str = "--input") -> str | None:
+    """The split to read from input ``path`` (option ``owner``): ``split`` when its build folder has it, else the
+    folder's only split; None for a file. A split given for a file, a split the folder lacks, and a folder of
+    several splits with none chosen are each one line (:class:`UsageError`) naming ``flag`` and the splits. A
+    ``save_to_disk`` dataset folder's split is left to its reader (``split``; None: every split)."""
+    from ..documents.build_folder import build_splits  # lazy: start-up time
+
+    if path is not None and any((Path(path) / name).is_file() for name in ("dataset_dict.json", "dataset_info.json")):
+        return split
+    splits = build_splits(path) if path is not None else []
+    if split is not None:
+        if not splits:
+            raise UsageError(f"{flag} {split}: {owner} {path} is not a build folder with splits")
+        if split not in splits:
+            raise UsageError(f"{flag} {split}: no such split in {path} (splits: {', '.join(splits)})")
+        return split
+    if len(splits) > 1:
+        raise UsageError(f"{owner} {path} holds splits {', '.join(splits)}; choose one with {flag} NAME")
+    return splits[0] if splits else None

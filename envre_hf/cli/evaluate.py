@@ -11,8 +11,8 @@ from typing import Any
 
 from ..atomic import write_json
 from ..documents import read_documents
-from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
-from .common import add_precision_arguments, precision_of
+from .common import UsageError, add_option, add_precision_argument, chosen_split, existing_path, model_location
+from .common import non_negative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,20 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=existing_path,
         help="training documents for Ign F1 (facts seen in training are ignored); without it Ign scores are null",
     )
-    common.add_argument(
-        "--gold-split",
-        help="split of a --gold build folder holding several (default: its only split; with --predictions, the "
+    add_option(
+        common, "split", old=("--gold-split", "--env-split"),
+        help="split of the build folder among --gold and --env (default: its only split; with --predictions, the "
         "split holding the predictions' documents)",
-    )
+    )  # fmt: skip
     common.add_argument("--train-split", help="split of a --train build folder holding several (required then)")
     common.add_argument(
         "--max-docs",
         type=non_negative_int,
         help="--model: predict and score only the first N --gold documents (with --env: their renamed copies too)",
     )
-    common.add_argument(
-        "--output", type=Path, help="also write the scores, per-relation and per-entity-count tables included, to this JSON file"
-    )
+    add_option(common, "output", "also write the scores, per-relation and per-entity-count tables included, to this "
+               "JSON file")  # fmt: skip
     common.add_argument(
         "--details", action="store_true", help="print the per-relation and per-entity-count tables too (default: only in --output)"
     )
@@ -54,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("predicting with a saved model, then scoring")
     group.add_argument("--model", help="a DocRE model folder (save_pretrained, tokenizer saved with it) or Hub id")
     add_inference_arguments(group)
+    add_option(group, "progress", "no progress bars")
     group.add_argument("--save-predictions", type=Path, help="also write the predictions (official JSON format)")
     group.add_argument(
         "--submission",
@@ -69,7 +69,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="renamed version of --gold (DocRED JSON/JSONL, or an envre build folder); prints P, R, F1, Ign F1, "
         "Intra/Inter F1 on both and the relative drop as a markdown table, --output writes it as JSON",
     )
-    group.add_argument("--env-split", default="test", help="split to read from an envre build folder (default test)")
 
 
 def add_inference_arguments(group: argparse._ActionsContainer) -> None:
@@ -82,7 +81,7 @@ def add_inference_arguments(group: argparse._ActionsContainer) -> None:
     group.add_argument(
         "--quantize", choices=["int8"], help="CPU inference with int8 dynamic quantization of the encoder's linear layers"
     )
-    add_precision_arguments(group)
+    add_precision_argument(group)
 
 
 def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
@@ -90,8 +89,7 @@ def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
     from ..models.prediction import load_for_inference  # lazy: start-up time
 
     model, tokenizer = load_for_inference(model_location(args.model), args.device, quantize=getattr(args, "quantize", None))
-    autocast = precision_of(args)
-    return model, tokenizer, {"batch_size": args.batch_size, "top_k": args.top_k, "autocast": autocast}
+    return model, tokenizer, {"batch_size": args.batch_size, "top_k": args.top_k, "autocast": args.precision}
 
 
 def run_model(args: argparse.Namespace) -> int:
@@ -101,7 +99,7 @@ def run_model(args: argparse.Namespace) -> int:
     from ..models.prediction import predict  # lazy: start-up time
 
     model, tokenizer, options = load_model(args)
-    predictions = predict(model, gold, tokenizer, **options)
+    predictions = predict(model, gold, tokenizer, progress=not args.no_progress, **options)
     if args.save_predictions is not None:
         write_json(args.save_predictions, predictions, indent=None)
     if getattr(args, "submission", None) is not None:
@@ -117,19 +115,17 @@ def run_model(args: argparse.Namespace) -> int:
 
 def run_robustness(args: argparse.Namespace) -> int:
     """Predict ``--gold`` and ``--env`` with ``--model``; print the markdown table, write JSON to ``--output``."""
-    from ..documents.build_folder import read_benchmark  # lazy: start-up time
-
     if getattr(args, "model", None) is None:
         raise UsageError("--env needs --model DIR (the model to evaluate on both sets)")
     gold, train = read_gold_and_train(args)
-    renamed = read_benchmark(args.env, args.env_split)
+    renamed = read_documents(args.env, split=env_split(args))
     from ..analysis.robustness import copies_of, model_robustness_report  # lazy: start-up time
 
     if args.max_docs is not None:  # the renamed copies of the --max-docs documents: both sets cut alike
         renamed = copies_of(gold, renamed)
 
     model, tokenizer, options = load_model(args)
-    report = model_robustness_report(model, tokenizer, gold, renamed, train, **options)
+    report = model_robustness_report(model, tokenizer, gold, renamed, train, progress=not args.no_progress, **options)
     if args.output is not None:
         write_json(args.output, report.to_dict(), ensure_ascii=True)
     print(report.to_markdown())
@@ -181,45 +177,40 @@ def emit(result: dict[str, Any], args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- splits of build folders, --max-docs
 
 
-def _split(path: Path | None, split: str | None, flag: str, owner: str) -> str | None:
-    """The split to read from ``path`` (None: the whole file or single-split folder); several and none chosen:
-    :class:`UsageError` listing them."""
-    from ..documents.build_folder import build_splits  # lazy: start-up time
-
-    splits = build_splits(path) if path is not None else []
-    if split is not None:
-        if not splits:
-            raise UsageError(f"{flag} {split}: {owner} {path} is not a build folder with splits")
-        if split not in splits:
-            raise UsageError(f"{flag} {split}: no such split in {path} (splits: {', '.join(splits)})")
-        return split
-    if len(splits) > 1:
-        raise UsageError(f"{owner} {path} holds splits {', '.join(splits)}; choose one with {flag} NAME")
-    return None
-
-
 def gold_split(args: argparse.Namespace, predictions: Path | None = None) -> str | None:
-    """``--gold-split``, or the one split of ``--gold`` holding every document ``predictions`` names (said on
-    stderr): a folder of several splits is never scored as one set."""
+    """``--split`` of ``--gold`` (:func:`~envre_hf.cli.common.chosen_split`; with ``--env`` and a ``--gold`` file it
+    is ``--env``'s), or the one split of ``--gold`` holding every document ``predictions`` names (said on stderr): a
+    folder of several splits is never scored as one set."""
     from ..documents.build_folder import build_splits, split_holding  # lazy: start-up time
 
-    if args.gold_split is not None or predictions is None or len(build_splits(args.gold)) < 2:
-        return _split(args.gold, args.gold_split, "--gold-split", "--gold")
+    if args.split is not None and getattr(args, "env", None) is not None and not build_splits(args.gold):
+        return None
+    if args.split is not None or predictions is None or len(build_splits(args.gold)) < 2:
+        return chosen_split(args.gold, args.split, owner="--gold")
     from ..metrics import read_predictions  # lazy: start-up time
 
     chosen = split_holding(args.gold, ((p.get("doc_id"), p.get("title")) for p in read_predictions(predictions)))
     if chosen is None:
         raise UsageError(
             f"--gold {args.gold} holds splits {', '.join(build_splits(args.gold))} and none holds every document of "
-            f"{predictions}; choose one with --gold-split NAME"
+            f"{predictions}; choose one with --split NAME"
         )
     print(f"envre evaluate: note: scoring against split {chosen!r} of {args.gold}, the one holding the predictions' "
-          "documents (--gold-split chooses another)", file=sys.stderr)
+          "documents (--split chooses another)", file=sys.stderr)
     return chosen
 
 
+def env_split(args: argparse.Namespace) -> str | None:
+    """``--split`` of ``--env`` (a ``--gold`` build folder takes it when ``--env`` is a file)."""
+    from ..documents.build_folder import build_splits  # lazy: start-up time
+
+    if args.split is not None and not build_splits(args.env) and build_splits(args.gold):
+        return None
+    return chosen_split(args.env, args.split, owner="--env")
+
+
 def train_split(args: argparse.Namespace) -> str | None:
-    return _split(args.train, args.train_split, "--train-split", "--train")
+    return chosen_split(args.train, args.train_split, "--train-split", "--train")
 
 
 def read_gold_and_train(args: argparse.Namespace) -> tuple[list[Any], list[Any] | None]:

@@ -7,20 +7,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import existing_path, model_location, non_negative_int, positive_float, positive_int
+from .common import add_option, chosen_split, existing_path, model_location, non_negative_int, positive_float
+from .common import positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--test", required=True, type=existing_path, help="test documents: DocRED JSON / JSONL / Linked-DocRED, or an envre build folder"
     )
-    parser.add_argument("--split", default="test", help="split to read from an envre build folder (default test)")
+    add_option(parser, "split", "split of a --test build folder (default: its only split)")
     parser.add_argument("--train", required=True, type=existing_path, help="training documents: demonstrations, Ign F1, DA's corpus KB")
     parser.add_argument("--model", required=True, help="model name at the endpoint, or a local model path/name")
     add_llm_arguments(parser)
     parser.add_argument("--max-docs", type=non_negative_int, default=None, help="evaluate only the first N test documents")
-    parser.add_argument("--output", required=True, help="output directory")
-    parser.add_argument("--resume", action="store_true", help="continue a run in OUTPUT, skipping finished documents")
+    add_option(parser, "output", "output directory (a rerun continues the run there: finished documents are kept)",
+               required=True)  # fmt: skip
+    add_option(parser, "overwrite", "start the run in --output over (its reply cache is kept)", old=("--resume",))
+    add_option(parser, "progress", "no progress bar")
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser, required: bool = True, batch_size: bool = True) -> None:
@@ -72,17 +75,17 @@ def llm_from_args(args: argparse.Namespace, train: list, cache: str) -> tuple[An
 
 def run(args: argparse.Namespace) -> int:
     from ..documents import read_documents  # lazy: start-up time
-    from ..documents.build_folder import read_benchmark  # lazy: start-up time
     from ..icl import run_icl  # lazy: start-up time
     from ..icl.runner import check_output_dir  # lazy: start-up time
 
-    out = Path(args.output)
-    check_output_dir(out, args.resume)  # before documents and model are loaded
-    test, train = read_benchmark(Path(args.test), args.split), read_documents(args.train)
+    out: Path = args.output
+    check_output_dir(out, resume=True)  # a file, a link: refused before documents and model are loaded
+    test = read_documents(args.test, split=chosen_split(args.test, args.split, owner="--test"))
+    train = read_documents(args.train)
     backend, config, renamer = llm_from_args(args, train, args.cache or str(out / "responses.sqlite"))
     # ICLRunError / BackendError reach envre_hf.cli.main: one line on stderr, exit status 2
-    result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=args.resume,
-                     concurrency=args.concurrency or 8)
+    result = run_icl(test, train, backend, out, config, renamer=renamer, max_docs=args.max_docs, resume=True,
+                     overwrite=args.overwrite, concurrency=args.concurrency or 8, progress=not args.no_progress)
     totals = result.parse_summary["totals"]
     print(f"{result.documents} documents ({result.skipped} resumed), {len(result.predictions)} predictions")
     print("parse: " + ", ".join(f"{k}={v}" for k, v in totals.items()))

@@ -5,7 +5,7 @@
 separated by blank lines; entities come from ``--ner``). ``--output`` is JSON Lines, one line per input
 document in input order: ``{"index", "id", "relations": [...]}`` (the pipeline's output; see docs/predict.md).
 Lines are written as documents are predicted; a rerun skips the documents already written (a line torn by a
-crash is cut first), so an interrupted run resumes. Bad input stops the run with one line naming the input
+crash is cut first), so an interrupted run resumes (``--overwrite`` starts the file over). Bad input stops the run with one line naming the input
 document (by its position, or the line of a plain-text block or of a JSON Lines line that is not JSON) and the
 field, exit status 2; the documents before it are written.
 """
@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..atomic import load_jsonl_records
+from ..atomic import load_jsonl_records, refuse_link
 from ..documents import DocumentError
 from ..documents.io import read_raw_documents, read_text
-from .common import UsageError, existing_path, model_location, non_negative_int, positive_int
-from .common import add_precision_arguments, precision_of
+from .common import UsageError, add_option, add_precision_argument, existing_path, model_location, non_negative_int
+from .common import positive_int
 
 
 def probability(text: str) -> float:
@@ -42,17 +42,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="a DocRE model folder or Hub id (saved with its tokenizer)")
     parser.add_argument("--input", required=True, type=existing_path,
                         help="DocRED .json / .jsonl, .jsonl of {text, entities?, mentions?}, or plain text")
-    parser.add_argument("--output", required=True, type=Path, help="predictions, JSON Lines (resumed when it exists)")
+    add_option(parser, "output", "predictions, JSON Lines (continued when it exists)", required=True)
+    add_option(parser, "overwrite", "start --output over instead of continuing it (replaced from its first new line)")
     add_text_arguments(parser)
     parser.add_argument("--threshold", type=probability,
                         help="predict a relation above this probability (default: the model's learned threshold)")
     parser.add_argument("--top-k", type=non_negative_int, default=None,
                         help="most relations per entity pair (default: the model's top_k; 0: no cap)")
-    add_precision_arguments(parser)
+    add_precision_argument(parser)
     parser.add_argument("--max-docs", type=non_negative_int, help="predict only the first N input documents")
     parser.add_argument("--batch-size", type=positive_int, default=4, help="documents per batch (default 4)")
     parser.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_option(parser, "progress", "no progress bar")
 
 
 def add_text_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,21 +120,27 @@ def check_input_kind(path: Path) -> None:
                          "(envre probe --input reads those folders)")  # fmt: skip
 
 
-def resumed(output: Path, inputs: Iterator[tuple[str, Any]], max_docs: int | None = None) -> int:
-    """How many documents ``output`` already holds (a torn last line cut), checked against the first ``inputs``,
-    which are consumed; an output of another input, or of more than ``max_docs`` documents, is refused."""
+def resumed(output: Path, inputs: Iterator[tuple[str, Any]], max_docs: int | None = None,
+            overwrite: bool = False) -> int:
+    """How many documents ``output`` already holds (a torn last line cut; none when ``overwrite``), checked against
+    the first ``inputs``, which are consumed; an output of another input, or of more than ``max_docs`` documents,
+    is refused."""
     if output.is_dir():
         raise UsageError(f"--output {output}: a folder; expected a JSON Lines file name")
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: no such folder {output.parent}")
+    if overwrite:
+        refuse_link(output)
+        return 0
     done = load_jsonl_records(output)  # a torn last line is cut
     if max_docs is not None and len(done) > max_docs:
-        raise UsageError(f"{output} already holds {len(done)} documents, more than --max-docs {max_docs}: use a new "
-                         "--output")  # fmt: skip
+        raise UsageError(f"{output} already holds {len(done)} documents, more than --max-docs {max_docs}: pass "
+                         "--overwrite to start it over, or use a new --output")  # fmt: skip
     for k, record in enumerate(done):
         where, item = next(inputs, (None, None))
         if where is None or record.get("index") != k or record.get("id") != document_key(item, where):
-            raise UsageError(f"{output} holds predictions of another input (line {k + 1}): use a new --output")
+            raise UsageError(f"{output} holds predictions of another input (line {k + 1}): pass --overwrite to "
+                             "replace them, or use a new --output")  # fmt: skip
     return len(done)
 
 
@@ -143,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     path: Path = args.input
     check_input_kind(path)
     inputs = itertools.islice(read_inputs(path), args.max_docs)
-    done = resumed(args.output, inputs, args.max_docs)
+    done = resumed(args.output, inputs, args.max_docs, args.overwrite)
     first = next(inputs, None)
     if first is None and not done:
         why = "--max-docs 0" if args.max_docs == 0 else "the file holds none"
@@ -176,7 +183,7 @@ def predict_into(args: argparse.Namespace, model: Any, tokenizer: Any, ner: str 
             fed.append((where, document_key(item, where)))
             yield item
 
-    options = {"threshold": args.threshold, "top_k": args.top_k, "autocast": precision_of(args)}
+    options = {"threshold": args.threshold, "top_k": args.top_k, "autocast": args.precision}
     index = done
     with contextlib.ExitStack() as stack:
         bar = stack.enter_context(tqdm(desc="Predicting", unit="doc", initial=index, disable=args.no_progress))
@@ -184,7 +191,7 @@ def predict_into(args: argparse.Namespace, model: Any, tokenizer: Any, ner: str 
         try:
             for relations in pipe(items(), batch_size=args.batch_size, **options):
                 if out is None:
-                    out = stack.enter_context(open(args.output, "a", encoding="utf-8"))
+                    out = stack.enter_context(open(args.output, "w" if args.overwrite else "a", encoding="utf-8"))
                 record = {"index": index, "id": fed[index - done][1], "relations": relations}
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 out.flush()

@@ -21,7 +21,7 @@ from typing import Any
 from .build import add_kb_arguments, make_kb
 from ..documents import DocumentError
 from ..documents.io import read_raw_documents
-from .common import UsageError, existing_path, non_negative_int, positive_int
+from .common import UsageError, add_option, chosen_split, existing_path, non_negative_int, positive_int
 from .evaluate import add_inference_arguments, load_model
 from .icl import add_llm_arguments, llm_from_args
 from .predict import add_text_arguments, document_key, is_plain_text
@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "folder, a save_to_disk dataset folder, or envre predict's text inputs (plain text, .jsonl of {text, entities?})",
     )
     add_text_arguments(parser)
-    parser.add_argument("--split", help="split to read from a build or dataset folder (default: every split)")
+    add_option(parser, "split", "split of a build folder (default: its only split) or of a saved dataset folder "
+               "(default: every split)")  # fmt: skip
     parser.add_argument("--max-docs", type=non_negative_int, help="probe only the first N documents")
     add_kb_arguments(parser, required=False, omitted="only with --compare")
     parser.add_argument(
@@ -58,14 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the model's training documents: their names are never used in a copy (as in the benchmarks), "
         "and with --gold they give Ign F1",
     )
-    parser.add_argument("--copies", type=positive_int, default=5, help="renamed copies per document, seeds 0..K-1 (default 5)")
+    add_option(parser, "copies", "renamed copies per document, seeds 0..K-1 (default 5)")
     parser.add_argument(
         "--gold",
         type=existing_path,
         help="labelled versions of the --input documents (same keys): adds the P / R / F1 / Ign F1 / Intra / Inter "
         "table of envre evaluate --env",
     )
-    parser.add_argument("--output", required=True, type=Path, help="output folder (probe.json, report.md, the plot)")
+    add_option(parser, "output", "output folder (probe.json, report.md, the plot); a rerun continues an unfinished "
+               "probe there", required=True)  # fmt: skip
     parser.add_argument(
         "--save-predictions",
         action="store_true",
@@ -73,8 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--top-facts", type=non_negative_int, default=20, help="most name-dependent facts listed (default 20)")
     parser.add_argument("--entity-bin", type=positive_int, default=5, help="entities per bin of the entity-count breakdown (default 5)")
-    parser.add_argument("--overwrite", action="store_true", help="replace a finished or different probe in --output")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_option(parser, "overwrite", "replace a finished or different probe in --output")
+    add_option(parser, "progress", "no progress bars")
     add_inference_arguments(parser.add_argument_group("prediction"))
     llm = parser.add_argument_group("an LLM as the probed system (the prompts of envre icl)")
     add_llm_arguments(llm, required=False, batch_size=False)  # --batch-size: the prediction group's
@@ -87,9 +89,10 @@ def read_inputs(args: argparse.Namespace) -> list:
     from ..documents import read_documents  # lazy: start-up time
 
     path: Path = args.input
+    split = chosen_split(path, args.split)
     if path.is_file() and (is_plain_text(path) or _holds_text(path)):
         return _text_documents(args)
-    docs = read_documents(path, split=args.split)
+    docs = read_documents(path, split=split)
     return docs if args.max_docs is None else docs[: args.max_docs]
 
 

@@ -147,10 +147,12 @@ def run_icl(
     schema: RelationSchema | None = None,
     progress: bool = True,
     concurrency: int = 1,
+    overwrite: bool = False,
 ) -> ICLResult:
     """Evaluate ``backend`` on the first ``max_docs`` test documents (``concurrency`` requests in flight, see
     :func:`predict_documents`) and write the run's files, each document's result as soon as those before it are in;
-    scores use ``train`` for Ign F1 and are ``None`` when the test documents have no labels."""
+    scores use ``train`` for Ign F1 and are ``None`` when the test documents have no labels. ``resume`` continues
+    the run in ``output_dir`` (same settings), ``overwrite`` drops it (the reply cache stays)."""
     config = config or PromptConfig()
     schema = schema or docred_schema()
     out = Path(output_dir)
@@ -159,8 +161,9 @@ def run_icl(
     # demonstrations renamed or not, prompt)
     run_config = {"model": backend.model, "backend": backend_identity(backend), "renamer": renamer is not None,
                   "prompt": asdict(config)}  # fmt: skip
-    check_output_dir(out, resume)
-    log = open_run_log(out, RESULTS, RUN_CONFIG, run_config, resume, ICLRunError, ensure_ascii=True)
+    check_output_dir(out, resume or overwrite)
+    log = open_run_log(out, RESULTS, RUN_CONFIG, run_config, resume, ICLRunError, overwrite=overwrite,
+                       derived=(PREDICTIONS, PARSE_REPORT, SCORES), ensure_ascii=True)
     records = log.records
     keys = [d.key for d in docs]
     if len(set(keys)) != len(keys):

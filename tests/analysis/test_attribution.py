@@ -330,6 +330,10 @@ def test_runs_resume_per_document(tokenizer, hwe_docs, tmp_path, monkeypatch):
     assert [r["doc"] for r in rows] == [d.key for d in hwe_docs]
     saved = json.loads((out / "map.json").read_text())
     assert saved["documents"] == 3 and saved["facts"] == again.curve.facts
+    fresh = run_attribution(model, tokenizer, hwe_docs, out, AttributionConfig(steps=3), max_docs=1, overwrite=True,
+                            progress=False)  # other settings: the run starts over
+    assert fresh.documents == 1 and fresh.skipped == 0 and len((out / RECORDS).read_text().splitlines()) == 1
+    assert json.loads((out / "map.json").read_text())["documents"] == 1
 
 
 def test_envre_attribute_and_analyze_map_curves(tokenizer, hwe_docs, tmp_path, capsys):
@@ -358,6 +362,11 @@ def test_envre_attribute_and_analyze_map_curves(tokenizer, hwe_docs, tmp_path, c
         assert (tmp_path / f"run-{name}" / "map.png").stat().st_size > 0
     saved = json.loads((tmp_path / "run-evrt" / "map.json").read_text())
     assert saved["label"] == "evrt" and len(saved["map"]) == 5 and saved["documents"] == 2
+    rerun = base + ["--model", str(tmp_path / "evrt"), "--titles-from", str(others), "--output", str(tmp_path / "run-evrt")]
+    assert main(rerun) == 0 and "2 documents (2 resumed)" in capsys.readouterr().out  # a rerun continues
+    assert main([*rerun, "--steps", "3"]) == 2  # other settings: one line naming the flag that starts over
+    assert "cannot resume" in (err := capsys.readouterr().err) and "pass --overwrite to start over" in err
+    assert main([*rerun, "--steps", "3", "--overwrite"]) == 0 and "(0 resumed)" in capsys.readouterr().out
 
     maps = [str(tmp_path / f"run-{n}" / "map.json") for n in ("vanilla", "evrt")]
     assert main(["analyze", "--map-curves", *maps, "--output", str(tmp_path / "fig")]) == 0
@@ -372,7 +381,7 @@ def test_envre_attribute_and_analyze_map_curves(tokenizer, hwe_docs, tmp_path, c
 
 
 def test_envre_attribute_resume_never_rewrites_a_linked_records_file(tokenizer, hwe_docs, tmp_path, capsys):
-    """``attributions.jsonl`` linked to a file elsewhere: ``--resume`` would cut it at its first line that is not a
+    """``attributions.jsonl`` linked to a file elsewhere: a rerun would cut it at its first line that is not a
     record and append to it; it is one line naming the link instead, and the file is left as it was."""
     from envre_hf.cli.main import main
 
@@ -387,7 +396,7 @@ def test_envre_attribute_resume_never_rewrites_a_linked_records_file(tokenizer, 
     (out / RECORDS).symlink_to(elsewhere)
     capsys.readouterr()
     argv = ["attribute", "--model", str(tmp_path / "model"), "--gold", str(gold), "--steps", "2", "--k-max", "5",
-            "--output", str(out), "--resume"]  # fmt: skip
+            "--output", str(out)]  # fmt: skip
     assert main(argv) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # (a note on --train aside)
     assert len(errors) == 1 and f"{out / RECORDS}: a symbolic link where envre writes" in errors[0]

@@ -144,7 +144,7 @@ def test_gold_table_equals_envre_evaluate_env_and_saved_predictions_recompute_th
     benchmarks/probe_flip_rate.py recomputes the flip rate from the --save-predictions files."""
     root = setup
     build = ["build", "--input", str(root / "test.json"), "--kb", "corpus", "--kb-pool", str(root / "pool.json"),
-             "--exclude-names-from", str(root / "train.json"), "--seeds", "3", "--output", str(tmp_path / "env"),
+             "--exclude-names-from", str(root / "train.json"), "--copies", "3", "--output", str(tmp_path / "env"),
              "--split", "test", "--no-progress"]  # fmt: skip
     assert envre(build) == 0
     evaluate = ["evaluate", "--model", str(root / "model"), "--gold", str(root / "test.json"), "--env",

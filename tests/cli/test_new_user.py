@@ -3,6 +3,7 @@ kind, --max-docs, abbreviations and the one error path."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -51,8 +52,12 @@ def test_predictions_are_scored_against_the_split_holding_their_documents(two_sp
     out, err = capsys.readouterr()
     assert json.loads(out)["recall"] == 1.0  # not 2/3 of the folder's facts
     assert "split 'test'" in err and len(err.strip().splitlines()) == 1
-    assert main(["evaluate", "--predictions", str(preds), "--gold", str(two_splits), "--gold-split", "test"]) == 0
+    assert main(["evaluate", "--predictions", str(preds), "--gold", str(two_splits), "--split", "test"]) == 0
     assert json.loads(capsys.readouterr().out)["recall"] == 1.0
+    assert main(["evaluate", "--predictions", str(preds), "--gold", str(two_splits), "--gold-split", "test"]) == 0
+    out, err = capsys.readouterr()  # the old spelling still works, said once
+    assert json.loads(out)["recall"] == 1.0 and err.strip().splitlines() == [
+        "envre evaluate: warning: --gold-split is deprecated and will be removed in a later release; use --split test"]
 
 
 def test_an_unresolvable_split_is_one_line_listing_the_splits(two_splits, tmp_path, capsys):
@@ -61,14 +66,14 @@ def test_an_unresolvable_split_is_one_line_listing_the_splits(two_splits, tmp_pa
     (tmp_path / "both.json").write_text(json.dumps(other))
     capsys.readouterr()
     assert main(["evaluate", "--predictions", str(tmp_path / "both.json"), "--gold", str(two_splits)]) == 2
-    assert "test, validation" in (line := _one_line(capsys)) and "--gold-split" in line
-    assert main(["evaluate", "--predictions", str(preds), "--gold", str(two_splits), "--gold-split", "dev"]) == 2
+    assert "test, validation" in (line := _one_line(capsys)) and "--split NAME" in line
+    assert main(["evaluate", "--predictions", str(preds), "--gold", str(two_splits), "--split", "dev"]) == 2
     assert "no such split" in _one_line(capsys)
-    assert main(["evaluate", "--predictions", str(preds), "--gold", str(SAMPLE_DOCS), "--gold-split", "test"]) == 2
+    assert main(["evaluate", "--predictions", str(preds), "--gold", str(SAMPLE_DOCS), "--split", "test"]) == 2
     assert "not a build folder" in _one_line(capsys)
     # predicting: no predictions to choose by, so the split must be named (before any model is loaded)
     assert main(["evaluate", "--model", str(tmp_path), "--gold", str(two_splits)]) == 2
-    assert "--gold-split" in (line := _one_line(capsys)) and "test, validation" in line
+    assert "--split NAME" in (line := _one_line(capsys)) and "test, validation" in line
     assert main(["evaluate", "--predictions", str(preds), "--gold", str(SAMPLE_DOCS), "--train", str(two_splits)]) == 2
     assert "--train-split" in _one_line(capsys)
 
@@ -133,18 +138,16 @@ def test_attribute_errors_take_the_one_error_path(tmp_path, capsys):
     assert "Errno" not in line
 
 
-def test_icl_refuses_a_model_without_chat_template_and_a_used_folder_first(plain_encoder, tmp_path, capsys):
+def test_icl_refuses_a_model_without_chat_template_and_an_output_file_first(plain_encoder, tmp_path, capsys):
     base = ["icl", "--test", str(SAMPLE_DOCS), "--train", str(SAMPLE_DOCS), "--backend", "local"]
     capsys.readouterr()
     assert main([*base, "--model", str(plain_encoder), "--output", str(tmp_path / "run")]) == 2
     line = _one_line(capsys)
     assert "no chat template" in line and "expected a chat" in line
-    (tmp_path / "used").mkdir()
-    (tmp_path / "used" / "results.jsonl").write_text('{"doc": "x"}\n')
+    (tmp_path / "a-file").write_text("notes\n")
     # refused before the (here absent) model is looked for
-    assert main([*base, "--model", str(tmp_path / "no-model"), "--output", str(tmp_path / "used")]) == 2
-    line = _one_line(capsys)
-    assert "already holds results" in line and "--resume" in line and "resume=True" not in line
+    assert main([*base, "--model", str(tmp_path / "no-model"), "--output", str(tmp_path / "a-file")]) == 2
+    assert "a-file: a file, expected a folder" in _one_line(capsys)
 
 
 def test_a_typo_in_a_model_path_is_no_such_folder_at_once(tmp_path, monkeypatch, capsys):
@@ -212,4 +215,10 @@ def test_keywords_become_flags_only_where_the_command_has_them():
     assert error_message(refused, parser).endswith("; pass --overwrite to replace it")
     assert error_message(ICLRunError(Remedy("out: pass ", "resume")), parser) == "out: pass resume=True"  # no --resume
     assert error_message(ValueError(Remedy("pass ", "gold_split", "NAME")), None) == "pass gold_split=NAME"
+    icl, evaluate = ArgumentParser(prog="envre icl"), ArgumentParser(prog="envre evaluate")
+    importlib.import_module("envre_hf.cli.icl").add_arguments(icl)
+    importlib.import_module("envre_hf.cli.evaluate").add_arguments(evaluate)
+    # an old spelling is never advised: its new one when it takes the same value, else the keyword
+    assert error_message(ValueError(Remedy("pass ", "gold_split", "NAME")), evaluate) == "pass --split NAME"
+    assert error_message(ICLRunError(Remedy("out: pass ", "resume")), icl) == "out: pass resume=True"
     assert error_message(ValueError("pass overwrite=True"), parser) == "pass overwrite=True"  # text is never rewritten

@@ -106,16 +106,25 @@ def test_an_output_of_another_input_is_refused(model_dir, raw_test, tmp_path, ca
     out = tmp_path / "o.jsonl"
     assert _predict(capsys, "--model", model_dir, "--input", tmp_path / "a.json", "--output", out)[0] == 0
     code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "b.json", "--output", out)
-    assert code == 2 and "holds predictions of another input" in err
+    assert code == 2 and "holds predictions of another input" in err and "pass --overwrite" in err
+    kept = out.read_bytes()
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "b.json", "--output", out, "--overwrite",
+                         "--max-docs", "0")  # fmt: skip
+    assert code == 2 and out.read_bytes() == kept  # nothing to predict: the old predictions are kept
+    assert _predict(capsys, "--model", model_dir, "--input", tmp_path / "b.json", "--output", out, "--overwrite")[0] == 0
+    assert [r["id"] for r in _lines(out)] == [raw_test[1]["title"]]  # started over: b's only
 
 
-def test_an_output_that_is_a_link_is_refused_and_the_file_it_names_kept(model_dir, raw_test, tmp_path, capsys):
-    """--output is appended to (and a torn last line cut): through a link that would change another file."""
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_an_output_that_is_a_link_is_refused_and_the_file_it_names_kept(model_dir, raw_test, tmp_path, capsys,
+                                                                       overwrite):  # fmt: skip
+    """--output is appended to (and a torn last line cut), or with --overwrite started over: through a link that
+    would change another file."""
     (tmp_path / "docs.json").write_text(json.dumps(raw_test[:1]))
     elsewhere, out = tmp_path / "notes.txt", tmp_path / "p.jsonl"
     elsewhere.write_text("someone's notes, no newline at the end")
     out.symlink_to(elsewhere)
-    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output", out)
+    code, err = _predict(capsys, "--model", model_dir, "--input", tmp_path / "docs.json", "--output", out, *overwrite)
     assert code == 2 and err.count("\n") == 1 and f"{out}: a symbolic link where envre writes" in err
     assert elsewhere.read_text() == "someone's notes, no newline at the end"
 

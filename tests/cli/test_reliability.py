@@ -181,7 +181,7 @@ def test_split_names_are_checked_before_anything_is_written(tmp_path):
     # writing "test" kept the test_hard shards, and reading "test" does not pick them up
     assert (out / "data" / "test_hard-00000-of-00001.parquet").exists()
     assert len(_load(out, "test")) == 3 and len(_load(out, "test_hard")) == 6
-    from envre_hf.cli.analyze import read_benchmark
+    from envre_hf.documents.build_folder import read_benchmark
 
     assert len(read_benchmark(out, "test")) == 3 and len(read_benchmark(out, "test_hard")) == 6
 
@@ -215,7 +215,7 @@ def test_a_hand_edited_build_file_of_the_wrong_shape_is_one_line_and_changes_not
     (out / name).write_bytes(content)
     before = _snapshot(out)
     args = ["build", "--input", str(SAMPLE_DOCS), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN), "--split",
-            "test", "--seeds", "1", "--output", str(out), "--no-progress"] + ["--overwrite"] * overwrite
+            "test", "--copies", "1", "--output", str(out), "--no-progress"] + ["--overwrite"] * overwrite
     capsys.readouterr()
     assert main(args) == 2
     line = _one_line(capsys)
@@ -393,7 +393,7 @@ def test_a_bad_exclude_names_file_is_one_line_naming_it(name, content, field, tm
     bad.write_bytes(content)
     out = tmp_path / "env"
     args = ["build", "--input", str(SAMPLE_DOCS), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN), "--split",
-            "test", "--seeds", "1", "--output", str(out), "--no-progress", "--exclude-names-from", str(bad)]
+            "test", "--copies", "1", "--output", str(out), "--no-progress", "--exclude-names-from", str(bad)]
     capsys.readouterr()
     assert main(args) == 2
     line = _one_line(capsys)
@@ -417,7 +417,7 @@ def test_a_lone_surrogate_escape_is_refused_naming_file_document_and_field(tmp_p
     assert "sents[0][2]" in message and "surrogate" in message
     out = tmp_path / "env"
     args = ["build", "--input", str(bad), "--kb", "corpus", "--kb-pool", str(SAMPLE_TRAIN), "--split", "test",
-            "--seeds", "1", "--output", str(out), "--no-progress"]
+            "--copies", "1", "--output", str(out), "--no-progress"]
     capsys.readouterr()
     assert main(args) == 2
     line = _one_line(capsys)

@@ -91,13 +91,12 @@ def test_read_benchmark_refuses_a_folder_with_a_split_write_cut_short(two_split_
 
 
 def test_the_commands_read_build_folders_with_the_library_reader():
-    """One owner: the CLI modules take ``read_benchmark`` from ``envre_hf.documents.build_folder``."""
-    from envre_hf.cli import analyze
-
-    assert analyze.read_benchmark is read_benchmark
-    for name in ("analyze", "evaluate", "icl"):
+    """One owner: the CLI modules read build folders with ``read_documents`` (``read_benchmark`` beneath it) and
+    choose the split with ``envre_hf.cli.common.chosen_split``, none with a reader or a chooser of its own."""
+    for name in ("analyze", "evaluate", "icl", "probe"):
         text = (REPO / "envre_hf" / "cli" / f"{name}.py").read_text(encoding="utf-8")
         assert "def read_benchmark" not in text and "from .analyze import read_benchmark" not in text
+        assert "read_documents(" in text and "chosen_split(" in text
 
 
 def test_read_documents_takes_every_kind_of_source(tmp_path, redocred_dev, monkeypatch):

@@ -500,8 +500,18 @@ def test_cli_icl_against_local_server(chat_server, redocred_dev, tmp_path, monke
     assert len(preds) == 2 and all(p["r"] == "P17" for p in preds)
     scores = json.loads((out / "scores.json").read_text())
     assert 0 <= scores["f1"] <= 1 and scores["num_documents"] == 2
-    assert main(argv) == 2  # existing results without --resume
-    assert main(argv + ["--resume"]) == 0 and len(chat_server.requests) == 2
+    capsys.readouterr()
+    assert main(argv) == 0 and len(chat_server.requests) == 2  # a rerun continues: nothing asked again
+    assert "2 documents (2 resumed)" in capsys.readouterr().out
+    changed = [*argv[:argv.index("--k") + 1], "0", *argv[argv.index("--k") + 2:]]
+    assert main(changed) == 2  # other settings: refused, naming the flag that starts over
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot resume" in err[0] and err[0].endswith("pass --overwrite to start over, or use a "
+                                                                          "new directory")  # fmt: skip
+    assert main(changed + ["--overwrite"]) == 0 and "1 documents (0 resumed)" not in (printed := capsys.readouterr().out)
+    assert "2 documents (0 resumed)" in printed and json.loads((out / "run_config.json").read_text())["prompt"]["k"] == 0
+    assert main(changed + ["--resume"]) == 0  # the old spelling: the default now, said on stderr
+    assert "--resume is deprecated" in capsys.readouterr().err
     for path in out.iterdir():
         assert SECRET.encode() not in path.read_bytes()
     assert SECRET not in capsys.readouterr().out
@@ -552,7 +562,7 @@ def test_a_password_in_the_base_url_is_in_no_file_and_does_not_key_the_cache(cha
     assert password not in printed.out + printed.err
 
 
-@pytest.mark.parametrize("linked, extra", [("responses.sqlite", []), ("results.jsonl", ["--resume"]), ("results.jsonl", [])])
+@pytest.mark.parametrize("linked, extra", [("responses.sqlite", []), ("results.jsonl", ["--overwrite"]), ("results.jsonl", [])])
 def test_cli_icl_never_writes_through_a_link_in_its_output_folder(chat_server, redocred_dev, tmp_path, capsys, linked,
                                                                    extra):  # fmt: skip
     """A reply cache linked to a path elsewhere (SQLite would create it there), records linked to someone's file

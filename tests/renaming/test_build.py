@@ -294,7 +294,7 @@ def test_cli_builds_prints_statistics_and_rebuilds_identically(corpus_kb, small_
 
     pool = tmp_path / "pool.json"
     pool.write_text(json.dumps(json.loads(redocred_dev_path.read_text())[:100]))
-    args = ["build", "--input", str(small_input), "--kb", "corpus", "--kb-pool", str(pool), "--seeds", "2",
+    args = ["build", "--input", str(small_input), "--kb", "corpus", "--kb-pool", str(pool), "--copies", "2",
             "--output", str(tmp_path / "cli"), "--no-progress", "--export-json"]
     assert main(args) == 0
     printed = capsys.readouterr().out
@@ -314,7 +314,7 @@ def test_cli_excludes_names_and_pushes_to_hub(corpus_kb, small_input, redocred_d
 
     pool = tmp_path / "pool.json"
     pool.write_text(json.dumps(json.loads(redocred_dev_path.read_text())[:100]))
-    args = ["build", "--input", str(small_input), "--kb", "corpus", "--kb-pool", str(pool), "--seeds", "2",
+    args = ["build", "--input", str(small_input), "--kb", "corpus", "--kb-pool", str(pool), "--copies", "2",
             "--no-progress"]
     assert main(args + ["--output", str(tmp_path / "a")]) == 0
     hub = _MockHub()
@@ -375,7 +375,7 @@ def test_cli_wikidata_mirror_and_dump_index(synthetic_doc_file, tmp_path, monkey
     from envre_hf.kb.wikidata_dump import index_dump
 
     monkeypatch.setenv("ENVRE_USER_AGENT", "envre-hf-tests/0.1 (https://example.org; tests@example.org)")
-    common = ["build", "--input", str(synthetic_doc_file), "--seeds", "2", "--no-progress"]
+    common = ["build", "--input", str(synthetic_doc_file), "--copies", "2", "--no-progress"]
     with FakeWikidata(list(synthetic_entities(300, seed=3))) as server:
         args = common + ["--kb", "wikidata", "--kb-cache", str(tmp_path / "cache"), "--output", str(tmp_path / "http"),
                          "--wikidata-api-url", server.api_url, "--wikidata-sparql-url", server.sparql_url]
@@ -400,7 +400,7 @@ def test_cli_wikidata_outage_midway_then_rerun_is_byte_identical(synthetic_doc_f
 
     monkeypatch.setenv("ENVRE_USER_AGENT", "envre-hf-tests/0.1 (https://example.org; tests@example.org)")
     monkeypatch.setenv("ENVRE_MAX_RETRIES", "0")
-    common = ["build", "--input", str(synthetic_doc_file), "--seeds", "2", "--no-progress", "--kb", "wikidata"]
+    common = ["build", "--input", str(synthetic_doc_file), "--copies", "2", "--no-progress", "--kb", "wikidata"]
     with FakeWikidata(list(synthetic_entities(300, seed=3))) as server:
         urls = ["--wikidata-api-url", server.api_url, "--wikidata-sparql-url", server.sparql_url]
         assert main(common + urls + ["--kb-cache", str(tmp_path / "c1"), "--output", str(tmp_path / "whole")]) == 0
@@ -461,7 +461,7 @@ def test_cli_wikidata_down_for_good_midway_then_restarted_resumes_to_the_uninter
     entities = list(synthetic_entities(300, seed=3))
     source = tmp_path / "test_synthetic.json"
     source.write_text(json.dumps(_synthetic_documents(4)), encoding="utf-8")
-    common = ["build", "--input", str(source), "--seeds", "2", "--no-progress", "--kb", "wikidata"]
+    common = ["build", "--input", str(source), "--copies", "2", "--no-progress", "--kb", "wikidata"]
     with FakeWikidata(entities) as server:
         port = server.base_url.rsplit(":", 1)[1]
         urls = ["--wikidata-api-url", server.api_url, "--wikidata-sparql-url", server.sparql_url]

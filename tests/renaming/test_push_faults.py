@@ -69,7 +69,7 @@ def test_cli_push_failure_is_one_line_exit_2_without_the_token(hub, folder, tmp_
     small.write_text(json.dumps(json.loads(redocred_test_path.read_text())[:3]))
     echo = json.dumps({"error": f"Invalid credentials in Authorization header: Bearer {TOKEN}"})
     hub.faults["create"] = [("status", 401, {"Content-Type": "application/json"}, echo)]
-    code = main(["build", "--input", str(small), "--kb", "corpus", "--kb-pool", str(small), "--seeds", "1",
+    code = main(["build", "--input", str(small), "--kb", "corpus", "--kb-pool", str(small), "--copies", "1",
                  "--no-progress", "--output", str(tmp_path / "out"), "--push-to-hub", "envre/t"])
     err = [line for line in capsys.readouterr().err.strip().splitlines() if line.startswith("envre")]
     assert code == 2 and len(err) == 1, err  # (other stderr lines are the datasets progress bars)
@@ -121,7 +121,7 @@ def test_cli_push_whose_commit_reply_trickles_its_headers_is_one_line_exit_2(hub
     small.write_text(json.dumps(json.loads(redocred_test_path.read_text())[:3]))
     hub.faults["commit"] = [("trickle_headers", 0.3)]  # ~70 bytes: 21 s
     start = time.monotonic()
-    code = main(["build", "--input", str(small), "--kb", "corpus", "--kb-pool", str(small), "--seeds", "1",
+    code = main(["build", "--input", str(small), "--kb", "corpus", "--kb-pool", str(small), "--copies", "1",
                  "--no-progress", "--output", str(tmp_path / "out"), "--push-to-hub", "envre/t"])
     elapsed = time.monotonic() - start
     err = [line for line in capsys.readouterr().err.strip().splitlines() if line.startswith("envre")]

@@ -28,7 +28,7 @@ def chain(tmp_path_factory, redocred_test, redocred_dev):
     root = tmp_path_factory.mktemp("chain")
     pool = write_documents(redocred_dev[:30], root / "dev.json")  # the KB pool of the benchmark and the training set
     test = write_documents(redocred_test[:6], root / "test.json")
-    assert envre(["build", "--input", str(test), "--kb", "corpus", "--kb-pool", str(pool), "--seeds", "2", "--output",
+    assert envre(["build", "--input", str(test), "--kb", "corpus", "--kb-pool", str(pool), "--copies", "2", "--output",
                   str(root / "bench"), "--no-progress"]) == 0  # fmt: skip
     return root, pool
 
