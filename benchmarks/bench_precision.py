@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""``envre evaluate --model`` in fp32, ``--bf16`` and ``--bf16 force``, on this CPU and on this CPU capped to AVX2.
+"""``envre evaluate --model`` in fp32, ``--precision bf16`` and ``--precision bf16-force``, on this CPU and on this CPU capped to AVX2.
 
 Issue 29: on a CPU without native bf16 (an AVX2-only EPYC), bf16 autocast ran ``nn.Linear`` ten times slower than
-fp32, so ``--bf16`` must warn and run fp32 there. Where no such CPU is at hand, capping this one reproduces it:
+fp32, so ``--precision bf16`` must warn and run fp32 there. Where no such CPU is at hand, capping this one reproduces it:
 ``ONEDNN_MAX_CPU_ISA=AVX2`` (oneDNN, which runs bf16 matmuls), ``MKL_ENABLE_INSTRUCTIONS=AVX2`` (MKL, fp32 matmuls)
 and ``ATEN_CPU_CAPABILITY=avx2`` (torch's own kernels). Each variant is the whole ``envre evaluate`` process (one
 thread, CPU seconds, best of ``--repeats``, interleaved); it prints each time and the ratio to fp32 of the same CPU.
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_common import TEST, machine, write_json  # noqa: E402
 
 AVX2 = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
-VARIANTS = {"fp32": [], "--bf16": ["--bf16"], "--bf16 force": ["--bf16", "force"]}
+VARIANTS = {"fp32": ["--precision", "fp32"], "bf16": ["--precision", "bf16"], "bf16-force": ["--precision", "bf16-force"]}
 WARNING = "has no native bf16"
 
 
