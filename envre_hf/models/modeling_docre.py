@@ -202,6 +202,15 @@ def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch
     return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), _groups(zh, zt, block_size), block_size)
 
 
+def _rows_linear(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``linear(x)``; 32 rows go as 31 + 1: torch 2.13's CPU bf16 matmul (oneDNN, AMX) dies of SIGFPE on exactly 32
+    rows of 49,152 features, ATLOP's and DocuNet's released emb 768 x block 64 (every other row count from 1 to 1,024
+    runs; ``benchmarks/results/bf16_rows_crash.json``)."""
+    if x.size(0) != 32 or x.device.type != "cpu":
+        return linear(x)
+    return torch.cat([linear(x[:31]), linear(x[31:])])
+
+
 def group_bilinear_classify(
     zh: torch.Tensor, zt: torch.Tensor, block_size: int, linear: nn.Linear, keep_features: bool = True, chunk: int = 256
 ) -> tuple[torch.Tensor | None, torch.Tensor]:
@@ -209,7 +218,7 @@ def group_bilinear_classify(
     (prediction): ``(None, logits)`` computed ``chunk`` pairs at a time, each chunk's features staying in cache."""
     if keep_features:
         features = group_bilinear(zh, zt, block_size)
-        return features, linear(features)
+        return features, _rows_linear(linear, features)
     # One features buffer for every chunk: a fresh (chunk x emb * block) tensor per chunk is a fresh mapping
     # of pages the kernel must zero, which cost more than the products written into it (docs/speed.md).
     groups = _groups(zh, zt, block_size)
@@ -218,7 +227,7 @@ def group_bilinear_classify(
     for h, t in zip(zh.split(chunk), zt.split(chunk)):
         out = buffer[: h.size(0)]
         torch.mul(h.reshape(-1, groups, block_size, 1), t.reshape(-1, groups, 1, block_size), out=out)
-        logits.append(linear(out.view(h.size(0), groups * block_size * block_size)))
+        logits.append(_rows_linear(linear, out.view(h.size(0), groups * block_size * block_size)))
     return None, torch.cat(logits) if len(logits) > 1 else logits[0]
 
 

@@ -571,3 +571,14 @@ def test_a_model_folder_without_a_tokenizer_names_itself_and_the_fix(tokenizer, 
     tokenizer.save_pretrained(tmp_path / "model")
     loaded, tok = load_for_inference(str(tmp_path / "model"), "cpu")
     assert tok.vocab_size == tokenizer.vocab_size and not loaded.training
+
+
+def test_thirty_two_rows_go_through_the_linear_layer_in_two_parts_with_the_same_result():
+    """The bf16 SIGFPE workaround (benchmarks/check_bf16_rows.py) changes no result."""
+    from envre_hf.models.modeling_docre import _rows_linear
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(24, 5)
+    for rows in (31, 32, 33):
+        x = torch.randn(rows, 24)
+        assert torch.allclose(_rows_linear(linear, x), linear(x), atol=1e-6)

@@ -70,6 +70,8 @@ def test_logits_are_the_same_alone_and_in_any_batch(model, tokenizer, plans, dat
 def test_decode_honours_config_top_k(rows, top_k):
     logits = torch.tensor(rows)
     model = _DecodeOnly(top_k)
+    assert model.config.top_k == (4 if top_k is None else top_k)  # None in a config: the family's value (ATLOP: 4)
+    top_k = model.config.top_k
     out = model.decode(logits)
     for row, pred in zip(logits, out):
         chosen = [r for r in range(1, len(row)) if pred[r] == 1]
@@ -92,6 +94,7 @@ class _DecodeOnly:
             encoder=BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=1), block_size=8, top_k=top_k
         )
 
+    fixed_threshold = ATLOPModel.fixed_threshold
     decode = ATLOPModel.decode
 
 
