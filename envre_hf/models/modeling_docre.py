@@ -202,13 +202,17 @@ def group_bilinear(zh: torch.Tensor, zt: torch.Tensor, block_size: int) -> torch
     return _GroupOuter.apply(zh.contiguous(), zt.contiguous(), _groups(zh, zt, block_size), block_size)
 
 
+#: torch 2.13's CPU bf16 matmul (oneDNN on AMX) dies of SIGFPE on an input of exactly this many elements when its rows
+#: are 49,152 features or more wide: 32 x 49,152 (ATLOP's and DocuNet's released emb 768 x block 64), 24 x 65,536
+#: (KD-DocRE's 1024 x 64), 16 x 98,304, ... (``benchmarks/check_bf16_rows.py``, ``results/bf16_rows_crash.json``).
+_BF16_CRASH_ELEMENTS = 1_572_864
+
+
 def _rows_linear(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """``linear(x)``; 32 rows go as 31 + 1: torch 2.13's CPU bf16 matmul (oneDNN, AMX) dies of SIGFPE on exactly 32
-    rows of 49,152 features, ATLOP's and DocuNet's released emb 768 x block 64 (every other row count from 1 to 1,024
-    runs; ``benchmarks/results/bf16_rows_crash.json``)."""
-    if x.size(0) != 32 or x.device.type != "cpu":
+    """``linear(x)``, an input of :data:`_BF16_CRASH_ELEMENTS` elements on the CPU in two parts (same result)."""
+    if x.device.type != "cpu" or x.numel() != _BF16_CRASH_ELEMENTS or x.size(0) < 2:
         return linear(x)
-    return torch.cat([linear(x[:31]), linear(x[31:])])
+    return torch.cat([linear(x[:-1]), linear(x[-1:])])
 
 
 def group_bilinear_classify(

@@ -573,12 +573,17 @@ def test_a_model_folder_without_a_tokenizer_names_itself_and_the_fix(tokenizer, 
     assert tok.vocab_size == tokenizer.vocab_size and not loaded.training
 
 
-def test_thirty_two_rows_go_through_the_linear_layer_in_two_parts_with_the_same_result():
-    """The bf16 SIGFPE workaround (benchmarks/check_bf16_rows.py) changes no result."""
-    from envre_hf.models.modeling_docre import _rows_linear
+def test_the_bf16_crash_size_goes_through_the_linear_layer_in_two_parts_with_the_same_result(monkeypatch):
+    """The SIGFPE workaround (benchmarks/check_bf16_rows.py) splits exactly that input size and changes no result."""
+    from envre_hf.models import modeling_docre
 
+    monkeypatch.setattr(modeling_docre, "_BF16_CRASH_ELEMENTS", 32 * 24)
     torch.manual_seed(0)
     linear = torch.nn.Linear(24, 5)
+    calls = []
+    linear.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
     for rows in (31, 32, 33):
         x = torch.randn(rows, 24)
-        assert torch.allclose(_rows_linear(linear, x), linear(x), atol=1e-6)
+        calls.clear()
+        assert torch.allclose(modeling_docre._rows_linear(linear, x), x @ linear.weight.T + linear.bias, atol=1e-6)
+        assert calls == ([31, 1] if rows == 32 else [rows])
