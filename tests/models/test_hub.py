@@ -135,8 +135,8 @@ def test_saved_config_holds_no_local_absolute_path_and_names_its_code(tmp_path):
     assert config["custom_pipelines"] == {"document-relation-extraction": {
         "impl": "pipeline_docre.DocREPipeline", "pt": ["AutoModel"], "type": "text"}}
     shipped = {p.name for p in (tmp_path / "saved").glob("*.py")}
-    assert shipped == {"configuration_docre.py", "registry.py", "modeling_atlop.py", "modeling_docre.py", "attention.py",
-                       "losses.py", "pipeline_docre.py"}
+    assert shipped == {"configuration_docre.py", "registry.py", "modeling_atlop.py", "modeling_docre.py", "encoder.py",
+                       "attention.py", "losses.py", "pipeline_docre.py"}
     for name in shipped:  # what transformers' remote-code loader must be able to follow
         source = (tmp_path / "saved" / name).read_text()
         assert "from .." not in source and "import envre_hf" not in source.replace("from envre_hf", "")
