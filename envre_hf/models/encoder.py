@@ -171,6 +171,22 @@ class Windows:
         flat = self.doc[window].unsqueeze(1) * length + self.source[window, :width]
         return torch.where(self.kept[window, :width], flat, self.doc.new_tensor(int(self.several.numel()) * length))
 
+    def add_hidden(self, total: torch.Tensor | None, states: torch.Tensor, k0: int, length: int) -> torch.Tensor:
+        """``total`` (batch * length + 1 rows, the last for the columns no document keeps; made at the first call)
+        plus the kept hidden states of windows ``k0, k0 + 1, ...`` (``states``: windows x width x H)."""
+        if total is None:
+            total = states.new_zeros((int(self.several.numel()) * length + 1, states.size(-1)))
+        target = self.targets(torch.arange(k0, k0 + states.size(0), device=states.device), states.size(1), length)
+        return total.index_add_(0, target.reshape(-1), states.reshape(-1, states.size(-1)))
+
+    def average(self, total: torch.Tensor, length: int) -> torch.Tensor:
+        """:meth:`add_hidden`'s sums over every window as batch x length x H: averaged where windows overlap (zeros
+        where none keeps a position: padding)."""
+        every = self.targets(torch.arange(len(self.width), device=total.device), max(self.width), length).reshape(-1)
+        counts = torch.zeros(total.size(0), dtype=total.dtype, device=total.device)
+        counts.index_add_(0, every, torch.ones_like(every, dtype=total.dtype))
+        return (total / counts.clamp(min=1).unsqueeze(1))[:-1].view(int(self.several.numel()), length, -1)
+
     def requests(self, idx: MentionIndex) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(window, column, mention)`` of every mention in every window that keeps its position, ordered by window
         (each window's kept range is found by binary search: no mentions x windows table)."""
@@ -263,22 +279,15 @@ class DocREEncoder(nn.Module):
         # Documents read one by one share one word-embedding lookup: the backward pass then builds one dense
         # vocabulary x hidden gradient per batch, not one per document (47 MB for MiniLM's table).
         inputs = input_ids if lengths is None else self.transformer.get_input_embeddings()(input_ids)
-        batch, length = input_ids.shape
+        length, pad = input_ids.size(1), self.config.encoder.pad_token_id or 0
         window, column, mention = windows.requests(idx)
         hidden, parts = None, []
         for k0, k1 in windows.groups(lengths is not None, self.tokens_per_call):
             lo, hi = torch.searchsorted(window, window.new_tensor([k0, k1])).tolist()
-            win_inputs, win_mask = windows.inputs(inputs, k0, k1, self.config.encoder.pad_token_id or 0)
-            states, rows = self._encoder_rows(win_inputs, win_mask, window[lo:hi] - k0, column[lo:hi])
-            if hidden is None:  # one row past the end takes the columns no document keeps
-                hidden = states.new_zeros((batch * length + 1, states.size(-1)))
-            target = windows.targets(torch.arange(k0, k1, device=states.device), states.size(1), length)
-            hidden.index_add_(0, target.reshape(-1), states.reshape(-1, states.size(-1)))
+            states, rows = self._encoder_rows(*windows.inputs(inputs, k0, k1, pad), window[lo:hi] - k0, column[lo:hi])
+            hidden = windows.add_hidden(hidden, states, k0, length)
             parts.append((rows, window[lo:hi], mention[lo:hi]))
-        everything = windows.targets(torch.arange(len(windows.width), device=hidden.device), max(windows.width), length)
-        counts = torch.zeros(batch * length + 1, dtype=hidden.dtype, device=hidden.device)
-        counts.index_add_(0, everything.reshape(-1), torch.ones_like(everything, dtype=hidden.dtype).reshape(-1))
-        sequence_output = (hidden / counts.clamp(min=1).unsqueeze(1))[:-1].view(batch, length, -1)
+        sequence_output = windows.average(hidden, length)
         heads = int(self.config.num_attention_heads)
         return DocREEncoderOutput(
             last_hidden_state=sequence_output,
