@@ -155,6 +155,11 @@ def measure(args: argparse.Namespace, copies: int, budget: int | None) -> dict:
 
 def main() -> None:
     from envre_hf.models.prediction import PAIR_BUDGET
+    from envre_hf.models.registry import HEAD_TYPES, families
+
+    networks = {}  # model class -> its first head type
+    for family in families():
+        networks.setdefault(family.class_name, family.head_type)
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entities", type=int, default=300)
@@ -165,7 +170,8 @@ def main() -> None:
     parser.add_argument("--unbounded-batch", action="store_true", help="also the batch with the budget off")
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--evaluate", action="store_true", help="envre evaluate --model at its defaults, per family")
-    parser.add_argument("--families", nargs="+", default=["atlop", "kd_docre", "docunet"])
+    parser.add_argument("--families", nargs="+", choices=HEAD_TYPES, default=list(networks.values()),
+                        help="default: one head type per network (NCRL is ATLOP's network with another loss)")
     parser.add_argument("--documents", nargs="+", choices=["synthetic", "redocred"], default=["synthetic", "redocred"])
     parser.add_argument("--baseline", help="--evaluate: also run this commit's code (git archive)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
