@@ -70,12 +70,13 @@ def peak_memory_mb(device: str) -> float:
     return peak_rss_mb()
 
 
-def run_child(script: str | Path, argv: list[str], *, nice: bool = False) -> dict:
-    """Run ``python script argv...`` and return the JSON object on its last stdout line."""
+def run_child(script: str | Path, argv: list[str], *, nice: bool = False, env: dict[str, str] | None = None) -> dict:
+    """Run ``python script argv...`` (in ``env``, default this one's) and return the JSON object on its last stdout
+    line."""
     cmd = [sys.executable, str(script), *argv]
     if nice:
         cmd = ["nice", "-n", "19", *cmd]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

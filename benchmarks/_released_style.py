@@ -104,7 +104,7 @@ class ReleasedStyleATLOP:
     # ------------------------------------------------------------------ encoder (long_seq.py)
 
     def _run_encoder(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        encoder = self.model.encoder
+        encoder = self.model.encoder.transformer
         previous = encoder.config._attn_implementation
         encoder.set_attn_implementation("eager")  # eager attention in the encoder itself, every layer's probabilities
         try:

@@ -11,7 +11,7 @@ path ("new") against the path it replaces ("replaced") and against the authors' 
   (``model.set_attn_implementation("eager")``, the encoder's ``output_attentions`` route), batches in
   input order;
 * new: SDPA in every layer and only the last layer's attention rows at mention starts
-  (``DocREPreTrainedModel.encode``), training batches in transformers' ``group_by_length`` order, prediction batches
+  (``DocREEncoder``), training batches in transformers' ``group_by_length`` order, prediction batches
   sorted by length (``iter_logits``);
 * new-bf16: the new path under bf16 autocast (training and inference), printed as a separate figure
   against the fp32 released baseline (skipped with ``--dtype bf16``, where every path runs in bf16).
@@ -225,23 +225,22 @@ def head_share(model, batch, device, amp) -> dict:
 
     def encoder_step():
         with amp():
-            seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
-        (seq.float().mean() + rows.float().mean()).backward()
+            out = model.encoder(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        sum(t.float().mean() for t in out.to_tuple()).backward()
         model.zero_grad(set_to_none=True)
 
     with torch.no_grad(), amp():
-        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
-    seq, rows = seq.detach().requires_grad_(), rows.detach().requires_grad_()
-    real = model.encode
+        fixed = model.encoder(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+    fixed = type(fixed)(*(t.detach().requires_grad_() for t in fixed.to_tuple()))
 
     def head_step():
-        model.encode = lambda *a, **k: (seq, rows)
+        model.encoder.forward = lambda *a, **k: fixed
         try:
             with amp():
                 loss = model(**batch).loss
             loss.backward()
         finally:
-            model.encode = real
+            del model.encoder.forward
         model.zero_grad(set_to_none=True)
 
     encoder_step(), head_step()  # warm-up

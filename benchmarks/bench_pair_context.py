@@ -46,7 +46,7 @@ def main() -> None:
     from envre_hf.features import DocRECollator, featurize_document, length_sorted_batches
     from envre_hf.models import ATLOPModel, DocREModel
     from envre_hf.models import modeling_docre as current
-    from envre_hf.models.modeling_docre import hts_index, pool_entities
+    from envre_hf.models.modeling_docre import hts_index
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True, help="the commit to compare with")
@@ -66,8 +66,8 @@ def main() -> None:
     with torch.inference_mode():
         for idx in length_sorted_batches([len(f["input_ids"]) for f in feats], args.batch_size):
             batch = collate([{**feats[i], "labels": None} for i in idx])
-            seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
-            _, att, per_doc = pool_entities(seq, rows, batch["entity_pos"])
+            encoded = model.encoder(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+            seq, att, per_doc = encoded.last_hidden_state, encoded.entity_attention, [len(e) for e in batch["entity_pos"]]
             inputs.append((seq, att, *hts_index(batch["hts"], per_doc, seq.device), per_doc))
     variants = {"baseline": baseline_functions(args.baseline), "current": {n: getattr(current, n) for n in FUNCTIONS}}
 

@@ -80,16 +80,16 @@ def encoder_flops(length: int, dims: Dims) -> dict[str, int]:
 def encoder_passes(lengths: Sequence[int], window: int, released: bool = False) -> list[int]:
     """Lengths of the sequences the encoder runs for one batch of documents of ``lengths``, padded to the
     longest. Past the window every document becomes windows of ``window`` tokens (a short one one window, padded):
-    ours as many as the model's plan needs (``DocREPreTrainedModel._window_plan``), the released code two.
+    ours as many as the model's plan needs (``envre_hf.models.encoder.window_plan``), the released code two.
     A batch of one document: its own length, or the model's windows."""
     longest = max(lengths)
     if longest <= window:
         return [longest] * len(lengths)
     if released:
         return [window] * sum(1 if n <= window else 2 for n in lengths)
-    from envre_hf.models.modeling_docre import DocREPreTrainedModel
+    from envre_hf.models.encoder import window_plan
 
-    return [window] * len(DocREPreTrainedModel._window_plan(lengths, window))
+    return [window] * len(window_plan(lengths, window))
 
 
 def head_flops(length: int, entities: int, pairs: int, dims: Dims, released: bool) -> dict[str, int]:

@@ -59,16 +59,16 @@ class OriginalCode:
 
 #: By repository (a family's ``Family.original``): the originals this check can build.
 ORIGINAL_CODE = {
-    "THU-BPM/Env-DocRE": OriginalCode("evrt", "model", "DocREModel", ((r"^encoder\.", "model."),)),
+    "THU-BPM/Env-DocRE": OriginalCode("evrt", "model", "DocREModel", ((r"^encoder\.transformer\.", "model."),)),
     "tonytan48/KD-DocRE": OriginalCode(".", "model", "DocREModel_KD", (
-        (r"^encoder\.", "model."),
+        (r"^encoder\.transformer\.", "model."),
         (r"^axial\.(\d+)\.columns\.", r"axial_transformer.axial_attns.\1.axial_attentions.0.fn."),
         (r"^axial\.(\d+)\.rows\.", r"axial_transformer.axial_attns.\1.axial_attentions.1.fn."),
         (r"^axial\.(\d+)\.ffn\.", r"axial_transformer.ffns.\1."),
         (r"^axial\.(\d+)\.norm\.", r"axial_transformer.lns.\1."),
     ), unused=("bilinear.",)),
     "zjunlp/DocuNet": OriginalCode(".", "model_balanceloss", "DocREModel", (
-        (r"^encoder\.", "bert_model."),
+        (r"^encoder\.transformer\.", "bert_model."),
         (r"^channel_projection\.", "liner."),
         (r"^unet\.(inc|up1|up2)\.", r"segmentation_net.\1.conv.double_conv."),
         (r"^unet\.(down1|down2)\.", r"segmentation_net.\1.maxpool_conv.1.double_conv."),

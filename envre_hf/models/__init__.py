@@ -4,6 +4,7 @@ has transformers do when it loads its pipelines, registers the ``document-relati
 
 from .auto import DocREModel, register
 from .configuration_docre import DocREConfig, encoder_window, portable_name
+from .encoder import DocREEncoder, DocREEncoderOutput
 from .hub import model_card, prepare_upload, push_docre_model
 from .losses import adaptive_thresholding_loss, none_class_ranking_loss
 from .modeling_atlop import ATLOPModel

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -11,15 +11,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from .configuration_docre import DocREConfig
+from .encoder import DocREEncoderOutput
 from .losses import adaptive_thresholding_loss, none_class_ranking_loss
 from .modeling_docre import (
     DocREPreTrainedModel,
-    group_bilinear_classify,
+    classify_chunks,
     hts_index,
     localized_context,
     pair_attention,
     pair_chunks,
-    pool_entities,
 )
 
 
@@ -56,21 +56,21 @@ class ATLOPModel(DocREPreTrainedModel):
         return adaptive_thresholding_loss(logits, labels)
 
     def pair_logits(
-        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[Any], hts: Sequence[Any],
-        keep_features: bool, pair_budget: int | None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor]]:
-        """Context, extractors and classifier ``pair_budget`` pairs at a time."""
-        entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
+        self, encoded: DocREEncoderOutput, entity_pos: Sequence[Any], hts: Sequence[Any], keep_features: bool,
+        pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        """Context, extractors and classifier ``pair_budget`` pairs at a time; without ``keep_features`` (prediction)
+        only the logits are kept, not each pair's features or ``(zh, zt)``."""
+        sequence_output, per_doc = encoded.last_hidden_state, [len(e) for e in entity_pos]
+        entities, entity_att = encoded.entity_embeddings, encoded.entity_attention
         h_idx, t_idx, pair_doc = hts_index(hts, per_doc, sequence_output.device)
-        parts = []
-        for c in pair_chunks(h_idx.numel(), pair_budget):
-            ht = pair_attention(entity_att, h_idx[c], t_idx[c], pair_doc[c], per_doc)
-            context = localized_context(sequence_output, ht, pair_doc[c])
-            zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx[c], context))
-            zt = torch.tanh(self._extract(self.tail_extractor, entities, t_idx[c], context))
-            features, logits = group_bilinear_classify(zh, zt, self.config.block_size, self.bilinear, keep_features)
-            parts.append((logits, features, zh, zt))
-        logits, features, zh, zt = (
-            parts[0] if len(parts) == 1 else (None if x[0] is None else torch.cat(x) for x in zip(*parts))
-        )
-        return logits, features, (zh, zt)
+
+        def chunks() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+            for c in pair_chunks(h_idx.numel(), pair_budget):
+                ht = pair_attention(entity_att, h_idx[c], t_idx[c], pair_doc[c], per_doc)
+                context = localized_context(sequence_output, ht, pair_doc[c])
+                del ht  # one chunk's pairs x L weights at a time
+                zh = torch.tanh(self._extract(self.head_extractor, entities, h_idx[c], context))
+                yield zh, torch.tanh(self._extract(self.tail_extractor, entities, t_idx[c], context))
+
+        return classify_chunks(chunks(), self.config.block_size, self.bilinear, keep_features)

@@ -1,10 +1,12 @@
-"""Shared base of the DocRE model families: long-input encoding, mention pooling, pair gathering. Shipped with
-saved models (remote code): imports only torch, transformers and sibling modules."""
+"""The DocRE model base, laid out as transformers' BERT: a thin ``PreTrainedModel`` (config, initialisation,
+save / load, ``forward``) calling the encoder module (:class:`~.encoder.DocREEncoder`: windows, entity embeddings
+and attention) and its family's head (``pair_logits`` of each ``modeling_<family>.py``); and the pair operations the
+heads share. Shipped with saved models (remote code): imports only torch, transformers and sibling modules."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,80 +16,25 @@ from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from .attention import FAST_ATTENTION, RowRequest, last_attention_layer, register_fast_attention
 from .configuration_docre import DocREConfig, encoder_window
+from .encoder import DocREEncoder, DocREEncoderOutput, EntityPos
 from .losses import threshold_margins
 from .registry import HeadSettings, families, get_family, head_class
-
-EntityPos = Sequence[Sequence[Sequence[int]]]  # per entity, its mentions' (start, end)
 
 
 @dataclass
 class DocREModelOutput(ModelOutput):
-    """``logits``: sum_pairs x num_labels (class 0: no relation / threshold). ``pair_representations``: what the
-    classifier reads (None under ``output_pair_representations=False``, as in prediction). ``bilinear_factors``
-    ``(zh, zt)``: set by the group-bilinear families, so that EVRT's L_rcr is computed in closed form from them."""
+    """A DocRE model's output; ``P``: the pairs of ``hts``, the documents' one after another.
+
+    ``loss``: scalar, given ``labels``. ``logits``: P x num_labels (class 0: no relation / threshold).
+    ``pair_representations``: P x the family's width, what the classifier reads (None under
+    ``output_pair_representations=False``, as in prediction). ``bilinear_factors``: ``(zh, zt)``, each P x
+    ``emb_size``, set by the group-bilinear families, so that EVRT's L_rcr is computed in closed form from them."""
 
     loss: torch.FloatTensor | None = None
     logits: torch.FloatTensor | None = None
     pair_representations: torch.FloatTensor | None = None
     bilinear_factors: tuple[torch.FloatTensor, torch.FloatTensor] | None = None
-
-
-@dataclass
-class MentionIndex:
-    doc: torch.Tensor  # (M,) document of each mention
-    pos: torch.Tensor  # (M,) start-marker position of each mention
-    entity: torch.Tensor  # (M,) batch-global entity index
-    slot: torch.Tensor  # (M,) rank of the mention within its entity
-    entities_per_doc: list[int]
-    max_mentions: int
-
-
-def _long(values: list[Any], device: torch.device | str) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.long, device=device)
-
-
-def mention_index(entity_pos: Sequence[EntityPos], device: torch.device | str = "cpu") -> MentionIndex:
-    """Flatten ``entity_pos`` (list per document) into index tensors (one Python pass over mentions)."""
-    docs, poss, ents, slots, per_doc = [], [], [], [], []
-    offset = 0
-    max_m = 1
-    for b, entities in enumerate(entity_pos):
-        per_doc.append(len(entities))
-        for e, mentions in enumerate(entities):
-            max_m = max(max_m, len(mentions))
-            for k, span in enumerate(mentions):
-                docs.append(b)
-                poss.append(int(span[0]))
-                ents.append(offset + e)
-                slots.append(k)
-        offset += len(entities)
-
-    return MentionIndex(*(_long(v, device) for v in (docs, poss, ents, slots)), per_doc, max_m)
-
-
-def pool_entities(
-    sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[EntityPos]
-) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
-    """Batch-flat entity embeddings (E x H, logsumexp over mentions) and attentions (E x heads x L, mean) from
-    :meth:`~DocREPreTrainedModel.encode`'s outputs; entities left without mentions (``max_seq_length``) get zeros."""
-    idx = mention_index(entity_pos, sequence_output.device)
-    n_entities = sum(idx.entities_per_doc)
-    hidden = sequence_output.size(-1)
-    heads, length = attention.size(1), attention.size(-1)
-    if attention.dim() != 3 or attention.size(0) != idx.pos.numel():
-        raise ValueError(f"attention of shape {tuple(attention.shape)} for {idx.pos.numel()} mention rows")
-    mention_emb, mention_att = sequence_output[idx.doc, idx.pos], attention  # M x H, M x heads x L
-    padded = sequence_output.new_full((n_entities, idx.max_mentions, hidden), float("-inf"))
-    padded = padded.index_put((idx.entity, idx.slot), mention_emb)
-    emb = torch.logsumexp(padded, dim=1)
-    counts = torch.zeros(n_entities, device=sequence_output.device, dtype=sequence_output.dtype)
-    counts = counts.index_add(0, idx.entity, torch.ones_like(idx.entity, dtype=sequence_output.dtype))
-    emb = torch.where((counts > 0).unsqueeze(-1), emb, torch.zeros_like(emb))
-    att = attention.new_zeros((n_entities, heads, length)).index_add(0, idx.entity, mention_att)
-    att = att / counts.clamp(min=1).view(-1, 1, 1)
-    return emb, att, idx.entities_per_doc
 
 
 def hts_index(hts: Sequence[Sequence[Sequence[int]]], entities_per_doc: Sequence[int], device: torch.device | str):
@@ -111,7 +58,9 @@ def pair_attention(
     entity_att: torch.Tensor, h_idx: torch.Tensor, t_idx: torch.Tensor, pair_doc: torch.Tensor, entities_per_doc: Sequence[int]
 ) -> torch.Tensor:
     """``(entity_att[h_idx] * entity_att[t_idx]).mean(1)`` (sum_pairs x L) as one product per document, its pairs
-    then picked: the gathered form materialises two sum_pairs x heads x L tensors, ~20x slower on CPU."""
+    then picked into the result: the gathered form materialises two sum_pairs x heads x L tensors, ~20x slower on
+    CPU. Transient memory: about two sum_pairs x L tensors (the encoder stores ``entity_att`` length-major, so a
+    document's ``L x E x heads`` view needs no copy)."""
     length = entity_att.size(-1)
     heads = entity_att.size(1)
     if h_idx.numel() == 0:
@@ -121,41 +70,40 @@ def pair_attention(
         offsets.append(offsets[-1] + int(n))
     starts = torch.tensor(offsets[:-1], dtype=torch.long, device=h_idx.device)
     h_local, t_local = h_idx - starts[pair_doc], t_idx - starts[pair_doc]
-    parts, rows = [], []
+    out = None
     for b, n in enumerate(entities_per_doc):
-        if n == 0:
-            continue
-        sel = (pair_doc == b).nonzero(as_tuple=True)[0]
+        sel = (pair_doc == b).nonzero(as_tuple=True)[0] if n else h_idx[:0]
         if sel.numel() == 0:
             continue
-        # L x E x heads, contiguous: bmm on the permuted view copies every one of its L small matrices
+        # L x E x heads, contiguous: bmm on a permuted view copies every one of its L small matrices
         a = entity_att[offsets[b] : offsets[b] + n].permute(2, 0, 1).contiguous()
         used, head_row = torch.unique(h_local[sel], return_inverse=True)
         products = torch.bmm(a[:, used], a.transpose(1, 2))  # L x U x E: sum over heads
-        parts.append(products[:, head_row, t_local[sel]].transpose(0, 1))  # pairs x L
-        rows.append(sel)
-    values = torch.cat(parts)  # bmm's dtype (bf16 under autocast)
-    return values.new_empty((h_idx.numel(), length)).index_copy(0, torch.cat(rows), values) / heads
+        picked = products[:, head_row, t_local[sel]]  # L x pairs
+        del products
+        if out is None:  # bmm's dtype (bf16 under autocast)
+            out = picked.new_empty((h_idx.numel(), length))
+        out.index_copy_(0, sel, picked.transpose(0, 1))
+    return out.div_(heads)
 
 
 def localized_context(
     sequence_output: torch.Tensor, ht: torch.Tensor, pair_doc: torch.Tensor, eps: float = 1e-5
 ) -> torch.Tensor:
     """ATLOP's localized context of every pair (sum_pairs x H): tokens weighted by ``ht`` (:func:`pair_attention`)
-    normalised to sum to one (``ht / (sum + eps)``), one product per document (padding documents to the most pairs
-    wasted most FLOPs)."""
+    normalised to sum to one (``ht / (sum + eps)``), one product per run of pairs of one document (padding
+    documents to the most pairs wasted most FLOPs; a run is a view of ``ht``, never a copy)."""
     hidden = sequence_output.size(-1)
     if pair_doc.numel() == 0:
         return sequence_output.new_zeros((0, hidden))
     ht = ht / (ht.sum(1, keepdim=True) + eps)
-    parts, rows = [], []
-    for b in torch.unique(pair_doc).tolist():
-        sel = (pair_doc == b).nonzero(as_tuple=True)[0]
-        # as a one-matrix bmm: benchmarks/bench_roofline.py counts aten::bmm as pair attention + context
-        parts.append(torch.bmm(ht[sel].unsqueeze(0), sequence_output[b : b + 1])[0])  # pairs x H
-        rows.append(sel)
-    values = torch.cat(parts)
-    return values.new_empty((pair_doc.numel(), hidden)).index_copy(0, torch.cat(rows), values)
+    docs, counts = torch.unique_consecutive(pair_doc, return_counts=True)
+    # as one-matrix bmms: benchmarks/bench_roofline.py counts aten::bmm as pair attention + context
+    parts = [
+        torch.bmm(weights.unsqueeze(0), sequence_output[b : b + 1])[0]  # pairs x H
+        for b, weights in zip(docs.tolist(), ht.split(counts.tolist()))
+    ]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def pair_chunks(n_pairs: int, pair_budget: int | None) -> list[slice]:
@@ -235,6 +183,23 @@ def group_bilinear_classify(
     return None, torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
+def classify_chunks(
+    pairs: Iterable[tuple[torch.Tensor, torch.Tensor]], block_size: int, linear: nn.Linear, keep_features: bool
+) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+    """``(logits, pair_representations, bilinear_factors)`` of the group-bilinear classifier over chunks of pairs
+    ``(zh, zt)``; without ``keep_features`` (prediction) only the logits are kept, so that memory holds one
+    chunk's features and factors at a time."""
+    parts = []
+    for zh, zt in pairs:
+        features, logits = group_bilinear_classify(zh, zt, block_size, linear, keep_features)
+        parts.append((logits, features, zh, zt) if keep_features else (logits,))
+    if len(parts) == 1:
+        logits, *kept = parts[0]
+    else:
+        logits, *kept = (torch.cat(x) for x in zip(*parts))
+    return (logits, kept[0], (kept[1], kept[2])) if kept else (logits, None, None)
+
+
 def _pytorch_default(module: nn.Module) -> None:
     """``module.reset_parameters()`` through transformers' guarded init functions (weights already loaded stay)."""
     if isinstance(module, (nn.Linear, nn.Bilinear, nn.Conv2d)):
@@ -259,13 +224,8 @@ def _pytorch_default(module: nn.Module) -> None:
 
 
 class DocREPreTrainedModel(PreTrainedModel):
-    """A transformers encoder (``self.encoder``) plus the shared DocRE machinery; each family adds its head.
-    Encoders on transformers' ``AttentionInterface`` run :data:`~.attention.FAST_ATTENTION`; others (DeBERTa), or
-    any set to ``"eager"``, return ``output_attentions``."""
-
-    #: Encode padded batches document by document: True, False, or None (default: in training on CPU, where
-    #: padding costs time in proportion, and attention with dropout in its square).
-    unpadded: bool | None = None
+    """A DocRE model: the encoder module (``self.encoder``, :class:`~.encoder.DocREEncoder`) and the family's head,
+    which each family adds (its layers, ``pair_logits`` and ``loss_function``)."""
 
     config_class = DocREConfig
     base_model_prefix = "docre"
@@ -280,13 +240,9 @@ class DocREPreTrainedModel(PreTrainedModel):
 
     def __init__(self, config: DocREConfig):
         super().__init__(config)
-        self.encoder = AutoModel.from_config(config.encoder, attn_implementation="eager", trust_remote_code=False)
-        #: The layer whose attention rows the fast path computes (None: the encoder runs eager).
-        self.rows_layer = last_attention_layer(self.encoder)
-        if self.rows_layer is not None:
-            self.encoder.set_attn_implementation(register_fast_attention())
         if config.window is None:
             config.window = encoder_window(config.encoder)
+        self.encoder = DocREEncoder(config)
 
     def _init_weights(self, module: nn.Module) -> None:
         """The head's layers as ``config.head_initialization`` says: their PyTorch defaults, as every released code
@@ -329,10 +285,10 @@ class DocREPreTrainedModel(PreTrainedModel):
         raise ValueError(f"{cls.__name__} implements no registered head_type: pass head_type=...")
 
     def get_input_embeddings(self) -> nn.Module:
-        return self.encoder.get_input_embeddings()
+        return self.encoder.transformer.get_input_embeddings()
 
     def set_input_embeddings(self, value: nn.Module) -> None:
-        self.encoder.set_input_embeddings(value)
+        self.encoder.transformer.set_input_embeddings(value)
 
     # ------------------------------------------------------------------ construction
 
@@ -357,177 +313,21 @@ class DocREPreTrainedModel(PreTrainedModel):
         if head_class(config.head_type) is not cls:
             raise ValueError(f"{cls.__name__} does not implement head_type {config.head_type!r}")
         model = cls(config)
-        missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
+        missing, unexpected = model.encoder.transformer.load_state_dict(encoder.state_dict(), strict=False)
         if missing or unexpected:
             raise ValueError(f"encoder weights do not fit: missing {missing[:5]}, unexpected {unexpected[:5]}")
         return model
 
-    # ------------------------------------------------------------------ encoding
-
-    def encode(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sequence output (B x L x H) and the last layer's attention rows at the mention starts (``M x heads x L``,
-        in :func:`mention_index` order), for any length L: longer documents than ``config.window`` are read in
-        overlapping windows in one encoder call, hidden states averaged and a mention's rows summed and renormalised
-        where windows overlap (ATLOP's merge of two 512-token windows, generalised)."""
-        lengths = self._padded_lengths(attention_mask)
-        if lengths is None:
-            return self._encode(input_ids, attention_mask, entity_pos)
-        # One word-embedding lookup for the whole batch: the backward pass then builds one dense
-        # vocabulary x hidden gradient per batch, not one per document (47 MB for MiniLM's table).
-        embeds = self.encoder.get_input_embeddings()(input_ids)
-        length = input_ids.size(1)
-        hidden, rows = [], []
-        for b, n in enumerate(lengths):
-            h, r = self._encode(embeds[b : b + 1, :n], attention_mask[b : b + 1, :n], entity_pos[b : b + 1])
-            hidden.append(torch.nn.functional.pad(h, (0, 0, 0, length - n)))
-            rows.append(torch.nn.functional.pad(r, (0, length - n)))
-        return torch.cat(hidden), torch.cat(rows)
-
-    def _encode(
-        self, inputs: torch.Tensor, attention_mask: torch.Tensor, entity_pos: Sequence[EntityPos]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`encode` of a padded batch; ``inputs`` are token ids (B x L) or word embeddings (B x L x E)."""
-        idx = mention_index(entity_pos, inputs.device)
-        window = int(self.config.window)
-        batch, length = inputs.shape[:2]
-        if length <= window:
-            return self._encoder_rows(inputs, attention_mask, idx.doc, idx.pos)
-        plans, win_inputs, win_mask = self._windows(inputs, attention_mask)
-        # every (mention, window whose kept part holds it): the row in window coordinates
-        by_doc: dict[int, list[int]] = {}
-        for k, plan in enumerate(plans):
-            by_doc.setdefault(plan[0], []).append(k)
-        requests = []  # (window, position in it, mention, kept from j0, kept to j1, shift to document position)
-        for m, (b, p) in enumerate(zip(idx.doc.tolist(), idx.pos.tolist())):
-            for k in by_doc.get(b, ()):
-                _, _, _, j0, j1, p0 = plans[k]
-                if p0 <= p < p0 + (j1 - j0):
-                    requests.append((k, p - p0 + j0, m, j0, j1, p0 - j0))
-        device = inputs.device
-        req_win, req_pos, req_mention, j0s, j1s, shifts = _long(requests, device).view(-1, 6).T.contiguous()
-        hidden, win_rows = self._encoder_rows(win_inputs, win_mask, req_win, req_pos)
-        sequence_output = self._merge_hidden(hidden, plans, batch, length)
-        heads, width = win_rows.size(1), win_rows.size(-1)
-        col = torch.arange(width, device=device)
-        kept = (col >= j0s.unsqueeze(1)) & (col < j1s.unsqueeze(1))  # P x W: the window's kept columns
-        target = torch.where(kept, col + shifts.unsqueeze(1), length)  # column in the document; dropped -> L
-        placed = win_rows.new_zeros((len(requests), heads, length + 1)).scatter_add(
-            2, target.unsqueeze(1).expand(-1, heads, -1), win_rows * kept.unsqueeze(1).to(win_rows.dtype)
-        )
-        rows = win_rows.new_zeros((idx.pos.numel(), heads, length + 1)).index_add(0, req_mention, placed)
-        rows = rows[..., :length]
-        return sequence_output, rows / (rows.sum(-1, keepdim=True) + 1e-10)
-
-    def _padded_lengths(self, attention_mask: torch.Tensor) -> list[int] | None:
-        """The documents' lengths when the batch should be encoded one document at a time (:attr:`unpadded`):
-        more than one document, some padding, and right padding only (a prefix mask); else None."""
-        unpadded = self.unpadded
-        if unpadded is None:
-            unpadded = self.training and attention_mask.device.type == "cpu"
-        batch, length = attention_mask.shape
-        if not unpadded or batch < 2:
-            return None
-        counts = attention_mask.sum(1)
-        if bool((counts == length).all()):
-            return None
-        prefix = torch.arange(length, device=attention_mask.device) < counts.unsqueeze(1)
-        if not torch.equal(prefix, attention_mask.bool()):
-            return None
-        return [int(n) for n in counts.tolist()]
-
-    def _encoder_rows(
-        self, inputs: torch.Tensor, attention_mask: torch.Tensor, doc: torch.Tensor, pos: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One encoder call: last hidden state and the last layer's attention rows ``(doc[i], pos[i])``."""
-        given = {"inputs_embeds" if inputs.dim() == 3 else "input_ids": inputs, "attention_mask": attention_mask}
-        if self.encoder.config._attn_implementation == FAST_ATTENTION:
-            # The request travels as a keyword argument down to the attention function, so that a layer
-            # recomputed by gradient checkpointing recomputes the same rows.
-            request = RowRequest(self.rows_layer, doc, pos)
-            hidden = self.encoder(**given, envre_row_request=request).last_hidden_state
-            if request.rows is None:
-                raise RuntimeError(f"{type(self.encoder).__name__} never ran the attention of layer {self.rows_layer}")
-            rows = request.rows
-        else:
-            out = self.encoder(**given, output_attentions=True)
-            hidden, rows = out.last_hidden_state, out.attentions[-1][doc, :, pos]
-        if hidden.requires_grad and not rows.requires_grad and rows.numel():
-            raise RuntimeError(
-                "the encoder's last layer ran without autograd, which cuts its attention rows (read by the DocRE head)"
-                " from the graph: reentrant gradient checkpointing is not supported; checkpoint with"
-                ' {"use_reentrant": False}, transformers\' default'
-            )
-        return hidden, rows
-
-    def _windows(
-        self, inputs: torch.Tensor, attention_mask: torch.Tensor
-    ) -> tuple[list[tuple[int, int, int, int, int, int]], torch.Tensor, torch.Tensor]:
-        """The window plan (:meth:`_window_plan`) and the windows' inputs and mask."""
-        window = int(self.config.window)
-        lengths = [int(n) for n in attention_mask.sum(1).tolist()]  # one device sync for the whole batch
-        plans = self._window_plan(lengths, window)
-        n_windows = len(plans)
-        win = inputs.new_full((n_windows, window, *inputs.shape[2:]), self.config.encoder.pad_token_id or 0)
-        win_mask = attention_mask.new_zeros((n_windows, window))
-        for k, (b, s, n_win, _, _, _) in enumerate(plans):
-            n = lengths[b]
-            if n <= window:
-                win[k, :n] = inputs[b, :n]
-            else:
-                win[k, 0] = inputs[b, 0]
-                win[k, 1 : n_win - 1] = inputs[b, 1 + s : s + n_win - 1]
-                win[k, n_win - 1] = inputs[b, n - 1]
-            win_mask[k, :n_win] = 1
-        return plans, win, win_mask
-
-    @staticmethod
-    def _merge_hidden(hidden: torch.Tensor, plans: Sequence[tuple[int, ...]], batch: int, length: int) -> torch.Tensor:
-        """Windows' hidden states back in document positions, averaged where windows overlap."""
-        sequence_output = hidden.new_zeros((batch, length, hidden.size(-1)))
-        counts = hidden.new_zeros((batch, length, 1))
-        for k, (b, _, _, j0, j1, p0) in enumerate(plans):
-            p1 = p0 + (j1 - j0)
-            sequence_output[b, p0:p1] += hidden[k, j0:j1]
-            counts[b, p0:p1] += 1
-        return sequence_output / counts.clamp(min=1)
-
-    @staticmethod
-    def _window_plan(lengths: Sequence[int], window: int) -> list[tuple[int, int, int, int, int, int]]:
-        """Windows as (doc, content start s, window length, kept from j0, kept to j1, document position of j0): a
-        longer document than ``window`` keeps its first and last special tokens around ``window - 2`` content tokens
-        per window, in the fewest evenly spread windows that overlap by at least half a window."""
-        plans = []
-        inner = window - 2
-        if inner < 2:
-            raise ValueError(f"encoder window {window} is too small for windowing")
-        for b, n in enumerate(int(x) for x in lengths):
-            if n <= window:
-                plans.append((b, 0, n, 0, n, 0))
-                continue
-            content = n - 2
-            k = math.ceil((content - inner) / (inner // 2)) + 1
-            starts = [round(i * (content - inner) / (k - 1)) for i in range(k)]
-            for i, s in enumerate(starts):
-                j0 = 0 if i == 0 else 1
-                j1 = window if i == k - 1 else window - 1
-                plans.append((b, s, window, j0, j1, s + j0))
-        return plans
-
     # ------------------------------------------------------------------ entities and pairs
 
     def pair_features(
-        self,
-        sequence_output: torch.Tensor,
-        attention: torch.Tensor,
-        entity_pos: Sequence[EntityPos],
-        hts: Sequence[Sequence[Sequence[int]]],
+        self, encoded: DocREEncoderOutput, entity_pos: Sequence[EntityPos], hts: Sequence[Sequence[Sequence[int]]],
         pair_budget: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Head embeddings, tail embeddings and localized contexts of every pair (each sum_pairs x H); the
         contexts ``pair_budget`` pairs at a time."""
-        emb, att, per_doc = pool_entities(sequence_output, attention, entity_pos)
+        emb, att, per_doc = encoded.entity_embeddings, encoded.entity_attention, [len(e) for e in entity_pos]
+        sequence_output = encoded.last_hidden_state
         h, t, doc = hts_index(hts, per_doc, sequence_output.device)
         chunks = pair_chunks(h.numel(), pair_budget)
         contexts = [
@@ -550,18 +350,16 @@ class DocREPreTrainedModel(PreTrainedModel):
     ) -> DocREModelOutput:
         """Logits for every pair of ``hts`` (documents concatenated in batch order) by the family's :meth:`pair_logits`,
         its ``loss_function`` given ``labels``; ``pair_budget``: at most that many pairs at a time where it can."""
-        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
-        logits, features, factors = self.pair_logits(
-            sequence_output, attention, entity_pos, hts, output_pair_representations, pair_budget
-        )
+        encoded = self.encoder(input_ids, attention_mask, entity_pos)
+        logits, features, factors = self.pair_logits(encoded, entity_pos, hts, output_pair_representations, pair_budget)
         loss = None if labels is None else self.loss_function(logits, labels.to(logits.device))
         return DocREModelOutput(loss=loss, logits=logits, pair_representations=features, bilinear_factors=factors)
 
     def pair_logits(
-        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[EntityPos],
-        hts: Sequence[Sequence[Sequence[int]]], keep_features: bool, pair_budget: int | None,
+        self, encoded: DocREEncoderOutput, entity_pos: Sequence[EntityPos], hts: Sequence[Sequence[Sequence[int]]],
+        keep_features: bool, pair_budget: int | None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
-        """The family's head over :meth:`encode`'s outputs: ``(logits, pair_representations, bilinear_factors)``
+        """The family's head over the encoder's output: ``(logits, pair_representations, bilinear_factors)``
         (:class:`DocREModelOutput`); ``keep_features=False``: no pair representations are needed."""
         raise NotImplementedError(f"{type(self).__name__} defines no pair_logits")
 

@@ -5,7 +5,7 @@ threshold 0. Every deviation is a setting of :class:`~.registry.DocuNetHeadConfi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -14,14 +14,14 @@ from torch import nn
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import balanced_loss
+from .encoder import DocREEncoderOutput
 from .modeling_docre import (
     DocREPreTrainedModel,
-    group_bilinear_classify,
+    classify_chunks,
     hts_index,
     localized_context,
     pair_attention,
     pair_chunks,
-    pool_entities,
 )
 from .pair_matrix import PairGrid
 from .registry import DocuNetHeadConfig
@@ -97,11 +97,12 @@ class DocuNetModel(DocREPreTrainedModel):
         """Side -> ``G x S x S x C_in``: the projected localized context of every cell, rows and columns past a
         document's entities repeating its last entity (released)."""
         h, t, doc = grid.cells(sequence_output.device)
-        contexts = [
-            localized_context(sequence_output, pair_attention(entity_att, h[c], t[c], doc[c], grid.entities), doc[c])
+        channels = torch.cat([
+            self.channel_projection(localized_context(
+                sequence_output, pair_attention(entity_att, h[c], t[c], doc[c], grid.entities), doc[c]
+            ))
             for c in pair_chunks(h.numel(), pair_budget)
-        ]
-        channels = self.channel_projection(torch.cat(contexts))
+        ])  # fmt: skip
         return {side: grid.stack_repeating(channels, side, docs) for side, docs in grid.groups().items()}
 
     def _similarity_maps(self, grid: PairGrid, entities: torch.Tensor) -> dict[int, torch.Tensor]:
@@ -121,12 +122,14 @@ class DocuNetModel(DocREPreTrainedModel):
         return maps
 
     def pair_logits(
-        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[Any], hts: Sequence[Any],
-        keep_features: bool, pair_budget: int | None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor]]:
-        """``pair_budget``: localized contexts that many cells at a time (the U-Net's map is whole by design)."""
+        self, encoded: DocREEncoderOutput, entity_pos: Sequence[Any], hts: Sequence[Any], keep_features: bool,
+        pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        """``pair_budget``: localized contexts, extractors and classifier that many cells or pairs at a time (the
+        U-Net's map is whole by design)."""
         settings = self.settings
-        entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
+        sequence_output, per_doc = encoded.last_hidden_state, [len(e) for e in entity_pos]
+        entities, entity_att = encoded.entity_embeddings, encoded.entity_attention
         grid = PairGrid.build(per_doc, settings.matrix_size, _MIN_SIDE)
         if settings.channel_type == "context":
             maps = self._context_maps(grid, sequence_output, entity_att, pair_budget)
@@ -135,7 +138,10 @@ class DocuNetModel(DocREPreTrainedModel):
         segmented = {side: self.unet(m.permute(0, 3, 1, 2)).permute(0, 2, 3, 1) for side, m in maps.items()}
         cells = grid.gather(segmented, hts, sequence_output.new_zeros((0, settings.unet_out_channels)))
         h_idx, t_idx, _ = hts_index(hts, per_doc, sequence_output.device)
-        zh = torch.tanh(self.head_extractor(torch.cat([entities[h_idx], cells], dim=-1)))
-        zt = torch.tanh(self.tail_extractor(torch.cat([entities[t_idx], cells], dim=-1)))
-        features, logits = group_bilinear_classify(zh, zt, self.config.block_size, self.bilinear, keep_features)
-        return logits, features, (zh, zt)
+
+        def chunks() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:  # extractors and classifier per chunk
+            for c in pair_chunks(h_idx.numel(), pair_budget):
+                zh = torch.tanh(self.head_extractor(torch.cat([entities[h_idx[c]], cells[c]], dim=-1)))
+                yield zh, torch.tanh(self.tail_extractor(torch.cat([entities[t_idx[c]], cells[c]], dim=-1)))
+
+        return classify_chunks(chunks(), self.config.block_size, self.bilinear, keep_features)

@@ -14,6 +14,7 @@ from torch import nn
 
 from .configuration_docre import DocREConfig
 from .losses_kd_docunet import adaptive_focal_loss, distillation_loss
+from .encoder import DocREEncoderOutput
 from .modeling_docre import (
     DocREModelOutput,
     DocREPreTrainedModel,
@@ -22,7 +23,6 @@ from .modeling_docre import (
     localized_context,
     pair_attention,
     pair_chunks,
-    pool_entities,
 )
 from .pair_matrix import PairGrid
 from .registry import KDDocREHeadConfig
@@ -41,8 +41,19 @@ class AxisAttention(nn.Module):
         self.to_kv = nn.Linear(dim, 2 * dim, bias=False)
         self.to_out = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
-        """``x``: lines x cells x D; ``key_mask``: lines x cells (True: may be attended to) or None (every cell)."""
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None, lines: int | None = None) -> torch.Tensor:
+        """``x``: lines x cells x D; ``key_mask``: lines x cells (True: may be attended to) or None (every cell);
+        ``lines``: at most that many lines at a time (each line attends within itself: the same output)."""
+        if lines is None or x.size(0) <= lines:
+            return self._attend(x, key_mask)
+        out = None
+        for i in range(0, x.size(0), lines):
+            part = self._attend(x[i : i + lines], None if key_mask is None else key_mask[i : i + lines])
+            out = part.new_empty((x.size(0), *part.shape[1:])) if out is None else out
+            out[i : i + lines] = part
+        return out
+
+    def _attend(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
         lines, cells, dim = x.shape
         split = lambda y: y.reshape(lines, cells, self.heads, dim // self.heads).transpose(1, 2)  # noqa: E731
         k, v = self.to_kv(x).chunk(2, dim=-1)
@@ -66,15 +77,18 @@ class AxialLayer(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
-        """``x``: G x S x S x D; ``key_mask``: G x S x S (True: a cell others attend to) or None."""
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None, lines: int | None = None) -> torch.Tensor:
+        """``x``: G x S x S x D; ``key_mask``: G x S x S (True: a cell others attend to) or None; ``lines``: at most
+        that many lines attended at a time (:class:`AxisAttention`)."""
         g, s, _, d = x.shape
         cols = x.transpose(1, 2).reshape(g * s, s, d)
         col_mask = None if key_mask is None else key_mask.transpose(1, 2).reshape(g * s, s)
-        attended = self.columns(cols, col_mask).view(g, s, s, d).transpose(1, 2)
+        attended = self.columns(cols, col_mask, lines).view(g, s, s, d).transpose(1, 2)
+        del cols
         row_mask = None if key_mask is None else key_mask.reshape(g * s, s)
-        attended = attended + self.rows(x.reshape(g * s, s, d), row_mask).view(g, s, s, d)
+        attended = attended + self.rows(x.reshape(g * s, s, d), row_mask, lines).view(g, s, s, d)
         x = x + self.dropout(attended)
+        del attended
         return self.norm(self.dropout(self.ffn(x)))
 
 
@@ -128,42 +142,46 @@ class KDDocREModel(DocREPreTrainedModel):
         zt = torch.tanh(self.tail_extractor.bias).unsqueeze(0)
         return self.projection(group_bilinear(zh, zt, self.config.block_size))[0].to(like.dtype)
 
-    def _refine(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+    def _refine(self, x: torch.Tensor, key_mask: torch.Tensor | None, lines: int | None) -> torch.Tensor:
         """The released ``axial_transformer(feature) + feature``."""
         y = x
         for layer in self.axial:
-            y = layer(y, key_mask)
+            y = layer(y, key_mask, lines)
         return y + x
 
     def pair_logits(
-        self, sequence_output: torch.Tensor, attention: torch.Tensor, entity_pos: Sequence[Any], hts: Sequence[Any],
-        keep_features: bool, pair_budget: int | None,
-    ) -> tuple[torch.Tensor, torch.Tensor, None]:
+        self, encoded: DocREEncoderOutput, entity_pos: Sequence[Any], hts: Sequence[Any], keep_features: bool,
+        pair_budget: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, None]:
         """Every document's ``n x n`` cells (self pairs included, as released), ``pair_budget`` of them at a time up
-        to the projection; the matrix of the axial layers is whole by design."""
+        to the projection and in each line of axial attention; the matrix of the axial layers is whole by design."""
         settings = self.settings
-        entities, entity_att, per_doc = pool_entities(sequence_output, attention, entity_pos)
+        sequence_output, per_doc = encoded.last_hidden_state, [len(e) for e in entity_pos]
+        entities, entity_att = encoded.entity_embeddings, encoded.entity_attention
         grid = PairGrid.build(per_doc, settings.matrix_size)
         h, t, doc = grid.cells(sequence_output.device)
         # released: heads summed, not averaged, with 1e-10: the same weights as ATLOP's mean with 1e-10 / heads
-        eps = 1e-10 / attention.size(1)
-        cells = []
+        eps = 1e-10 / entity_att.size(1)
+        cells = sequence_output.new_zeros((0, self.projection.out_features))
         for c in pair_chunks(h.numel(), pair_budget):
             context = localized_context(sequence_output, pair_attention(entity_att, h[c], t[c], doc[c], per_doc), doc[c], eps)
             zh = torch.tanh(self.head_extractor(torch.cat([entities[h[c]], context], dim=-1)))
             zt = torch.tanh(self.tail_extractor(torch.cat([entities[t[c]], context], dim=-1)))
-            cells.append(group_bilinear_classify(
-                zh, zt, self.config.block_size, self.projection, keep_features=torch.is_grad_enabled()
-            )[1])
-        cells = torch.cat(cells) if cells else sequence_output.new_zeros((0, self.projection.out_features))
+            part = group_bilinear_classify(zh, zt, self.config.block_size, self.projection, torch.is_grad_enabled())[1]
+            cells = part.new_empty((h.numel(), part.size(-1))) if c.start == 0 else cells
+            cells[c] = part
         fill = self._padding_cell(cells)
         maps = {}
         for side, docs in grid.groups().items():
             key_mask = grid.valid_cells(side, docs, cells.device) if settings.mask_cells else None
-            maps[side] = self._refine(grid.stack(cells, side, docs, fill), key_mask)
-        features = grid.gather(maps, hts, cells.new_zeros((0, cells.size(-1))))
+            lines = None if pair_budget is None else max(1, pair_budget // side)  # the cells of pair_budget at a time
+            maps[side] = self._refine(grid.stack(cells, side, docs, fill), key_mask, lines)
+        empty = cells[:0]
+        del cells
+        features = grid.gather(maps, hts, empty)
+        del maps
         self_pair = torch.tensor([h_ == t_ for pairs in hts for h_, t_ in pairs], device=features.device)
         logits = self.classifier(features)
         if bool(self_pair.any()):  # the released diagonal: all-zero logits
             logits = logits.masked_fill(self_pair.unsqueeze(-1), 0.0)
-        return logits, features, None
+        return logits, features if keep_features else None, None

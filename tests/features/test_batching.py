@@ -71,7 +71,7 @@ def test_bf16_autocast_and_int8_stay_close_to_float(tokenizer, docs):
     with pytest.raises(ValueError):
         list(iter_logits(model, features, pad, progress=False, autocast="int4"))
     quantize_int8(model)
-    assert type(model.encoder.encoder.layer[0].attention.self.query).__module__.startswith("torch.ao.nn.quantized")
+    assert type(model.encoder.transformer.encoder.layer[0].attention.self.query).__module__.startswith("torch.ao.nn.quantized")
     int8 = dict(iter_logits(model, features, pad, progress=False))
     for i in reference:
         scale = reference[i].abs().max()

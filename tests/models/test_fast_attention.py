@@ -14,13 +14,13 @@ import pytest
 import torch
 from transformers import BertConfig, DebertaV2Config, RobertaConfig
 
-from _encoder_reference import eager, reference_encode, reference_encoding
+from _encoder_reference import eager, pool_by_loops, reference_encode, reference_encoding
 
 from envre_hf.features import DocRECollator, featurize_document
 from envre_hf.models import DocREConfig, DocREModel
 from envre_hf.models import attention as attention_module
 from envre_hf.models.attention import FAST_ATTENTION, attention_rows
-from envre_hf.models.modeling_docre import mention_index
+from envre_hf.models.encoder import mention_index
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +70,11 @@ STYLES = ["bert", "roberta", "deberta"]
 @pytest.mark.parametrize("unpadded", [True, False], ids=["unpadded", "padded"])
 def test_encoding_and_logits_equal_the_eager_reference(tokenizer, batch, style, positions, unpadded):
     model = _model(style, tokenizer.vocab_size, positions).eval()
-    model.unpadded = unpadded
+    model.encoder.unpadded = unpadded
     windowed = batch["input_ids"].shape[1] > model.config.window
     assert windowed == (positions == 64)
     fast = style != "deberta"  # DeBERTa's attention is not on transformers' AttentionInterface
-    assert model.encoder.config._attn_implementation == (FAST_ATTENTION if fast else "eager")
+    assert model.encoder.transformer.config._attn_implementation == (FAST_ATTENTION if fast else "eager")
     inputs = batch["input_ids"], batch["attention_mask"], batch["entity_pos"]
     calls = []
 
@@ -85,24 +85,25 @@ def test_encoding_and_logits_equal_the_eager_reference(tokenizer, batch, style, 
     with torch.no_grad():
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(attention_module, "attention_rows", counted)
-            seq, rows = model.encode(*inputs)
+            encoded = model.encoder(*inputs)
         logits = model(**batch).logits
-        ref_seq, ref_rows = reference_encode(model, *inputs)
+        reference = reference_encode(model, *inputs)
         with reference_encoding(model):
-            reference = model(**batch).logits
+            reference_logits = model(**batch).logits
         with eager(model):  # the output_attentions route, for any encoder
-            eager_seq, eager_rows = model.encode(*inputs)
+            eager_encoded = model.encoder(*inputs)
     # the rows are computed in the last layer only, once per encoder call (per document when unpadded)
     assert len(calls) == ((len(batch["hts"]) if unpadded else 1) if fast else 0)
-    idx = mention_index(batch["entity_pos"])
-    assert rows.dim() == 3 and rows.shape[0] == idx.pos.numel()  # only the mention rows, never L x L
+    n_entities = sum(len(e) for e in batch["entity_pos"])
+    assert encoded.entity_attention.shape == (n_entities, 4, batch["input_ids"].shape[1])  # never L x L
     real = batch["attention_mask"].bool()  # the hidden states of padding are never read
-    for hidden, mention_rows in ((seq, rows), (eager_seq, eager_rows)):
-        assert torch.allclose(hidden[real], ref_seq[real], atol=1e-5)
-        assert torch.allclose(mention_rows, ref_rows, atol=1e-6)
+    for out in (encoded, eager_encoded):
+        assert torch.allclose(out.last_hidden_state[real], reference.last_hidden_state[real], atol=1e-5)
+        assert torch.allclose(out.entity_embeddings, reference.entity_embeddings, atol=1e-5)
+        assert torch.allclose(out.entity_attention, reference.entity_attention, atol=1e-6)
     if unpadded:
-        assert seq[~real].abs().max() == 0 and (~real).any()
-    assert torch.allclose(logits, reference, atol=1e-5, rtol=1e-4)
+        assert encoded.last_hidden_state[~real].abs().max() == 0 and (~real).any()
+    assert torch.allclose(logits, reference_logits, atol=1e-5, rtol=1e-4)
     assert logits.abs().max() > 0  # a meaningful comparison
 
 
@@ -111,7 +112,7 @@ def test_fast_path_other_families(tokenizer, batch, head_type):
     model = _model("bert", tokenizer.vocab_size, 64, head_type).eval()
     with torch.no_grad():
         fast = model(**batch).logits
-        model.unpadded = False
+        model.encoder.unpadded = False
         padded = model(**batch).logits
         with reference_encoding(model):
             reference = model(**batch).logits
@@ -120,19 +121,20 @@ def test_fast_path_other_families(tokenizer, batch, head_type):
 
 
 def test_unpadded_only_for_right_padded_cpu_batches(tokenizer, batch):
-    model = _model("bert", tokenizer.vocab_size, 512)
+    encoder = _model("bert", tokenizer.vocab_size, 512).encoder
     mask = batch["attention_mask"]
-    assert model._padded_lengths(mask) == mask.sum(1).tolist()
-    assert model._padded_lengths(mask[:1]) is None  # one document
-    assert model._padded_lengths(torch.ones_like(mask)) is None  # no padding
-    assert model._padded_lengths(mask.flip(1)) is None  # left padding: encoded as a padded batch
-    model.unpadded = None  # the default: training on CPU only
-    model.eval()
-    assert model._padded_lengths(mask) is None
-    model.train()
-    assert model._padded_lengths(mask) == mask.sum(1).tolist()
-    model.unpadded = False
-    assert model._padded_lengths(mask) is None
+    encoder.unpadded = True
+    assert encoder.unpadded_lengths(mask) == mask.sum(1).tolist()
+    assert encoder.unpadded_lengths(mask[:1]) is None  # one document
+    assert encoder.unpadded_lengths(torch.ones_like(mask)) is None  # no padding
+    assert encoder.unpadded_lengths(mask.flip(1)) is None  # left padding: encoded as a padded batch
+    encoder.unpadded = None  # the default: training on CPU only
+    encoder.eval()
+    assert encoder.unpadded_lengths(mask) is None
+    encoder.train()
+    assert encoder.unpadded_lengths(mask) == mask.sum(1).tolist()
+    encoder.unpadded = False
+    assert encoder.unpadded_lengths(mask) is None
 
 
 @pytest.mark.parametrize("head_type", ["atlop", "docunet"])
@@ -148,27 +150,29 @@ def test_prediction_logits_without_pair_representations(tokenizer, batch, head_t
 
 
 def test_training_attention_dropout_is_eager_attention(tokenizer, batch):
-    """With attention dropout in training, each document's hidden states and last-layer rows are those of
-    transformers' own eager attention under the same random draws (dropout masks included)."""
+    """With attention dropout in training, each document's hidden states and its entities' attention (the mean of
+    their last-layer rows) are those of transformers' own eager attention under the same random draws (dropout
+    masks included)."""
     torch.manual_seed(0)
     encoder = _encoder("bert", tokenizer.vocab_size, 512)
     encoder.attention_probs_dropout_prob = encoder.hidden_dropout_prob = 0.3
     model = DocREModel(DocREConfig(encoder=encoder, head_type="atlop", emb_size=32, block_size=8)).train()
     lengths = batch["attention_mask"].sum(1).tolist()
     torch.manual_seed(7)
-    seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+    encoded = model.encoder(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
     torch.manual_seed(7)
     offset = 0
     with eager(model):
         for b, n in enumerate(lengths):
-            out = model.encoder(input_ids=batch["input_ids"][b : b + 1, :n], output_attentions=True)
+            out = model.encoder.transformer(input_ids=batch["input_ids"][b : b + 1, :n], output_attentions=True)
+            assert torch.allclose(encoded.last_hidden_state[b, :n], out.last_hidden_state[0], atol=1e-5)
+            _, expected = pool_by_loops(out.last_hidden_state, out.attentions[-1], batch["entity_pos"][b : b + 1])
+            entities = len(batch["entity_pos"][b])
+            assert torch.allclose(encoded.entity_attention[offset : offset + entities, :, :n], expected, atol=1e-6)
             idx = mention_index(batch["entity_pos"][b : b + 1])
-            assert torch.allclose(seq[b, :n], out.last_hidden_state[0], atol=1e-5)
-            expected = out.attentions[-1][idx.doc, :, idx.pos]
-            assert torch.allclose(rows[offset : offset + len(idx.pos), :, :n], expected, atol=1e-6)
-            assert (expected == 0).any()  # dropout was applied to the rows too
-            offset += len(idx.pos)
-    assert offset == rows.shape[0]
+            assert (out.attentions[-1][idx.doc, :, idx.pos] == 0).any()  # dropout was applied to the rows too
+            offset += entities
+    assert offset == encoded.entity_attention.shape[0]
 
 
 def _loss_and_gradients(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -189,7 +193,8 @@ def test_training_gradients_equal_the_eager_reference(tokenizer, batch, style, c
     if checkpointing:
         model.activation_checkpointing_enable()
     loss, grads = _loss_and_gradients(model, batch)
-    assert all(layer.gradient_checkpointing == checkpointing for layer in model.encoder.encoder.layer)  # none left out
+    layers = model.encoder.transformer.encoder.layer
+    assert all(layer.gradient_checkpointing == checkpointing for layer in layers)  # none left out
     assert torch.allclose(loss, loss_ref, atol=1e-6)
     assert grads.keys() == grads_ref.keys() and len(grads) > 10
     for name in grads:
@@ -212,20 +217,20 @@ def test_attention_implementation_is_a_runtime_choice(tokenizer, batch, tmp_path
     never saved; ``set_attn_implementation`` switches the encoder to eager attention and back."""
     model = _model(style, tokenizer.vocab_size, 64).eval()
     fast = style != "deberta"
-    assert model.rows_layer == (2 if fast else None)  # the last of the 3 layers
-    assert model.encoder.config._attn_implementation == (FAST_ATTENTION if fast else "eager")
+    assert model.encoder.rows_layer == (2 if fast else None)  # the last of the 3 layers
+    assert model.encoder.transformer.config._attn_implementation == (FAST_ATTENTION if fast else "eager")
     model.save_pretrained(tmp_path)
     assert FAST_ATTENTION not in (tmp_path / "config.json").read_text()
     loaded = DocREModel.from_pretrained(tmp_path).eval()
-    assert loaded.encoder.config._attn_implementation == model.encoder.config._attn_implementation
+    assert loaded.encoder.transformer.config._attn_implementation == model.encoder.transformer.config._attn_implementation
     with torch.no_grad():
         logits = loaded(**batch).logits
         loaded.set_attn_implementation("eager")
-        assert loaded.encoder.config._attn_implementation == "eager"
+        assert loaded.encoder.transformer.config._attn_implementation == "eager"
         assert torch.allclose(loaded(**batch).logits, logits, atol=1e-5, rtol=1e-4)
     if fast:
         loaded.set_attn_implementation(FAST_ATTENTION)
-        assert loaded.encoder.config._attn_implementation == FAST_ATTENTION
+        assert loaded.encoder.transformer.config._attn_implementation == FAST_ATTENTION
 
 
 def test_attention_rows_by_hand():
@@ -280,12 +285,12 @@ def test_unpadded_training_looks_word_embeddings_up_once_per_batch(tokenizer, ba
     for unpadded in (True, False):
         torch.manual_seed(0)
         model = DocREModel(config).train()
-        model.unpadded = unpadded
+        model.encoder.unpadded = unpadded
         seen = []
-        model.encoder.get_input_embeddings().register_forward_hook(lambda _m, _a, out: seen.append(tuple(out.shape)))
+        model.get_input_embeddings().register_forward_hook(lambda _m, _a, out: seen.append(tuple(out.shape)))
         loss = model(**inputs).loss
         loss.backward()
-        results[unpadded] = (loss.detach(), model.encoder.get_input_embeddings().weight.grad.clone())
+        results[unpadded] = (loss.detach(), model.get_input_embeddings().weight.grad.clone())
         assert seen == [(*ids.shape, 32)]  # one lookup, of the padded batch
     assert torch.allclose(results[True][0], results[False][0], atol=1e-6)
     assert torch.allclose(results[True][1], results[False][1], atol=1e-6)

@@ -138,8 +138,8 @@ def test_saved_config_holds_no_local_absolute_path_and_names_its_code(tmp_path):
     assert config["auto_map"] == {"AutoConfig": "configuration_docre.DocREConfig", "AutoModel": "modeling_atlop.ATLOPModel"}
     assert "custom_pipelines" not in config  # the pipeline is envre-hf's (import envre_hf), not the checkpoint's
     shipped = {p.name for p in (tmp_path / "saved").glob("*.py")}
-    assert shipped == {"configuration_docre.py", "registry.py", "modeling_atlop.py", "modeling_docre.py", "attention.py",
-                       "losses.py"}
+    assert shipped == {"configuration_docre.py", "registry.py", "modeling_atlop.py", "modeling_docre.py", "encoder.py",
+                       "attention.py", "losses.py"}
     package = REPO / "envre_hf" / "models"
     for name in shipped:  # transformers' copies of the package's modules, each as it is (nothing generated)
         assert (tmp_path / "saved" / name).read_bytes() == (package / name).read_bytes(), name

@@ -67,8 +67,7 @@ class ToyModel(DocREPreTrainedModel):
         self.post_init()
 
     def forward(self, input_ids, attention_mask, entity_pos, hts, labels=None, **unused: Any) -> DocREModelOutput:
-        sequence_output, attention = self.encode(input_ids, attention_mask, entity_pos)
-        hs, ts, _ = self.pair_features(sequence_output, attention, entity_pos, hts)
+        hs, ts, _ = self.pair_features(self.encoder(input_ids, attention_mask, entity_pos), entity_pos, hts)
         logits = self.settings.scale * self.classifier(torch.tanh(self.pair(torch.cat([hs, ts], dim=-1))))
         loss = adaptive_thresholding_loss(logits, labels) if labels is not None else None
         return DocREModelOutput(loss=loss, logits=logits)

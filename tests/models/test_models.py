@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from _encoder_reference import eager, full_attention
+from _encoder_reference import eager, full_attention, pool_by_loops
 from _training_helpers import minilm_dir, tiny_model
 
 from envre_hf.features import DocRECollator, featurize_document
@@ -25,7 +25,8 @@ from envre_hf.models import (
     none_class_ranking_loss,
     threshold_decode,
 )
-from envre_hf.models.modeling_docre import DocREPreTrainedModel, mention_index, pool_entities
+from envre_hf.models.encoder import DocREEncoderOutput, Windows, window_plan
+from envre_hf.models.modeling_docre import DocREPreTrainedModel
 from envre_hf.models.registry import head_class
 
 
@@ -60,7 +61,7 @@ def test_forward_shapes_loss_and_probabilities(tokenizer, batch, head_type):
     assert out.pair_representations.shape == (n_pairs, 32 * 8)
     assert torch.isfinite(out.loss) and out.loss.item() > 0
     out.loss.backward()
-    grads = [p.grad for p in model.encoder.parameters() if p.grad is not None]
+    grads = [p.grad for p in model.encoder.transformer.parameters() if p.grad is not None]
     assert grads and any(g.abs().sum() > 0 for g in grads)
     probs = model.relation_probabilities(out.logits.detach())
     assert probs.shape == (n_pairs, 96) and bool(((probs > 0) & (probs < 1)).all())
@@ -142,24 +143,32 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     window = model.config.window
     lengths = batch["attention_mask"].sum(1).tolist()
-    plans = model._window_plan(lengths, window)
+    plans = window_plan(lengths, window)
+    windows = Windows.build(batch["attention_mask"], window)
     for b, n in enumerate(lengths):
-        mine = [p for p in plans if p[0] == b]
+        mine = [(k, p) for k, p in enumerate(plans) if p[0] == b]
         covered = torch.zeros(n)
-        for _, _, _, j0, j1, p0 in mine:
+        for k, (_, s, n_win, j0, j1, p0) in mine:
             covered[p0 : p0 + j1 - j0] += 1
+            # each window reads [CLS], its content, [SEP]; its kept columns are the document positions p0...
+            expected = [0, *range(s + 1, s + n_win - 1), n - 1]
+            assert windows.source[k, :n_win].tolist() == expected
+            assert windows.source[k][windows.kept[k]].tolist() == list(range(p0, p0 + j1 - j0))
         assert bool((covered >= 1).all())
-        starts = [p[1] for p in mine]
+        starts = [p[1] for _, p in mine]
         assert all(b2 - b1 <= (window - 2) // 2 for b1, b2 in zip(starts, starts[1:]))  # overlaps >= half window
+    transformer = model.encoder.transformer
     with torch.no_grad():
-        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
-        assert seq.shape[:2] == batch["input_ids"].shape and rows.shape[-1] == batch["input_ids"].shape[1]
-        assert torch.allclose(rows.sum(-1), torch.ones(rows.shape[:2]), atol=1e-5)  # merged rows renormalised
+        encoded = model.encoder(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        seq, att = encoded.last_hidden_state, encoded.entity_attention
+        assert seq.shape[:2] == batch["input_ids"].shape and att.shape[-1] == batch["input_ids"].shape[1]
+        with_mentions = torch.tensor([bool(m) for e in batch["entity_pos"] for m in e])
+        assert torch.allclose(att[with_mentions].sum(-1), torch.ones(att.shape[:2])[with_mentions], atol=1e-5)
         # positions seen only by a document's first window equal the encoder's output on that window
         b, n = 0, lengths[0]
         second = [p for p in plans if p[0] == b][1]
         ids = torch.cat([batch["input_ids"][b, : window - 1], batch["input_ids"][b, n - 1 : n]]).unsqueeze(0)
-        direct = model.encoder(input_ids=ids).last_hidden_state[0]
+        direct = transformer(input_ids=ids).last_hidden_state[0]
         only_first = second[5]
         assert torch.allclose(seq[b, :only_first], direct[:only_first], atol=1e-5)
         # a short document batched with long ones is encoded as if alone
@@ -173,40 +182,36 @@ def test_long_inputs_windows_cover_and_match_the_encoder(tokenizer, batch):
         mask = torch.zeros_like(ids)
         ids[0], mask[0] = batch["input_ids"][0], batch["attention_mask"][0]
         ids[1, : len(short)], mask[1, : len(short)] = torch.tensor(short), 1
-        seq2, _ = model.encode(ids, mask, [batch["entity_pos"][0], []])
-        alone = model.encoder(input_ids=torch.tensor([short])).last_hidden_state[0]
+        seq2 = model.encoder(ids, mask, [batch["entity_pos"][0], []]).last_hidden_state
+        alone = transformer(input_ids=torch.tensor([short])).last_hidden_state[0]
         assert torch.allclose(seq2[1, : len(short)], alone, atol=1e-5)
 
 
 def test_short_batch_uses_one_pass_and_equals_encoder(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=512).eval()
     with torch.no_grad():
-        seq, rows = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        encoded = model.encoder(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
         with eager(model):  # the encoder runs SDPA by default, which returns no attentions
-            out = model.encoder(
+            out = model.encoder.transformer(
                 input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_attentions=True
             )
-    idx = mention_index(batch["entity_pos"])
-    assert torch.allclose(seq, out.last_hidden_state, atol=1e-5)
-    assert torch.allclose(rows, out.attentions[-1][idx.doc, :, idx.pos], atol=1e-6)
+    embeddings, attention = pool_by_loops(out.last_hidden_state, out.attentions[-1], batch["entity_pos"])
+    assert torch.allclose(encoded.last_hidden_state, out.last_hidden_state, atol=1e-5)
+    assert torch.allclose(encoded.entity_embeddings, embeddings, atol=1e-5)
+    assert torch.allclose(encoded.entity_attention, attention, atol=1e-6)
 
 
-def test_vectorised_pooling_matches_a_plain_loop(tokenizer, batch):
+def test_pair_features_match_a_plain_loop(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     with torch.no_grad():
         seq, att = full_attention(model, batch["input_ids"], batch["attention_mask"])
-        idx = mention_index(batch["entity_pos"])
-        emb, att_e, per_doc = pool_entities(seq, att[idx.doc, :, idx.pos], batch["entity_pos"])
+        emb, att_e = pool_by_loops(seq, att, batch["entity_pos"])
+        per_doc = [len(e) for e in batch["entity_pos"]]
         embs, atts = emb.split(per_doc), att_e.split(per_doc)
-        hs, ts, rs = model.pair_features(seq, att[idx.doc, :, idx.pos], batch["entity_pos"], batch["hts"])
+        hs, ts, rs = model.pair_features(DocREEncoderOutput(seq, emb, att_e), batch["entity_pos"], batch["hts"])
     row = 0
     for b, entities in enumerate(batch["entity_pos"]):
         assert embs[b].shape == (len(entities), 32) and atts[b].shape == (len(entities), 2, seq.shape[1])
-        for e, mentions in enumerate(entities):
-            stack = torch.stack([seq[b, s] for s, _ in mentions])
-            assert torch.allclose(embs[b][e], torch.logsumexp(stack, 0), atol=1e-5)
-            mean_att = torch.stack([att[b, :, s] for s, _ in mentions]).mean(0)
-            assert torch.allclose(atts[b][e], mean_att, atol=1e-6)
         for h, t in batch["hts"][b]:
             weights = (atts[b][h] * atts[b][t]).mean(0)
             weights = weights / (weights.sum() + 1e-5)
@@ -264,7 +269,7 @@ def test_from_encoder_pretrained_keeps_the_encoder_weights():
     path = minilm_dir()
     model = ATLOPModel.from_encoder_pretrained(path, head_type="ncrl", emb_size=64, block_size=8)
     reference = AutoModel.from_pretrained(path)
-    mine = model.encoder.state_dict()
+    mine = model.encoder.transformer.state_dict()
     for name, tensor in reference.state_dict().items():
         assert torch.equal(mine[name], tensor), name
     # a local folder is recorded by its name only: saved configs and cards never hold a local absolute path
@@ -474,8 +479,8 @@ def test_atlop_forward_equals_its_textbook_composition(tokenizer, batch):
     model = tiny_model(tokenizer, max_positions=POSITIONS).eval()
     with torch.no_grad():
         logits = model(**batch).logits
-        seq, att = model.encode(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
-        hs, ts, rs = model.pair_features(seq, att, batch["entity_pos"], batch["hts"])
+        encoded = model.encoder(batch["input_ids"], batch["attention_mask"], batch["entity_pos"])
+        hs, ts, rs = model.pair_features(encoded, batch["entity_pos"], batch["hts"])
         zh = torch.tanh(model.head_extractor(torch.cat([hs, rs], -1)))
         zt = torch.tanh(model.tail_extractor(torch.cat([ts, rs], -1)))
         b1, b2 = zh.view(-1, 4, 8, 1), zt.view(-1, 4, 1, 8)

@@ -300,7 +300,7 @@ def test_long_inputs_train_through_windowed_encoding(head_type, tokenizer, short
         losses.append(out.loss.item())
     assert all(math.isfinite(x) for x in losses)
     assert losses[-1] < losses[0]
-    assert model.encoder.embeddings.word_embeddings.weight.grad.abs().sum() > 0  # gradients reach the encoder
+    assert model.encoder.transformer.embeddings.word_embeddings.weight.grad.abs().sum() > 0  # gradients reach the encoder
 
 
 @pytest.mark.parametrize("head_type", sorted(FAMILIES))
@@ -319,7 +319,7 @@ def test_save_load_auto_model_and_from_encoder_pretrained(head_type, tokenizer, 
     cls, settings = FAMILIES[head_type]
     fresh = cls.from_encoder_pretrained(str(tmp_path / "encoder"), emb_size=64, block_size=16, head_settings=settings)
     assert type(fresh) is cls and fresh.config.head_type == head_type
-    assert torch.equal(fresh.encoder.embeddings.word_embeddings.weight, encoder.embeddings.word_embeddings.weight)
+    assert torch.equal(fresh.encoder.transformer.embeddings.word_embeddings.weight, encoder.embeddings.word_embeddings.weight)
     via_dispatcher = DocREModel.from_encoder_pretrained(
         str(tmp_path / "encoder"), head_type=head_type, emb_size=64, block_size=16, head_settings=settings
     )

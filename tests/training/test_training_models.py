@@ -82,7 +82,7 @@ def test_bf16_autocast_and_activation_checkpointing(tmp_path, encoder_dir, token
     args = _args(tmp_path, bf16=True, activation_checkpointing=True, max_steps=1)
     trainer = _trainer(model, args, paired_dataset(docs, redocred_dev, tokenizer), tokenizer)
     trainer.train()
-    assert model.encoder.is_activation_checkpointing
+    assert model.encoder.transformer.is_activation_checkpointing
     (log,) = _step_logs(trainer)
     assert all(math.isfinite(log[name]) for name in COMPONENTS)
 
@@ -155,7 +155,7 @@ def test_classifier_learning_rate_puts_the_head_on_its_own_rate(tmp_path, encode
     trainer = _trainer(model, staged, paired_dataset(docs, redocred_dev, tokenizer), tokenizer)
     rate_of = {id(p): g["lr"] for g in trainer.create_optimizer().param_groups for p in g["params"]}
     assert rate_of[id(model.head_extractor.weight)] == 5e-4 and rate_of[id(model.head_extractor.bias)] == 7e-4
-    assert rate_of[id(model.tail_extractor.weight)] == 3e-3 and rate_of[id(model.encoder.pooler.dense.weight)] == 1e-4
+    assert rate_of[id(model.tail_extractor.weight)] == 3e-3 and rate_of[id(model.encoder.transformer.pooler.dense.weight)] == 1e-4
     # without the setting, Trainer's single rate applies to everything
     plain = _trainer(tiny_model(encoder_dir, "atlop"), _args(tmp_path / "p", learning_rate=1e-4), paired_dataset(docs, redocred_dev, tokenizer), tokenizer)
     assert {g["lr"] for g in plain.create_optimizer().param_groups} == {1e-4}
