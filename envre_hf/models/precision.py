@@ -62,7 +62,7 @@ def resolve_autocast(precision: str | None, device: Any = "cpu") -> str | None:
         if where not in _warned:
             _warned.add(where)
             _logger.warning(
-                "bf16 requested, but %s has no native bf16 (%s): running fp32, faster here (insist: --bf16 force, "
+                "bf16 requested, but %s has no native bf16 (%s): running fp32, faster here (insist: --precision bf16-force, "
                 "autocast='bf16-force')", where, _WHY.get(torch.device(device).type, "not a CPU or CUDA device"),
             )
     return None

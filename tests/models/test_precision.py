@@ -65,7 +65,7 @@ def test_bf16_falls_back_to_fp32_with_one_warning_line_where_emulated(emulated, 
         assert resolve_autocast("bf16", "cpu") is None  # once per device and process
         assert resolve_autocast("auto", "cpu") is None  # auto: silently
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1 and WARNING in lines[0] and "\n" not in lines[0] and "bf16 force" in lines[0]
+    assert len(lines) == 1 and WARNING in lines[0] and "\n" not in lines[0] and "--precision bf16-force" in lines[0]
     assert resolve_autocast("bf16-force", "cpu") == "bf16"
     assert resolve_autocast("fp32", "cpu") is None and resolve_autocast(None, "cpu") is None
     with pytest.raises(ValueError, match="precision must be one of"):
