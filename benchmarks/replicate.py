@@ -348,6 +348,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
     if resumed:
         print(f"=== {name} seed {seed}: resuming from {os.path.basename(resumed)} ===", flush=True)
     trainer.train(resume_from_checkpoint=resumed)
+    ran_steps = trainer.state.global_step > (int(resumed.rsplit("-", 1)[-1]) if resumed else 0)
     model.eval()
     history = trainer.state.log_history
     if cli.save_models:
@@ -369,7 +370,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
         "validation": [
             {k: e[k] for k in ("epoch", "eval_dev_f1", "eval_dev_ign_f1") if k in e} for e in history if "eval_dev_f1" in e
         ],
-        "train_seconds": time.perf_counter() - started,
+        "train_seconds": time.perf_counter() - started,  # this process's part only: after resumed_from
         "resumed_from": resumed and os.path.basename(resumed),
         "epoch_seconds": timer.epochs,
         "twin_substitution_rates": trainer.twin_rates,
@@ -379,7 +380,8 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
             for e in history
             if "loss" in e
         ],
-        "final_train_loss": next((e["train_loss"] for e in history if "train_loss" in e), None),
+        # Trainer's mean over the steps this process ran; none when it resumed from the last step
+        "final_train_loss": next((e["train_loss"] for e in history if "train_loss" in e), None) if ran_steps else None,
     }
 
 
