@@ -371,6 +371,7 @@ def _job(cli: argparse.Namespace, head: str, run: str, seed: int) -> dict:
             {k: e[k] for k in ("epoch", "eval_dev_f1", "eval_dev_ign_f1") if k in e} for e in history if "eval_dev_f1" in e
         ],
         "train_seconds": time.perf_counter() - started,  # this process's part only: after resumed_from
+        "machine": machine(),  # a results file grows over sessions, whose machines may differ
         "resumed_from": resumed and os.path.basename(resumed),
         "epoch_seconds": timer.epochs,
         "twin_substitution_rates": trainer.twin_rates,
