@@ -82,6 +82,15 @@ def run_child(script: str | Path, argv: list[str], *, nice: bool = False, env: d
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def package_at(commit: str, folder: str | Path) -> str:
+    """``commit``'s ``envre_hf`` package (``git archive``) unpacked into ``folder``: a child's PYTHONPATH for running
+    an earlier version's code beside the current one in the same benchmark."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", commit, "envre_hf"], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return str(folder)
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
     """``obj`` as JSON (indent 1) through the package's atomic writer, its folder made first."""
     from envre_hf.atomic import write_json as atomic_write_json

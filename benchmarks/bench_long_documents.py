@@ -20,13 +20,12 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import REPO, TEST, machine, minilm_path, peak_rss_mb, run_child, timed, write_json  # noqa: E402
+from _bench_common import REPO, TEST, machine, minilm_path, package_at, peak_rss_mb, run_child, timed, write_json  # noqa: E402
 
 #: Targets of issue 44: the 20k-word document under 4 GB, time within 1.5x of linear from 1k words.
 MAX_RSS_MB, MAX_TIME_OVER_LINEAR = 4096, 1.5
@@ -87,13 +86,6 @@ def measure(args: argparse.Namespace, words: int) -> dict:
     }
 
 
-def baseline_code(commit: str, folder: str) -> str:
-    """``commit``'s ``envre_hf`` package, exported into ``folder`` (git archive), for its children's PYTHONPATH."""
-    archive = subprocess.run(["git", "archive", commit, "envre_hf"], cwd=REPO, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-    return folder
-
-
 def summary(runs: list[dict]) -> dict:
     """Each length's CPU seconds per word against the shortest's, and the targets."""
     first, last = runs[0], runs[-1]
@@ -127,7 +119,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         codes = {"new": str(REPO)}
         if args.baseline:
-            codes[f"baseline {args.baseline}"] = baseline_code(args.baseline, folder)
+            codes[f"baseline {args.baseline}"] = package_at(args.baseline, folder)
         for name, code in codes.items():
             env = {**os.environ, "PYTHONPATH": code}
             sizes = [w for w in args.words if name == "new" or w <= args.baseline_max_words]

@@ -30,13 +30,12 @@ import itertools
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import REPO, TEST, machine, minilm_path, peak_rss_mb, run_child, timed, write_json  # noqa: E402
+from _bench_common import REPO, TEST, machine, minilm_path, package_at, peak_rss_mb, run_child, timed, write_json  # noqa: E402
 
 WORDS = "the river town of a station near old green hill and mill road north with long bridge over lake".split()
 
@@ -104,10 +103,7 @@ def evaluate_runs(args: argparse.Namespace, folder: Path) -> dict:
             (folder / f"{name}-{copies}.json").write_text(json.dumps(docs))
     codes = {"new": str(REPO)}
     if args.baseline:
-        archive = subprocess.run(["git", "archive", args.baseline, "envre_hf"], cwd=REPO, check=True, capture_output=True)
-        (folder / "baseline").mkdir()
-        subprocess.run(["tar", "-x", "-C", str(folder / "baseline")], input=archive.stdout, check=True)
-        codes[f"baseline {args.baseline}"] = str(folder / "baseline")
+        codes[f"baseline {args.baseline}"] = package_at(args.baseline, folder / "baseline")
     runs = []
     for (code, path), family, name, copies in itertools.product(codes.items(), args.families, args.documents,
                                                                 (1, args.batch)):
