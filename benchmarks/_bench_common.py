@@ -82,6 +82,20 @@ def run_child(script: str | Path, argv: list[str], *, nice: bool = False, env: d
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def die_with_parent(parent: int) -> None:
+    """Pool initializer (``initargs=(os.getpid(),)``): the worker gets SIGTERM when ``parent``, the process that
+    started it, dies (Linux ``PR_SET_PDEATHSIG``).
+
+    Without it a worker of a killed run trains on and writes the checkpoints its resumed run reads."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call: follow it now
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 def package_at(commit: str, folder: str | Path) -> str:
     """``commit``'s ``envre_hf`` package (``git archive``) unpacked into ``folder``: a child's PYTHONPATH for running
     an earlier version's code beside the current one in the same benchmark."""

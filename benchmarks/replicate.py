@@ -55,7 +55,7 @@ import os
 import time
 from pathlib import Path
 
-from _bench_common import machine
+from _bench_common import die_with_parent, machine
 
 from envre_hf.models.registry import HEAD_TYPES
 
@@ -428,7 +428,10 @@ def main() -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(cli.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(
+            cli.workers, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
             futures = {pool.submit(_job, cli, *job): job for job in jobs}
             for future in as_completed(futures):
                 result = future.result()
